@@ -1,0 +1,333 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// GPUNode is the GPU inventory of one Kubernetes node. It has the same name
+// as the Node. Its status is written only by that node's device plugin; its
+// spec is for the administrator.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=gn;gpun,categories=tessera
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpuCount`,description="Number of GPUs on the node"
+// +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.status.models`,description="GPU models on the node"
+// +kubebuilder:printcolumn:name="Memory",type=integer,JSONPath=`.status.memoryMiB`,description="Total GPU memory in MiB"
+// +kubebuilder:printcolumn:name="Allocatable",type=integer,JSONPath=`.status.allocatableMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the device plugin serves the node"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GPUNode struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec holds the administrator's decisions about the node's GPUs.
+	// +optional
+	Spec GPUNodeSpec `json:"spec,omitempty"`
+
+	// status is the node's GPU inventory as its device plugin last reported it.
+	// +optional
+	Status GPUNodeStatus `json:"status,omitempty"`
+}
+
+// GPUNodeSpec holds the administrator's decisions about a node's GPUs.
+type GPUNodeSpec struct {
+	// cordonedDevices lists the UUIDs of GPUs that take no new allocations.
+	// Allocations already on them stay until their pods end.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=128
+	CordonedDevices []string `json:"cordonedDevices,omitempty"`
+}
+
+// GPUNodeStatus is a node's GPU inventory as its device plugin reports it.
+type GPUNodeStatus struct {
+	// devices are the node's physical GPUs, after memory and core scaling.
+	// +optional
+	// +listType=map
+	// +listMapKey=uuid
+	// +kubebuilder:validation:MaxItems=64
+	Devices []GPUDevice `json:"devices,omitempty"`
+
+	// driverVersion is the GPU driver version, or "simulated" for simulated GPUs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	DriverVersion string `json:"driverVersion,omitempty"`
+
+	// lastHeartbeatTime is when the device plugin last confirmed this status.
+	// A node whose heartbeat is older than the scheduler's configured age
+	// takes no new pods.
+	// +optional
+	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+
+	// gpuCount is the number of devices, for display.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	GPUCount int32 `json:"gpuCount,omitempty"`
+
+	// models is a comma-separated list of the distinct GPU models, for display.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Models string `json:"models,omitempty"`
+
+	// memoryMiB is the memory of all devices in MiB, for display.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+
+	// allocatableMemoryMiB is the memory in MiB of the healthy, uncordoned
+	// devices, for display.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AllocatableMemoryMiB int64 `json:"allocatableMemoryMiB,omitempty"`
+
+	// conditions describe the device plugin's state. Type "Ready" is True
+	// while the plugin is registered with the kubelet and serving.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GPUHealth says whether a GPU can take work.
+// +kubebuilder:validation:Enum=Healthy;Unhealthy
+type GPUHealth string
+
+const (
+	// GPUHealthy marks a GPU that can take work.
+	GPUHealthy GPUHealth = "Healthy"
+	// GPUUnhealthy marks a GPU that reported an error, such as an XID or ECC event.
+	GPUUnhealthy GPUHealth = "Unhealthy"
+)
+
+// GPUNodeReady is the condition type set while a node's device plugin serves.
+const GPUNodeReady = "Ready"
+
+// GPUDevice is one physical GPU of a node.
+type GPUDevice struct {
+	// uuid is the GPU's unique identifier, as NVML reports it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	UUID string `json:"uuid"`
+
+	// index is the GPU's index on the node, as NVML numbers it.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Index int32 `json:"index"`
+
+	// model is the GPU's product name, such as "NVIDIA A100-SXM4-80GB".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Model string `json:"model"`
+
+	// memoryMiB is the memory that may be allocated on the GPU, in MiB,
+	// after the device plugin's memory scaling.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	MemoryMiB int64 `json:"memoryMiB"`
+
+	// cores is the compute that may be allocated on the GPU, in percent of
+	// one GPU (100 unless the device plugin scales cores).
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Cores int32 `json:"cores"`
+
+	// shareLimit is how many containers may share the GPU at once.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	ShareLimit int32 `json:"shareLimit"`
+
+	// numaNode is the NUMA node the GPU is attached to, or -1 when unknown.
+	// +optional
+	// +kubebuilder:validation:Minimum=-1
+	NUMANode int32 `json:"numaNode,omitempty"`
+
+	// health says whether the GPU can take work.
+	// +required
+	Health GPUHealth `json:"health"`
+
+	// healthMessage says why an unhealthy GPU is unhealthy.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	HealthMessage string `json:"healthMessage,omitempty"`
+}
+
+// GPUNodeList is a list of GPUNodes.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type GPUNodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the GPUNodes.
+	Items []GPUNode `json:"items"`
+}
+
+// GPUAllocation records the GPUs that the scheduler gave to one pod. It has
+// the same name and namespace as the pod and is owned by it. The scheduler
+// extender writes its spec; the node's device plugin writes its status.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ga;gpua,categories=tessera
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.metadata.name`,description="The pod the GPUs are for"
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.spec.gpuCount`,description="Number of distinct GPUs"
+// +kubebuilder:printcolumn:name="Memory",type=integer,JSONPath=`.spec.memoryMiB`,description="GPU memory in MiB over all containers"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GPUAllocation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the placement the scheduler extender chose.
+	// +required
+	Spec GPUAllocationSpec `json:"spec"`
+
+	// status is how far the device plugin has served the placement.
+	// +optional
+	Status GPUAllocationStatus `json:"status,omitempty"`
+}
+
+// GPUAllocationSpec is the placement the scheduler extender chose for a pod.
+//
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+type GPUAllocationSpec struct {
+	// podUID is the UID of the pod the GPUs are for.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	PodUID types.UID `json:"podUID"`
+
+	// nodeName is the node the pod is bound to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	NodeName string `json:"nodeName"`
+
+	// containers are the pod's containers that got GPUs, in the order the
+	// kubelet allocates them: init containers first, then app containers.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Containers []ContainerAllocation `json:"containers"`
+
+	// gpuCount is the number of distinct GPUs over all containers, for display.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	GPUCount int32 `json:"gpuCount,omitempty"`
+
+	// memoryMiB is the GPU memory over all containers in MiB, for display.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+}
+
+// ContainerAllocation is the GPUs given to one container.
+type ContainerAllocation struct {
+	// name is the container's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// devices are the GPUs the container gets, with its slice of each.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Devices []DeviceAllocation `json:"devices"`
+}
+
+// DeviceAllocation is a container's slice of one GPU.
+type DeviceAllocation struct {
+	// uuid is the GPU's UUID.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	UUID string `json:"uuid"`
+
+	// index is the GPU's index on the node.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Index int32 `json:"index"`
+
+	// memoryMiB is the GPU memory the container may use, in MiB.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	MemoryMiB int64 `json:"memoryMiB"`
+
+	// cores is the share of the GPU's compute the container may use, in
+	// percent; 0 means no limit is enforced.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	Cores int32 `json:"cores"`
+}
+
+// AllocationPhase is how far the device plugin has served an allocation.
+// +kubebuilder:validation:Enum=Pending;Allocated;Failed
+type AllocationPhase string
+
+const (
+	// AllocationPending means the pod is bound and the kubelet has not yet
+	// been served for all its GPU containers. An allocation whose status is
+	// still empty is Pending too.
+	AllocationPending AllocationPhase = "Pending"
+	// AllocationAllocated means the kubelet has been served for every
+	// container of the allocation.
+	AllocationAllocated AllocationPhase = "Allocated"
+	// AllocationFailed means the device plugin could not serve the
+	// allocation; the message says why, and the GPUs are free again.
+	AllocationFailed AllocationPhase = "Failed"
+)
+
+// GPUAllocationStatus is how far the device plugin has served an allocation.
+type GPUAllocationStatus struct {
+	// phase is Pending, Allocated or Failed.
+	// +optional
+	Phase AllocationPhase `json:"phase,omitempty"`
+
+	// servedContainers are the names of the containers the kubelet has been
+	// given devices for, in order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	ServedContainers []string `json:"servedContainers,omitempty"`
+
+	// allocatedTime is when the allocation became Allocated or Failed.
+	// +optional
+	AllocatedTime *metav1.Time `json:"allocatedTime,omitempty"`
+
+	// message says why an allocation failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// GPUAllocationList is a list of GPUAllocations.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+type GPUAllocationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the GPUAllocations.
+	Items []GPUAllocation `json:"items"`
+}
