@@ -116,6 +116,14 @@ func schema_tessera_apis_gpu_v1alpha1_ContainerAllocation(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind says when the container runs, which decides whether its GPUs are held at the same time as the other containers': Init containers run one after another before the rest, Sidecar (restartable init) containers and App containers run for the pod's life.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"devices": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -135,7 +143,7 @@ func schema_tessera_apis_gpu_v1alpha1_ContainerAllocation(ref common.ReferenceCa
 						},
 					},
 				},
-				Required: []string{"name", "devices"},
+				Required: []string{"name", "kind", "devices"},
 			},
 		},
 		Dependencies: []string{

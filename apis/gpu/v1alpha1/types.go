@@ -245,6 +245,13 @@ type ContainerAllocation struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 
+	// kind says when the container runs, which decides whether its GPUs are
+	// held at the same time as the other containers': Init containers run
+	// one after another before the rest, Sidecar (restartable init)
+	// containers and App containers run for the pod's life.
+	// +required
+	Kind ContainerKind `json:"kind"`
+
 	// devices are the GPUs the container gets, with its slice of each.
 	// +required
 	// +listType=atomic
@@ -252,6 +259,19 @@ type ContainerAllocation struct {
 	// +kubebuilder:validation:MaxItems=64
 	Devices []DeviceAllocation `json:"devices"`
 }
+
+// ContainerKind says when a container runs within its pod.
+// +kubebuilder:validation:Enum=Init;Sidecar;App
+type ContainerKind string
+
+const (
+	// ContainerInit is an init container: it runs to completion before the next starts.
+	ContainerInit ContainerKind = "Init"
+	// ContainerSidecar is a restartable init container: it runs for the pod's life.
+	ContainerSidecar ContainerKind = "Sidecar"
+	// ContainerApp is an app container.
+	ContainerApp ContainerKind = "App"
+)
 
 // DeviceAllocation is a container's slice of one GPU.
 type DeviceAllocation struct {

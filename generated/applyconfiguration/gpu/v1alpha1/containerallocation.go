@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
 // ContainerAllocationApplyConfiguration represents a declarative configuration of the ContainerAllocation type for use
 // with apply.
 //
@@ -25,6 +29,11 @@ package v1alpha1
 type ContainerAllocationApplyConfiguration struct {
 	// name is the container's name.
 	Name *string `json:"name,omitempty"`
+	// kind says when the container runs, which decides whether its GPUs are
+	// held at the same time as the other containers': Init containers run
+	// one after another before the rest, Sidecar (restartable init)
+	// containers and App containers run for the pod's life.
+	Kind *gpuv1alpha1.ContainerKind `json:"kind,omitempty"`
 	// devices are the GPUs the container gets, with its slice of each.
 	Devices []DeviceAllocationApplyConfiguration `json:"devices,omitempty"`
 }
@@ -40,6 +49,14 @@ func ContainerAllocation() *ContainerAllocationApplyConfiguration {
 // If called multiple times, the Name field is set to the value of the last call.
 func (b *ContainerAllocationApplyConfiguration) WithName(value string) *ContainerAllocationApplyConfiguration {
 	b.Name = &value
+	return b
+}
+
+// WithKind sets the Kind field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Kind field is set to the value of the last call.
+func (b *ContainerAllocationApplyConfiguration) WithKind(value gpuv1alpha1.ContainerKind) *ContainerAllocationApplyConfiguration {
+	b.Kind = &value
 	return b
 }
 

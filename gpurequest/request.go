@@ -1,0 +1,167 @@
+package gpurequest
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Limits of a single container's request.
+const (
+	// MaxCount is the most GPUs one container may ask for.
+	MaxCount = 64
+	// MaxPercent bounds gpucores and gpumem-percentage.
+	MaxPercent = 100
+	// MaxMemoryMiB bounds gpumem (1 PiB); it keeps sums far from overflow.
+	MaxMemoryMiB = 1 << 30
+)
+
+// ContainerKind says when a container runs relative to the pod's others,
+// which decides whether its GPUs are held at the same time as theirs.
+type ContainerKind int
+
+const (
+	// InitContainer runs to completion before the next container starts.
+	InitContainer ContainerKind = iota
+	// SidecarContainer is a restartable init container: it starts in init
+	// order and runs for the rest of the pod's life.
+	SidecarContainer
+	// AppContainer runs for the pod's life, beside the other app containers.
+	AppContainer
+)
+
+// LongRunning reports whether the container holds its GPUs for the pod's life.
+func (k ContainerKind) LongRunning() bool { return k != InitContainer }
+
+// ContainerRequest is what one container asks for. Memory and cores are per
+// GPU: a container asking for 2 GPUs and 4000 MiB gets 4000 MiB on each.
+type ContainerRequest struct {
+	// Name is the container's name.
+	Name string
+	// Kind says when the container runs.
+	Kind ContainerKind
+	// Count is the number of distinct GPUs.
+	Count int32
+	// MemoryMiB is the memory on each GPU; with MemoryPercent also zero the
+	// container takes each GPU's whole memory.
+	MemoryMiB int64
+	// MemoryPercent is the memory on each GPU as a percentage of its memory.
+	MemoryPercent int32
+	// Cores is the percent of each GPU's compute; 100 means exclusive use.
+	Cores int32
+}
+
+// WholeMemory reports whether the container takes each GPU's whole memory.
+func (r ContainerRequest) WholeMemory() bool { return r.MemoryMiB == 0 && r.MemoryPercent == 0 }
+
+// MemoryOn returns the memory in MiB the request takes on a GPU of the given size.
+func (r ContainerRequest) MemoryOn(gpuMemoryMiB int64) int64 {
+	switch {
+	case r.MemoryMiB > 0:
+		return r.MemoryMiB
+	case r.MemoryPercent > 0:
+		return gpuMemoryMiB * int64(r.MemoryPercent) / 100
+	default:
+		return gpuMemoryMiB
+	}
+}
+
+// PodRequests returns the requests of the pod's containers that ask for
+// GPUs, in the order the kubelet allocates them: init containers first. A
+// container that asks for memory or cores but no count gets one GPU, as the
+// webhook would have set. The error lists every invalid field of the pod.
+func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, error) {
+	var (
+		requests []ContainerRequest
+		errs     field.ErrorList
+	)
+	add := func(c *corev1.Container, kind ContainerKind, path *field.Path) {
+		req, ok, cerrs := ContainerRequestOf(c, kind, names, path)
+		errs = append(errs, cerrs...)
+		if ok && len(cerrs) == 0 {
+			requests = append(requests, req)
+		}
+	}
+	spec := field.NewPath("spec")
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		kind := InitContainer
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			kind = SidecarContainer
+		}
+		add(c, kind, spec.Child("initContainers").Index(i))
+	}
+	for i := range pod.Spec.Containers {
+		add(&pod.Spec.Containers[i], AppContainer, spec.Child("containers").Index(i))
+	}
+	return requests, errs.ToAggregate()
+}
+
+// ContainerRequestOf reads one container's request. ok is false when the
+// container asks for none of the resources. errs names each invalid field and
+// its limit; path is the container's path in the pod.
+func ContainerRequestOf(c *corev1.Container, kind ContainerKind, names ResourceNames, path *field.Path) (req ContainerRequest, ok bool, errs field.ErrorList) {
+	req = ContainerRequest{Name: c.Name, Kind: kind}
+	read := func(name corev1.ResourceName, max int64) (int64, bool) {
+		q, fldPath, found := quantity(c, name, path)
+		if !found {
+			return 0, false
+		}
+		ok = true
+		v, err := wholeNumber(q)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(fldPath, q.String(), err.Error()))
+		case v <= 0:
+			errs = append(errs, field.Invalid(fldPath, q.String(), "must be greater than 0"))
+		case v > max:
+			errs = append(errs, field.Invalid(fldPath, q.String(), fmt.Sprintf("must be at most %d", max)))
+		default:
+			return v, true
+		}
+		return 0, true
+	}
+
+	count, countSet := read(names.Count, MaxCount)
+	memory, memorySet := read(names.Memory, MaxMemoryMiB)
+	percent, percentSet := read(names.MemoryPercentage, MaxPercent)
+	cores, _ := read(names.Cores, MaxPercent)
+	if !ok {
+		return req, false, nil
+	}
+	if memorySet && percentSet {
+		_, fldPath, _ := quantity(c, names.MemoryPercentage, path)
+		errs = append(errs, field.Forbidden(fldPath,
+			fmt.Sprintf("may not be set together with %s: ask for memory in MiB or as a percentage, not both", names.Memory)))
+	}
+	if !countSet {
+		count = 1
+	}
+	req.Count = int32(count)
+	req.MemoryMiB = memory
+	req.MemoryPercent = int32(percent)
+	req.Cores = int32(cores)
+	return req, true, errs
+}
+
+// quantity finds a resource in the container's limits, or else its requests,
+// with the path of the field it came from.
+func quantity(c *corev1.Container, name corev1.ResourceName, path *field.Path) (resource.Quantity, *field.Path, bool) {
+	if q, found := c.Resources.Limits[name]; found {
+		return q, path.Child("resources", "limits").Key(string(name)), true
+	}
+	if q, found := c.Resources.Requests[name]; found {
+		return q, path.Child("resources", "requests").Key(string(name)), true
+	}
+	return resource.Quantity{}, nil, false
+}
+
+func wholeNumber(q resource.Quantity) (int64, error) {
+	v, exact := q.AsInt64()
+	if !exact {
+		return 0, fmt.Errorf("must be a whole number")
+	}
+	return v, nil
+}
