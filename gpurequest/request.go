@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // Limits of a single container's request.
@@ -18,30 +20,14 @@ const (
 	MaxMemoryMiB = 1 << 30
 )
 
-// ContainerKind says when a container runs relative to the pod's others,
-// which decides whether its GPUs are held at the same time as theirs.
-type ContainerKind int
-
-const (
-	// InitContainer runs to completion before the next container starts.
-	InitContainer ContainerKind = iota
-	// SidecarContainer is a restartable init container: it starts in init
-	// order and runs for the rest of the pod's life.
-	SidecarContainer
-	// AppContainer runs for the pod's life, beside the other app containers.
-	AppContainer
-)
-
-// LongRunning reports whether the container holds its GPUs for the pod's life.
-func (k ContainerKind) LongRunning() bool { return k != InitContainer }
-
 // ContainerRequest is what one container asks for. Memory and cores are per
 // GPU: a container asking for 2 GPUs and 4000 MiB gets 4000 MiB on each.
 type ContainerRequest struct {
 	// Name is the container's name.
 	Name string
-	// Kind says when the container runs.
-	Kind ContainerKind
+	// Kind says when the container runs, and so which containers hold GPUs
+	// at the same time.
+	Kind gpuv1alpha1.ContainerKind
 	// Count is the number of distinct GPUs.
 	Count int32
 	// MemoryMiB is the memory on each GPU; with MemoryPercent also zero the
@@ -77,7 +63,7 @@ func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, erro
 		requests []ContainerRequest
 		errs     field.ErrorList
 	)
-	add := func(c *corev1.Container, kind ContainerKind, path *field.Path) {
+	add := func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path) {
 		req, ok, cerrs := ContainerRequestOf(c, kind, names, path)
 		errs = append(errs, cerrs...)
 		if ok && len(cerrs) == 0 {
@@ -87,14 +73,14 @@ func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, erro
 	spec := field.NewPath("spec")
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		kind := InitContainer
+		kind := gpuv1alpha1.ContainerInit
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			kind = SidecarContainer
+			kind = gpuv1alpha1.ContainerSidecar
 		}
 		add(c, kind, spec.Child("initContainers").Index(i))
 	}
 	for i := range pod.Spec.Containers {
-		add(&pod.Spec.Containers[i], AppContainer, spec.Child("containers").Index(i))
+		add(&pod.Spec.Containers[i], gpuv1alpha1.ContainerApp, spec.Child("containers").Index(i))
 	}
 	return requests, errs.ToAggregate()
 }
@@ -102,7 +88,7 @@ func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, erro
 // ContainerRequestOf reads one container's request. ok is false when the
 // container asks for none of the resources. errs names each invalid field and
 // its limit; path is the container's path in the pod.
-func ContainerRequestOf(c *corev1.Container, kind ContainerKind, names ResourceNames, path *field.Path) (req ContainerRequest, ok bool, errs field.ErrorList) {
+func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, names ResourceNames, path *field.Path) (req ContainerRequest, ok bool, errs field.ErrorList) {
 	req = ContainerRequest{Name: c.Name, Kind: kind}
 	read := func(name corev1.ResourceName, max int64) (int64, bool) {
 		q, fldPath, found := quantity(c, name, path)
