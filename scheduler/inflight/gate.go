@@ -1,0 +1,189 @@
+package inflight
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Gate admits one in-flight allocation per node, in the order binds arrive.
+// An allocation stops being in flight when Release is called for it or when
+// it has been in flight for longer than the time-to-live.
+type Gate struct {
+	clock clock.Clock
+	ttl   time.Duration
+
+	mu    sync.Mutex
+	nodes map[string]*nodeQueue
+}
+
+// nodeQueue is one node's in-flight allocation and the binds waiting behind it.
+type nodeQueue struct {
+	holder  *holder
+	waiters []*waiter
+}
+
+type holder struct {
+	uid   types.UID
+	since time.Time
+}
+
+type waiter struct {
+	uid  types.UID
+	wake chan struct{}
+}
+
+// NewGate returns a gate whose in-flight allocations expire after ttl.
+func NewGate(clk clock.Clock, ttl time.Duration) *Gate {
+	return &Gate{clock: clk, ttl: ttl, nodes: map[string]*nodeQueue{}}
+}
+
+// Acquire waits until the pod with the given UID may put an allocation in
+// flight on the node, and makes it the node's in-flight allocation. It
+// returns an error, leaving the queue as it was, when ctx ends first.
+func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
+	w := &waiter{uid: uid, wake: make(chan struct{}, 1)}
+	g.mu.Lock()
+	q := g.queue(node)
+	if q.holder != nil && q.holder.uid == uid {
+		g.mu.Unlock()
+		return nil
+	}
+	q.waiters = append(q.waiters, w)
+	for {
+		var expiry <-chan time.Time
+		var timer clock.Timer
+		if q.waiters[0] == w {
+			if q.holder == nil || g.expired(q.holder) {
+				q.holder = &holder{uid: uid, since: g.clock.Now()}
+				q.waiters = q.waiters[1:]
+				g.wakeHead(q)
+				g.mu.Unlock()
+				return nil
+			}
+			timer = g.clock.NewTimer(q.holder.since.Add(g.ttl).Sub(g.clock.Now()))
+			expiry = timer.C()
+		}
+		g.mu.Unlock()
+
+		select {
+		case <-w.wake:
+		case <-expiry:
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			g.mu.Lock()
+			g.leave(node, w)
+			g.mu.Unlock()
+			return fmt.Errorf("waiting for the in-flight allocation on node %s: %w", node, context.Cause(ctx))
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		g.mu.Lock()
+		q = g.queue(node)
+	}
+}
+
+// Release ends the in-flight state of the pod's allocation on the node, so
+// the next bind may go ahead. Releasing a pod that is not in flight there
+// does nothing.
+func (g *Gate) Release(node string, uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q, ok := g.nodes[node]
+	if !ok || q.holder == nil || q.holder.uid != uid {
+		return
+	}
+	q.holder = nil
+	g.wakeHead(q)
+	g.forgetIfIdle(node, q)
+}
+
+// Observe records an allocation found in flight on the node, such as a
+// pending one listed after a restart, since the given time. It changes
+// nothing when the node already has an allocation in flight.
+func (g *Gate) Observe(node string, uid types.UID, since time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q := g.queue(node)
+	if q.holder == nil {
+		q.holder = &holder{uid: uid, since: since}
+	}
+}
+
+// InFlight returns the UID of the node's in-flight allocation, if any has
+// not yet expired.
+func (g *Gate) InFlight(node string) (types.UID, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q, ok := g.nodes[node]
+	if !ok || q.holder == nil || g.expired(q.holder) {
+		return "", false
+	}
+	return q.holder.uid, true
+}
+
+// Waiting returns how many binds wait for the node.
+func (g *Gate) Waiting(node string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if q, ok := g.nodes[node]; ok {
+		return len(q.waiters)
+	}
+	return 0
+}
+
+func (g *Gate) queue(node string) *nodeQueue {
+	q, ok := g.nodes[node]
+	if !ok {
+		q = &nodeQueue{}
+		g.nodes[node] = q
+	}
+	return q
+}
+
+func (g *Gate) expired(h *holder) bool {
+	return !g.clock.Now().Before(h.since.Add(g.ttl))
+}
+
+// wakeHead tells the first waiter to look again; its channel holds one
+// wake-up, so a waiter that is not yet listening does not miss it.
+func (g *Gate) wakeHead(q *nodeQueue) {
+	if len(q.waiters) == 0 {
+		return
+	}
+	select {
+	case q.waiters[0].wake <- struct{}{}:
+	default:
+	}
+}
+
+// leave removes a waiter that gave up and wakes the new head of the queue.
+func (g *Gate) leave(node string, w *waiter) {
+	q, ok := g.nodes[node]
+	if !ok {
+		return
+	}
+	for i, other := range q.waiters {
+		if other == w {
+			q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+			if i == 0 {
+				g.wakeHead(q)
+			}
+			break
+		}
+	}
+	g.forgetIfIdle(node, q)
+}
+
+func (g *Gate) forgetIfIdle(node string, q *nodeQueue) {
+	if q.holder == nil && len(q.waiters) == 0 {
+		delete(g.nodes, node)
+	}
+}

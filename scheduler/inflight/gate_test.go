@@ -1,0 +1,197 @@
+package inflight
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+const ttl = time.Minute
+
+// acquireAsync starts Acquire in a goroutine and returns its result channel.
+func acquireAsync(ctx context.Context, g *Gate, node string, uid types.UID) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- g.Acquire(ctx, node, uid) }()
+	return done
+}
+
+// waitQueued waits until n binds wait on the node.
+func waitQueued(t *testing.T, g *Gate, node string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Waiting(node) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiting on %s, want %d", g.Waiting(node), node, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func expectDone(t *testing.T, ch <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still waiting", what)
+	}
+}
+
+func expectWaiting(t *testing.T, ch <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("%s went ahead (err %v), want it to wait", what, err)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func TestGate(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, g *Gate, clk *clocktesting.FakeClock)
+	}{
+		{
+			name: "free node admits at once",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				if uid, ok := g.InFlight("n"); !ok || uid != "a" {
+					t.Fatalf("in flight = %q, %v; want a", uid, ok)
+				}
+			},
+		},
+		{
+			name: "second bind waits until the first is released",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				expectWaiting(t, b, "b")
+				g.Release("n", "a")
+				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "other nodes are not blocked",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				expectDone(t, acquireAsync(t.Context(), g, "m", "b"), "b on another node")
+			},
+		},
+		{
+			name: "waiters go in arrival order",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				c := acquireAsync(t.Context(), g, "n", "c")
+				waitQueued(t, g, "n", 2)
+				g.Release("n", "a")
+				expectDone(t, b, "b")
+				expectWaiting(t, c, "c")
+				g.Release("n", "b")
+				expectDone(t, c, "c")
+			},
+		},
+		{
+			name: "release of a pod that is not in flight changes nothing",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				g.Release("n", "b")
+				g.Release("other", "a")
+				expectWaiting(t, b, "b")
+				g.Release("n", "a")
+				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "in-flight allocation expires after the time-to-live",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				clk.Step(ttl - time.Second)
+				expectWaiting(t, b, "b before the time-to-live")
+				for !clk.HasWaiters() {
+					time.Sleep(time.Millisecond)
+				}
+				clk.Step(time.Second)
+				expectDone(t, b, "b after the time-to-live")
+			},
+		},
+		{
+			name: "cancelled waiter leaves the queue and the next one moves up",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				ctx, cancel := context.WithCancel(t.Context())
+				b := acquireAsync(ctx, g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				c := acquireAsync(t.Context(), g, "n", "c")
+				waitQueued(t, g, "n", 2)
+				cancel()
+				select {
+				case err := <-b:
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("b: err = %v, want context.Canceled", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("b did not give up")
+				}
+				waitQueued(t, g, "n", 1)
+				g.Release("n", "a")
+				expectDone(t, c, "c")
+			},
+		},
+		{
+			name: "observed allocation blocks like an acquired one",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				g.Observe("n", "old", clk.Now())
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				expectWaiting(t, b, "b")
+				g.Release("n", "old")
+				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "observed allocation older than the time-to-live does not block",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				g.Observe("n", "old", clk.Now().Add(-2*ttl))
+				expectDone(t, acquireAsync(t.Context(), g, "n", "b"), "b")
+			},
+		},
+		{
+			name: "acquire by the pod already in flight returns at once",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a again")
+			},
+		},
+		{
+			name: "idle node is forgotten",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				g.Release("n", "a")
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				if len(g.nodes) != 0 {
+					t.Fatalf("gate keeps %d idle nodes", len(g.nodes))
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+			tc.run(t, NewGate(clk, ttl), clk)
+		})
+	}
+}

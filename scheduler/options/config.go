@@ -1,0 +1,70 @@
+package options
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+// Config is the extender's configuration, as read from the --config file
+// and overridden by flags.
+type Config struct {
+	// ListenAddress is the host:port the HTTP server listens on. It is
+	// loopback by default because the extender runs beside kube-scheduler.
+	ListenAddress string `json:"listenAddress"`
+	// ResourceNames are the extended resources pods ask for GPU slices with.
+	ResourceNames gpurequest.ResourceNames `json:"resourceNames"`
+	// SchedulerName is the scheduler profile whose pods the extender
+	// watches; GPU allocations exist only for pods of that profile.
+	SchedulerName string `json:"schedulerName"`
+	// DefaultNodePolicy picks the node for pods without a node-policy annotation.
+	DefaultNodePolicy gpurequest.Policy `json:"defaultNodePolicy"`
+	// DefaultGPUPolicy picks the GPUs for pods without a gpu-policy annotation.
+	DefaultGPUPolicy gpurequest.Policy `json:"defaultGPUPolicy"`
+	// HeartbeatMaxAge is how old a GPUNode's heartbeat may be before its
+	// node takes no new pods.
+	HeartbeatMaxAge metav1.Duration `json:"heartbeatMaxAge"`
+	// BindWaitTimeout bounds how long a bind waits for the node's in-flight
+	// allocation. It must stay below kube-scheduler's extender httpTimeout.
+	BindWaitTimeout metav1.Duration `json:"bindWaitTimeout"`
+	// InFlightTTL is how long an allocation that the device plugin has not
+	// yet served blocks the next bind to its node.
+	InFlightTTL metav1.Duration `json:"inFlightTTL"`
+	// OrphanSweepInterval is how often allocations whose pod is gone are
+	// looked for and deleted.
+	OrphanSweepInterval metav1.Duration `json:"orphanSweepInterval"`
+	// ClientQPS and ClientBurst limit the extender's requests to the API server.
+	ClientQPS   float32 `json:"clientQPS"`
+	ClientBurst int32   `json:"clientBurst"`
+}
+
+// Defaults.
+const (
+	DefaultListenAddress       = "127.0.0.1:8888"
+	DefaultSchedulerName       = "tessera-scheduler"
+	DefaultHeartbeatMaxAge     = 2 * time.Minute
+	DefaultBindWaitTimeout     = 25 * time.Second
+	DefaultInFlightTTL         = 60 * time.Second
+	DefaultOrphanSweepInterval = time.Minute
+	DefaultClientQPS           = 100
+	DefaultClientBurst         = 200
+)
+
+// NewConfig returns the configuration with every default filled in.
+func NewConfig() *Config {
+	return &Config{
+		ListenAddress:       DefaultListenAddress,
+		ResourceNames:       gpurequest.DefaultResourceNames(),
+		SchedulerName:       DefaultSchedulerName,
+		DefaultNodePolicy:   gpurequest.Binpack,
+		DefaultGPUPolicy:    gpurequest.Spread,
+		HeartbeatMaxAge:     metav1.Duration{Duration: DefaultHeartbeatMaxAge},
+		BindWaitTimeout:     metav1.Duration{Duration: DefaultBindWaitTimeout},
+		InFlightTTL:         metav1.Duration{Duration: DefaultInFlightTTL},
+		OrphanSweepInterval: metav1.Duration{Duration: DefaultOrphanSweepInterval},
+		ClientQPS:           DefaultClientQPS,
+		ClientBurst:         DefaultClientBurst,
+	}
+}

@@ -1,0 +1,86 @@
+package options
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+)
+
+// Options are everything the extender's command line sets.
+type Options struct {
+	// ConfigFile is the YAML configuration file; flags override its values.
+	ConfigFile string
+	// Kubeconfig is the kubeconfig file; empty means in-cluster configuration.
+	Kubeconfig string
+	// Config is the extender's configuration.
+	Config *Config
+	// Logs configures logging (-v, --logging-format).
+	Logs *logsapi.LoggingConfiguration
+
+	// configFlags are the flags that write into Config, re-applied over the file.
+	configFlags []string
+}
+
+// NewOptions returns options holding the defaults.
+func NewOptions() *Options {
+	return &Options{Config: NewConfig(), Logs: logsapi.NewLoggingConfiguration()}
+}
+
+// AddFlags registers the flags on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "YAML configuration file; flags given on the command line override its values.")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig file; empty for the in-cluster configuration.")
+
+	c := o.Config
+	before := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
+	fs.StringVar(&c.ListenAddress, "listen-address", c.ListenAddress, "host:port for the extender, health and metrics HTTP server.")
+	fs.StringVar(&c.SchedulerName, "scheduler-name", c.SchedulerName, "Scheduler profile whose pods the extender places.")
+	fs.StringVar((*string)(&c.ResourceNames.Count), "resource-count", string(c.ResourceNames.Count), "Resource name for the number of GPUs.")
+	fs.StringVar((*string)(&c.ResourceNames.Memory), "resource-memory", string(c.ResourceNames.Memory), "Resource name for GPU memory in MiB.")
+	fs.StringVar((*string)(&c.ResourceNames.MemoryPercentage), "resource-memory-percentage", string(c.ResourceNames.MemoryPercentage), "Resource name for GPU memory as a percentage.")
+	fs.StringVar((*string)(&c.ResourceNames.Cores), "resource-cores", string(c.ResourceNames.Cores), "Resource name for the percentage of a GPU's compute.")
+	fs.StringVar((*string)(&c.DefaultNodePolicy), "default-node-policy", string(c.DefaultNodePolicy), "Node policy for pods without an annotation: binpack or spread.")
+	fs.StringVar((*string)(&c.DefaultGPUPolicy), "default-gpu-policy", string(c.DefaultGPUPolicy), "GPU policy for pods without an annotation: binpack or spread.")
+	fs.DurationVar(&c.HeartbeatMaxAge.Duration, "heartbeat-max-age", c.HeartbeatMaxAge.Duration, "A node whose GPUNode heartbeat is older takes no new pods.")
+	fs.DurationVar(&c.BindWaitTimeout.Duration, "bind-wait-timeout", c.BindWaitTimeout.Duration, "Longest a bind waits for the node's in-flight allocation; keep it below kube-scheduler's extender httpTimeout.")
+	fs.DurationVar(&c.InFlightTTL.Duration, "in-flight-ttl", c.InFlightTTL.Duration, "How long an allocation not yet served by the device plugin blocks the next bind to its node.")
+	fs.DurationVar(&c.OrphanSweepInterval.Duration, "orphan-sweep-interval", c.OrphanSweepInterval.Duration, "How often allocations whose pod is gone are deleted.")
+	fs.Float32Var(&c.ClientQPS, "kube-api-qps", c.ClientQPS, "Queries per second to the API server.")
+	fs.Int32Var(&c.ClientBurst, "kube-api-burst", c.ClientBurst, "Burst of queries to the API server.")
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !before[f.Name] {
+			o.configFlags = append(o.configFlags, f.Name)
+		}
+	})
+
+	logsapi.AddFlags(o.Logs, fs)
+}
+
+// Complete loads the configuration file, if any, re-applies the flags that
+// were given on the command line over it, and validates the result. Call it
+// after fs has been parsed.
+func (o *Options) Complete(fs *pflag.FlagSet) error {
+	if o.ConfigFile == "" {
+		return o.Config.Validate()
+	}
+	given := map[string]string{}
+	for _, name := range o.configFlags {
+		if f := fs.Lookup(name); f != nil && f.Changed {
+			given[name] = f.Value.String()
+		}
+	}
+	loaded, err := LoadFile(o.ConfigFile)
+	if err != nil {
+		return err
+	}
+	// The flags point into *o.Config, so the file is copied in place.
+	*o.Config = *loaded
+	for name, value := range given {
+		if err := fs.Set(name, value); err != nil {
+			return fmt.Errorf("re-applying --%s over the configuration file: %w", name, err)
+		}
+	}
+	return o.Config.Validate()
+}

@@ -1,0 +1,69 @@
+package options
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+// Limits on the configuration.
+const (
+	// MaxBindWaitTimeout keeps a bind well inside any sane extender httpTimeout.
+	MaxBindWaitTimeout = 5 * time.Minute
+	// MinHeartbeatMaxAge keeps a node from flapping between device-plugin heartbeats.
+	MinHeartbeatMaxAge = time.Second
+	// MaxClientQPS bounds the API client's rate.
+	MaxClientQPS = 10000
+)
+
+// Validate reports every invalid field of the configuration, naming the
+// field and its limit.
+func (c *Config) Validate() error {
+	var errs field.ErrorList
+	if _, port, err := net.SplitHostPort(c.ListenAddress); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("listenAddress"), c.ListenAddress, "must be host:port: "+err.Error()))
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		errs = append(errs, field.Invalid(field.NewPath("listenAddress"), c.ListenAddress, "port must be a number from 0 to 65535"))
+	}
+	if err := c.ResourceNames.Validate(); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("resourceNames"), c.ResourceNames, err.Error()))
+	}
+	if c.SchedulerName == "" {
+		errs = append(errs, field.Required(field.NewPath("schedulerName"), "the scheduler profile whose pods get GPUs"))
+	}
+	for _, p := range []struct {
+		name  string
+		value gpurequest.Policy
+	}{{"defaultNodePolicy", c.DefaultNodePolicy}, {"defaultGPUPolicy", c.DefaultGPUPolicy}} {
+		if _, err := gpurequest.ParsePolicy(string(p.value)); err != nil {
+			errs = append(errs, field.NotSupported(field.NewPath(p.name), p.value, []gpurequest.Policy{gpurequest.Binpack, gpurequest.Spread}))
+		}
+	}
+	errs = append(errs, durationAtLeast("heartbeatMaxAge", c.HeartbeatMaxAge.Duration, MinHeartbeatMaxAge)...)
+	errs = append(errs, durationAtLeast("bindWaitTimeout", c.BindWaitTimeout.Duration, time.Millisecond)...)
+	if c.BindWaitTimeout.Duration > MaxBindWaitTimeout {
+		errs = append(errs, field.Invalid(field.NewPath("bindWaitTimeout"), c.BindWaitTimeout.Duration.String(),
+			fmt.Sprintf("must be at most %s, and below kube-scheduler's extender httpTimeout", MaxBindWaitTimeout)))
+	}
+	errs = append(errs, durationAtLeast("inFlightTTL", c.InFlightTTL.Duration, time.Millisecond)...)
+	errs = append(errs, durationAtLeast("orphanSweepInterval", c.OrphanSweepInterval.Duration, time.Second)...)
+	if c.ClientQPS <= 0 || c.ClientQPS > MaxClientQPS {
+		errs = append(errs, field.Invalid(field.NewPath("clientQPS"), c.ClientQPS, fmt.Sprintf("must be greater than 0 and at most %d", MaxClientQPS)))
+	}
+	if c.ClientBurst < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("clientBurst"), c.ClientBurst, "must be at least 1"))
+	}
+	return errs.ToAggregate()
+}
+
+func durationAtLeast(name string, d, min time.Duration) field.ErrorList {
+	if d < min {
+		return field.ErrorList{field.Invalid(field.NewPath(name), d.String(), fmt.Sprintf("must be at least %s", min))}
+	}
+	return nil
+}
