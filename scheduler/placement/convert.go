@@ -1,0 +1,28 @@
+package placement
+
+import (
+	"slices"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// NewNode builds a node's view from its GPUNode, with no usage: healthy
+// devices are those marked Healthy, cordoned ones those listed in the spec.
+// Apply the node's allocations with Add.
+func NewNode(gn *gpuv1alpha1.GPUNode) *Node {
+	n := &Node{Name: gn.Name, Devices: make([]Device, 0, len(gn.Status.Devices))}
+	for _, d := range gn.Status.Devices {
+		n.Devices = append(n.Devices, Device{
+			UUID:       d.UUID,
+			Index:      d.Index,
+			Model:      d.Model,
+			NUMANode:   d.NUMANode,
+			MemoryMiB:  d.MemoryMiB,
+			Cores:      d.Cores,
+			ShareLimit: d.ShareLimit,
+			Healthy:    d.Health == gpuv1alpha1.GPUHealthy,
+			Cordoned:   slices.Contains(gn.Spec.CordonedDevices, d.UUID),
+		})
+	}
+	return n
+}

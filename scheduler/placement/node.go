@@ -1,0 +1,76 @@
+package placement
+
+// Device is one GPU as the scheduler sees it: capacity from the GPUNode's
+// status and spec, usage from the allocations placed on it.
+type Device struct {
+	// UUID identifies the GPU.
+	UUID string
+	// Index is the GPU's index on its node.
+	Index int32
+	// Model is the GPU's product name.
+	Model string
+	// NUMANode is the NUMA node the GPU is attached to, -1 when unknown.
+	NUMANode int32
+	// MemoryMiB is the memory that may be allocated.
+	MemoryMiB int64
+	// Cores is the compute that may be allocated, 100 for one whole GPU
+	// unless the device plugin scales cores.
+	Cores int32
+	// ShareLimit is how many containers may use the GPU at once.
+	ShareLimit int32
+	// Healthy is false when the GPU reported an error.
+	Healthy bool
+	// Cordoned is true when the administrator took the GPU out of placement.
+	Cordoned bool
+
+	// UsedMemoryMiB is the memory held by the pods placed on the GPU.
+	UsedMemoryMiB int64
+	// UsedCores is the compute held by the pods placed on the GPU.
+	UsedCores int32
+	// UsedShares is the number of containers holding the GPU at once.
+	UsedShares int32
+}
+
+// Node is one node's devices and their usage.
+type Node struct {
+	// Name is the node's name.
+	Name string
+	// Devices are the node's GPUs. Placement looks at no more than
+	// MaxDevices of them; a node with more never fits.
+	Devices []Device
+}
+
+// Add applies a pod's holds to the node's usage. Holds on GPUs the node does
+// not have are ignored.
+func (n *Node) Add(holds []Hold) {
+	for _, h := range holds {
+		if d := n.device(h.UUID); d != nil {
+			d.UsedMemoryMiB += h.MemoryMiB
+			d.UsedCores += h.Cores
+			d.UsedShares += h.Shares
+		}
+	}
+}
+
+// Remove undoes Add. Holds on GPUs the node does not have are ignored, and
+// usage never goes below zero, so removing a pod twice does no harm beyond
+// the first removal.
+func (n *Node) Remove(holds []Hold) {
+	for _, h := range holds {
+		if d := n.device(h.UUID); d != nil {
+			d.UsedMemoryMiB = max(d.UsedMemoryMiB-h.MemoryMiB, 0)
+			d.UsedCores = max(d.UsedCores-h.Cores, 0)
+			d.UsedShares = max(d.UsedShares-h.Shares, 0)
+		}
+	}
+}
+
+// device returns the device with the given UUID, or nil.
+func (n *Node) device(uuid string) *Device {
+	for i := range n.Devices {
+		if n.Devices[i].UUID == uuid {
+			return &n.Devices[i]
+		}
+	}
+	return nil
+}
