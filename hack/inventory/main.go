@@ -1,0 +1,74 @@
+// Command inventory prints every GPU that Tessera knows of, with its capacity
+// and what is allocated on it. It reads the cluster through Tessera's
+// generated clientset, informers and listers, as any other Go program can:
+//
+//	go run ./hack/inventory --kubeconfig ~/.kube/config
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+)
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "inventory:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	flags := flag.NewFlagSet("inventory", flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", os.Getenv("KUBECONFIG"), "path to a kubeconfig; empty for in-cluster")
+	timeout := flags.Duration("timeout", 30*time.Second, "how long to wait for the cluster's state")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig %q: %w", *kubeconfig, err)
+	}
+	client, err := versioned.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	nodes := factory.Gpu().V1alpha1().GPUNodes()
+	allocations := factory.Gpu().V1alpha1().GPUAllocations()
+	nodes.Informer()
+	allocations.Informer()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return fmt.Errorf("reading %v from the API server: %w", typ, context.Cause(ctx))
+		}
+	}
+
+	gpuNodes, err := nodes.Lister().List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	allocs, err := allocations.Lister().List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	return printInventory(out, buildInventory(gpuNodes, allocs))
+}

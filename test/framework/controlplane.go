@@ -1,0 +1,269 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+)
+
+// Options choose what runs besides etcd and kube-apiserver.
+type Options struct {
+	// ControllerManager also starts kube-controller-manager with the
+	// controllers a cluster without kubelets can use (garbage collector,
+	// namespaces, service accounts). The node lifecycle controller stays
+	// off, since no kubelet heartbeats.
+	ControllerManager bool
+	// APIServerFlags are extra kube-apiserver flags, such as
+	// "--admission-control-config-file=...".
+	APIServerFlags []string
+	// Dir holds certificates, data and logs. A temporary directory is used
+	// when it is empty.
+	Dir string
+}
+
+// ControlPlane is a running control plane and clients for it.
+type ControlPlane struct {
+	// Config is an admin client configuration with raised rate limits.
+	Config *rest.Config
+	// KubeconfigPath is a kubeconfig file for Config, for kubectl and the
+	// control-plane binaries.
+	KubeconfigPath string
+	// Dir holds certificates, etcd data and one log per process.
+	Dir string
+	// Kube and Tessera are clients built from Config.
+	Kube    kubernetes.Interface
+	Tessera versioned.Interface
+
+	bin   string
+	pki   *pki
+	procs []*Process
+}
+
+// Start runs a control plane for the test and stops it when the test ends.
+// A missing binary fails the test; it never skips.
+func Start(t testing.TB, opts Options) *ControlPlane {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cp, err := StartControlPlane(ctx, opts)
+	if cp != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				cp.logTails(t)
+			}
+			cp.Stop()
+		})
+	}
+	if err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	return cp
+}
+
+// StartControlPlane runs etcd and kube-apiserver (and, if asked,
+// kube-controller-manager), installs Tessera's CRDs and waits until they are
+// served. On error the returned control plane, if not nil, must be stopped.
+func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Dir == "" {
+		if opts.Dir, err = os.MkdirTemp("", "tessera-controlplane-"); err != nil {
+			return nil, err
+		}
+	}
+	cp := &ControlPlane{Dir: opts.Dir, bin: bin}
+	if cp.pki, err = newPKI(opts.Dir); err != nil {
+		return nil, fmt.Errorf("creating certificates: %w", err)
+	}
+	etcdURL, err := cp.startEtcd()
+	if err != nil {
+		return cp, err
+	}
+	if err := cp.startAPIServer(ctx, etcdURL, opts.APIServerFlags); err != nil {
+		return cp, err
+	}
+	if err := cp.installCRDs(ctx); err != nil {
+		return cp, err
+	}
+	if opts.ControllerManager {
+		if err := cp.startControllerManager(); err != nil {
+			return cp, err
+		}
+	}
+	return cp, nil
+}
+
+// Stop ends every process, the last started first.
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		cp.procs[i].Stop()
+	}
+}
+
+func (cp *ControlPlane) logTails(t testing.TB) {
+	for _, p := range cp.procs {
+		t.Logf("last lines of %s (%s):\n%s", p.name, p.logFile, p.LogTail(3000))
+	}
+}
+
+func (cp *ControlPlane) start(name string, args ...string) (*Process, error) {
+	p, err := startProcess(cp.Dir, filepath.Join(cp.bin, name), name, args...)
+	if err != nil {
+		return nil, err
+	}
+	cp.procs = append(cp.procs, p)
+	return p, nil
+}
+
+func (cp *ControlPlane) startEtcd() (string, error) {
+	clientPort, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	_, err = cp.start("etcd",
+		"--name=default",
+		"--data-dir="+filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls="+clientURL,
+		"--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL,
+		"--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL,
+		// Test data need not survive a power cut; fsync dominates otherwise.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	)
+	return clientURL, err
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, extra []string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		// The loopback address cannot back the kubernetes Service endpoints.
+		"--endpoint-reconciler-type=none",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + cp.pki.servingCertFile,
+		"--tls-private-key-file=" + cp.pki.servingKeyFile,
+		"--client-ca-file=" + cp.pki.caFile,
+		"--service-account-key-file=" + cp.pki.serviceAccountKF,
+		"--service-account-signing-key-file=" + cp.pki.serviceAccountKF,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		// Pods are created before any service account controller may run.
+		"--disable-admission-plugins=ServiceAccount",
+		// Load tests must measure Tessera, not the server's fairness queues.
+		"--enable-priority-and-fairness=false",
+		"--max-requests-inflight=2000",
+		"--max-mutating-requests-inflight=1000",
+	}
+	if _, err := cp.start("kube-apiserver", append(args, extra...)...); err != nil {
+		return err
+	}
+	host := "https://127.0.0.1:" + strconv.Itoa(port)
+	if err := cp.writeKubeconfig(host); err != nil {
+		return err
+	}
+	return cp.waitHealthy(ctx, "kube-apiserver", "/readyz")
+}
+
+func (cp *ControlPlane) writeKubeconfig(host string) error {
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["tessera"] = &clientcmdapi.Cluster{Server: host, CertificateAuthority: cp.pki.caFile}
+	kubeconfig.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificate: cp.pki.adminCertFile,
+		ClientKey:         cp.pki.adminKeyFile,
+	}
+	kubeconfig.Contexts["tessera"] = &clientcmdapi.Context{Cluster: "tessera", AuthInfo: "admin"}
+	kubeconfig.CurrentContext = "tessera"
+	cp.KubeconfigPath = filepath.Join(cp.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, cp.KubeconfigPath); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath)
+	if err != nil {
+		return err
+	}
+	config.QPS, config.Burst = 1000, 2000
+	cp.Config = config
+	if cp.Kube, err = kubernetes.NewForConfig(config); err != nil {
+		return err
+	}
+	cp.Tessera, err = versioned.NewForConfig(config)
+	return err
+}
+
+// waitHealthy polls the API server's health path until it answers ok, the
+// context ends, or a process of the control plane exits.
+func (cp *ControlPlane) waitHealthy(ctx context.Context, what, path string) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, p := range cp.procs {
+			if exited, err := p.Exited(); exited {
+				return false, fmt.Errorf("%s exited (%v); last lines of %s:\n%s", p.name, err, p.logFile, p.LogTail(3000))
+			}
+		}
+		body, err := cp.Kube.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		return string(body) == "ok", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s to become ready: %w", what, errors.Join(err, last))
+	}
+	return nil
+}
+
+func (cp *ControlPlane) startControllerManager() error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	_, err = cp.start("kube-controller-manager",
+		"--kubeconfig="+cp.KubeconfigPath,
+		"--authentication-kubeconfig="+cp.KubeconfigPath,
+		"--authorization-kubeconfig="+cp.KubeconfigPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--leader-elect=false",
+		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller",
+		"--service-account-private-key-file="+cp.pki.serviceAccountKF,
+		"--root-ca-file="+cp.pki.caFile,
+		"--use-service-account-credentials=false",
+		"--kube-api-qps=500",
+		"--kube-api-burst=1000",
+	)
+	return err
+}

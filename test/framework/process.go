@@ -1,0 +1,97 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Process is one control-plane binary running for a test.
+type Process struct {
+	name    string
+	logFile string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+	once    sync.Once
+}
+
+// startProcess runs bin with args, logging to dir/name.log.
+func startProcess(dir, bin, name string, args ...string) (*Process, error) {
+	logFile := filepath.Join(dir, name+".log")
+	f, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Its own process group, so that a test killed mid-way does not leave
+	// the child to an unrelated signal, and Stop reaches only it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{name: name, logFile: logFile, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Stop ends the process: SIGTERM, then SIGKILL after ten seconds.
+func (p *Process) Stop() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// LogTail returns the last n bytes of the process's log.
+func (p *Process) LogTail(n int) string {
+	b, err := os.ReadFile(p.logFile)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
+
+// stopOnCleanup stops p when the test ends and, if the test failed, logs
+// the end of p's output.
+func stopOnCleanup(t testing.TB, p *Process) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last lines of %s (%s):\n%s", p.name, p.logFile, p.LogTail(4000))
+		}
+		p.Stop()
+	})
+}

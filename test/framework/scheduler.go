@@ -1,0 +1,71 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// StartScheduler runs kube-scheduler with the given KubeSchedulerConfiguration
+// (YAML) for the rest of the test. The framework points its client at this
+// control plane with raised rate limits (kube-scheduler's default of 50 QPS
+// would throttle any load) and turns leader election off.
+func (cp *ControlPlane) StartScheduler(t testing.TB, configYAML string) *Process {
+	t.Helper()
+	p, err := cp.StartSchedulerProcess(configYAML)
+	if err != nil {
+		t.Fatalf("starting kube-scheduler: %v", err)
+	}
+	stopOnCleanup(t, p)
+	return p
+}
+
+// StartSchedulerProcess is StartScheduler for callers that are not tests.
+// The process is also stopped by Stop.
+func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, error) {
+	config := map[string]any{}
+	if err := yaml.Unmarshal([]byte(configYAML), &config); err != nil {
+		return nil, fmt.Errorf("decoding the scheduler configuration: %w", err)
+	}
+	config["clientConnection"] = map[string]any{"kubeconfig": cp.KubeconfigPath, "qps": 5000, "burst": 10000}
+	config["leaderElection"] = map[string]any{"leaderElect": false}
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
+	file, err := os.CreateTemp(cp.Dir, "kube-scheduler-config-*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := file.Write(data); err != nil {
+		return nil, err
+	}
+	if err := file.Close(); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p, err := cp.start("kube-scheduler",
+		"--config="+file.Name(),
+		"--authentication-kubeconfig="+cp.KubeconfigPath,
+		"--authorization-kubeconfig="+cp.KubeconfigPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitServing(port, 30*time.Second); err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("kube-scheduler did not become ready: %w; last lines of %s:\n%s",
+			err, filepath.Base(p.logFile), p.LogTail(3000))
+	}
+	return p, nil
+}

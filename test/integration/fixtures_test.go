@@ -1,0 +1,36 @@
+package integration
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+func gpuNodeStatus(models ...string) gpuv1alpha1.GPUNodeStatus {
+	now := metav1.Now()
+	status := gpuv1alpha1.GPUNodeStatus{DriverVersion: "simulated", LastHeartbeatTime: &now, GPUCount: int32(len(models))}
+	for i, model := range models {
+		status.Devices = append(status.Devices, gpuv1alpha1.GPUDevice{
+			UUID: "GPU-" + model + "-" + string(rune('a'+i)), Index: int32(i), Model: model,
+			MemoryMiB: 16384, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+		})
+		status.MemoryMiB += 16384
+	}
+	status.AllocatableMemoryMiB = status.MemoryMiB
+	status.Models = models[0]
+	return status
+}
+
+func gpuAllocation(name, node string, uid types.UID, uuid string, memoryMiB int64) *gpuv1alpha1.GPUAllocation {
+	return &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: gpuv1alpha1.GPUAllocationSpec{
+			PodUID: uid, NodeName: node, GPUCount: 1, MemoryMiB: memoryMiB,
+			Containers: []gpuv1alpha1.ContainerAllocation{{
+				Name: "main", Kind: gpuv1alpha1.ContainerApp,
+				Devices: []gpuv1alpha1.DeviceAllocation{{UUID: uuid, Index: 0, MemoryMiB: memoryMiB, Cores: 30}},
+			}},
+		},
+	}
+}
