@@ -1,0 +1,114 @@
+package config
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Configuration is everything the device plugin can be told. Durations are
+// written as Go durations ("15s") in the file.
+type Configuration struct {
+	// NodeName is the Kubernetes node the plugin runs on; its GPUNode has
+	// the same name.
+	NodeName string `json:"nodeName"`
+	// SplitCount is how many containers may share one GPU. The plugin
+	// offers the kubelet SplitCount virtual devices per GPU.
+	SplitCount int32 `json:"splitCount"`
+	// MemoryScaling multiplies each GPU's memory before it is published; a
+	// value above 1 over-commits memory.
+	MemoryScaling float64 `json:"memoryScaling"`
+	// CoreScaling multiplies each GPU's compute (100 per GPU) before it is
+	// published; a value above 1 over-commits compute.
+	CoreScaling float64 `json:"coreScaling"`
+	// ResourceName is the extended resource the plugin registers with the
+	// kubelet: the GPU count, nvidia.com/gpu by default.
+	ResourceName string `json:"resourceName"`
+	// LibraryPath is the host path of the HAMi-core library that enforces
+	// the limits inside the container. Empty: containers get the limit
+	// variables but no library.
+	LibraryPath string `json:"libraryPath,omitempty"`
+	// LibraryContainerPath is where the library appears in the container.
+	LibraryContainerPath string `json:"libraryContainerPath"`
+	// PreloadFile is the host file, written by the plugin, that is mounted
+	// as the container's /etc/ld.so.preload. Empty: ld.so.preload beside
+	// LibraryPath.
+	PreloadFile string `json:"preloadFile,omitempty"`
+	// PluginDir is the kubelet's device-plugin directory, which holds
+	// kubelet.sock and the plugin's own socket.
+	PluginDir string `json:"pluginDir"`
+	// HeartbeatPeriod is how often the GPUNode status is confirmed.
+	HeartbeatPeriod metav1.Duration `json:"heartbeatPeriod"`
+	// SimulatedGPUFile, when set, makes the plugin read its GPUs from this
+	// file instead of NVML.
+	SimulatedGPUFile string `json:"simulatedGPUFile,omitempty"`
+	// SimulatedReloadPeriod is how often the simulated-GPU file is read
+	// again to pick up health changes.
+	SimulatedReloadPeriod metav1.Duration `json:"simulatedReloadPeriod"`
+	// MetricsAddress is the host:port serving /metrics; empty turns it off.
+	MetricsAddress string `json:"metricsAddress,omitempty"`
+	// ProcRoot is the proc file system through which GPU processes are
+	// mapped to pods (the host's /proc: the plugin needs hostPID).
+	ProcRoot string `json:"procRoot"`
+	// IgnoredXIDs are the NVML XID errors caused by an application rather
+	// than the GPU; they do not mark a GPU unhealthy.
+	IgnoredXIDs []uint64 `json:"ignoredXIDs"`
+	// HealthRecoveryPeriod is how long an unhealthy GPU must stay free of
+	// critical events, and answer NVML, before it is healthy again.
+	HealthRecoveryPeriod metav1.Duration `json:"healthRecoveryPeriod"`
+	// AllocationLookupTimeout bounds how long Allocate waits for the pod's
+	// GPUAllocation to appear when the plugin's cache has not seen it yet.
+	AllocationLookupTimeout metav1.Duration `json:"allocationLookupTimeout"`
+}
+
+// Defaults of the fields a file or flag leaves unset.
+const (
+	DefaultSplitCount           = 10
+	DefaultResourceName         = "nvidia.com/gpu"
+	DefaultPluginDir            = "/var/lib/kubelet/device-plugins"
+	DefaultLibraryContainerPath = "/usr/local/vgpu/libvgpu.so"
+	DefaultHeartbeatPeriod      = 15 * time.Second
+	DefaultSimulatedReload      = 5 * time.Second
+	DefaultMetricsAddress       = ":9401"
+	DefaultProcRoot             = "/proc"
+	DefaultHealthRecovery       = 5 * time.Minute
+	DefaultAllocationLookup     = 5 * time.Second
+)
+
+// DefaultIgnoredXIDs are XIDs an application causes (graphics engine
+// exception, memory page fault, stopped processing, preemptive cleanup,
+// video decoder exception, context switch timeout), as NVIDIA's own device
+// plugin ignores them.
+func DefaultIgnoredXIDs() []uint64 { return []uint64{13, 31, 43, 45, 68, 109} }
+
+// Default returns the configuration with every default set.
+func Default() Configuration {
+	return Configuration{
+		SplitCount:              DefaultSplitCount,
+		MemoryScaling:           1,
+		CoreScaling:             1,
+		ResourceName:            DefaultResourceName,
+		LibraryContainerPath:    DefaultLibraryContainerPath,
+		PluginDir:               DefaultPluginDir,
+		HeartbeatPeriod:         metav1.Duration{Duration: DefaultHeartbeatPeriod},
+		SimulatedReloadPeriod:   metav1.Duration{Duration: DefaultSimulatedReload},
+		MetricsAddress:          DefaultMetricsAddress,
+		ProcRoot:                DefaultProcRoot,
+		IgnoredXIDs:             DefaultIgnoredXIDs(),
+		HealthRecoveryPeriod:    metav1.Duration{Duration: DefaultHealthRecovery},
+		AllocationLookupTimeout: metav1.Duration{Duration: DefaultAllocationLookup},
+	}
+}
+
+// PreloadFilePath returns the host file mounted as /etc/ld.so.preload, or ""
+// when no library is configured.
+func (c *Configuration) PreloadFilePath() string {
+	switch {
+	case c.LibraryPath == "":
+		return ""
+	case c.PreloadFile != "":
+		return c.PreloadFile
+	default:
+		return filepathJoinDir(c.LibraryPath, "ld.so.preload")
+	}
+}

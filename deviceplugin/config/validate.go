@@ -1,0 +1,80 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Limits of the numeric settings. The GPUNode API bounds a GPU's cores at
+// 10000 and its share limit at 1024.
+const (
+	MaxSplitCount    = 1024
+	MaxMemoryScaling = 100
+	MaxCoreScaling   = 100
+	minPeriod        = 100 * time.Millisecond
+)
+
+// Validate returns every invalid field, each named and with its limit.
+func (c *Configuration) Validate() error {
+	var errs field.ErrorList
+	if c.NodeName == "" {
+		errs = append(errs, field.Required(field.NewPath("nodeName"), "the node the plugin runs on (flag --node-name, or NODE_NAME)"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(c.NodeName) {
+			errs = append(errs, field.Invalid(field.NewPath("nodeName"), c.NodeName, msg))
+		}
+	}
+	if c.SplitCount < 1 || c.SplitCount > MaxSplitCount {
+		errs = append(errs, field.Invalid(field.NewPath("splitCount"), c.SplitCount, fmt.Sprintf("must be between 1 and %d", MaxSplitCount)))
+	}
+	if !(c.MemoryScaling > 0 && c.MemoryScaling <= MaxMemoryScaling) {
+		errs = append(errs, field.Invalid(field.NewPath("memoryScaling"), c.MemoryScaling, fmt.Sprintf("must be greater than 0 and at most %d", MaxMemoryScaling)))
+	}
+	if !(c.CoreScaling > 0 && c.CoreScaling <= MaxCoreScaling) {
+		errs = append(errs, field.Invalid(field.NewPath("coreScaling"), c.CoreScaling, fmt.Sprintf("must be greater than 0 and at most %d", MaxCoreScaling)))
+	}
+	if c.ResourceName == "" {
+		errs = append(errs, field.Required(field.NewPath("resourceName"), "the GPU count resource, such as nvidia.com/gpu"))
+	} else {
+		for _, msg := range validation.IsQualifiedName(c.ResourceName) {
+			errs = append(errs, field.Invalid(field.NewPath("resourceName"), c.ResourceName, msg))
+		}
+	}
+	errs = append(errs, absolute(field.NewPath("pluginDir"), c.PluginDir, true)...)
+	errs = append(errs, absolute(field.NewPath("procRoot"), c.ProcRoot, true)...)
+	errs = append(errs, absolute(field.NewPath("libraryPath"), c.LibraryPath, false)...)
+	errs = append(errs, absolute(field.NewPath("preloadFile"), c.PreloadFile, false)...)
+	if c.LibraryPath != "" {
+		errs = append(errs, absolute(field.NewPath("libraryContainerPath"), c.LibraryContainerPath, true)...)
+	}
+	errs = append(errs, period(field.NewPath("heartbeatPeriod"), c.HeartbeatPeriod.Duration)...)
+	errs = append(errs, period(field.NewPath("simulatedReloadPeriod"), c.SimulatedReloadPeriod.Duration)...)
+	errs = append(errs, period(field.NewPath("healthRecoveryPeriod"), c.HealthRecoveryPeriod.Duration)...)
+	errs = append(errs, period(field.NewPath("allocationLookupTimeout"), c.AllocationLookupTimeout.Duration)...)
+	return errs.ToAggregate()
+}
+
+func absolute(path *field.Path, value string, required bool) field.ErrorList {
+	switch {
+	case value == "" && required:
+		return field.ErrorList{field.Required(path, "must be an absolute path")}
+	case value != "" && !filepath.IsAbs(value):
+		return field.ErrorList{field.Invalid(path, value, "must be an absolute path")}
+	}
+	return nil
+}
+
+func period(path *field.Path, d time.Duration) field.ErrorList {
+	if d < minPeriod {
+		return field.ErrorList{field.Invalid(path, d.String(), fmt.Sprintf("must be at least %s", minPeriod))}
+	}
+	return nil
+}
+
+func filepathJoinDir(file, name string) string {
+	return filepath.Join(filepath.Dir(file), name)
+}

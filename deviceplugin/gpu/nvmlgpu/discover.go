@@ -1,0 +1,94 @@
+package nvmlgpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+)
+
+// Discover initialises NVML and lists the GPUs.
+func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
+	logger := klog.FromContext(ctx)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.init(); err != nil {
+		return gpu.Inventory{}, err
+	}
+	version, ret := b.lib.SystemGetDriverVersion()
+	if ret != nvml.SUCCESS {
+		return gpu.Inventory{}, fmt.Errorf("reading the driver version: %v", ret)
+	}
+	count, ret := b.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return gpu.Inventory{}, fmt.Errorf("counting GPUs: %v", ret)
+	}
+	inv := gpu.Inventory{DriverVersion: version}
+	b.devices = nil
+	for i := range count {
+		handle, ret := b.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return gpu.Inventory{}, fmt.Errorf("opening GPU %d: %v", i, ret)
+		}
+		d, err := b.describe(i, handle)
+		if err != nil {
+			return gpu.Inventory{}, fmt.Errorf("reading GPU %d: %w", i, err)
+		}
+		logger.V(2).Info("Found GPU", "uuid", d.UUID, "index", d.Index, "model", d.Model, "memoryMiB", d.MemoryMiB, "numaNode", d.NUMANode)
+		inv.Devices = append(inv.Devices, d)
+		b.devices = append(b.devices, &device{uuid: d.UUID, handle: handle, healthy: true})
+	}
+	return inv, nil
+}
+
+func (b *Backend) describe(index int, h nvml.Device) (gpu.Device, error) {
+	uuid, ret := h.GetUUID()
+	if ret != nvml.SUCCESS {
+		return gpu.Device{}, fmt.Errorf("UUID: %v", ret)
+	}
+	name, ret := h.GetName()
+	if ret != nvml.SUCCESS {
+		return gpu.Device{}, fmt.Errorf("name: %v", ret)
+	}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return gpu.Device{}, fmt.Errorf("memory: %v", ret)
+	}
+	return gpu.Device{
+		UUID:      uuid,
+		Index:     index,
+		Model:     name,
+		MemoryMiB: int64(mem.Total >> 20),
+		NUMANode:  b.numaNode(h),
+		Health:    gpu.Healthy(),
+	}, nil
+}
+
+// numaNode asks NVML, and for drivers that cannot answer, the PCI device in
+// sysfs; -1 when neither knows.
+func (b *Backend) numaNode(h nvml.Device) int {
+	if n, ret := h.GetNumaNodeId(); ret == nvml.SUCCESS {
+		return n
+	}
+	pci, ret := h.GetPciInfo()
+	if ret != nvml.SUCCESS {
+		return -1
+	}
+	busID := fmt.Sprintf("%04x:%02x:%02x.0", pci.Domain, pci.Bus, pci.Device)
+	data, err := os.ReadFile(filepath.Join(b.opts.SysfsRoot, "bus", "pci", "devices", busID, "numa_node"))
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}

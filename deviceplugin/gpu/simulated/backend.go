@@ -1,0 +1,122 @@
+package simulated
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+)
+
+// Backend serves the GPUs of a simulated-GPU file.
+type Backend struct {
+	path         string
+	reloadPeriod time.Duration
+	clock        clock.WithTicker
+
+	mu   sync.Mutex
+	file File
+}
+
+var _ gpu.Backend = (*Backend)(nil)
+
+// New returns a backend for the file at path, read again every reloadPeriod
+// while health is watched.
+func New(path string, reloadPeriod time.Duration, clk clock.WithTicker) *Backend {
+	return &Backend{path: path, reloadPeriod: reloadPeriod, clock: clk}
+}
+
+// Discover reads the file.
+func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
+	f, err := ReadFile(b.path)
+	if err != nil {
+		return gpu.Inventory{}, err
+	}
+	b.mu.Lock()
+	b.file = f
+	b.mu.Unlock()
+	devices := f.Devices()
+	slices.SortFunc(devices, func(a, b gpu.Device) int { return a.Index - b.Index })
+	return gpu.Inventory{DriverVersion: DriverVersion, Devices: devices}, nil
+}
+
+// WatchHealth reads the file every reload period and reports each GPU
+// whose health changed. A file that has become unreadable or invalid is
+// logged and the last good content kept; GPUs added or removed are logged
+// and take effect only when the plugin restarts.
+func (b *Backend) WatchHealth(ctx context.Context, report func(gpu.HealthEvent)) error {
+	logger := klog.FromContext(ctx)
+	ticker := b.clock.NewTicker(b.reloadPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+		f, err := ReadFile(b.path)
+		if err != nil {
+			logger.Error(err, "Keeping the last simulated GPU health")
+			continue
+		}
+		b.mu.Lock()
+		old := b.file.Devices()
+		b.file = f
+		b.mu.Unlock()
+		for _, ev := range healthChanges(old, f.Devices()) {
+			report(ev)
+		}
+		if !sameUUIDs(old, f.Devices()) {
+			logger.Info("Simulated GPU file lists other GPUs; restart the plugin to publish them", "path", b.path)
+		}
+	}
+}
+
+// Usage reports the memory and utilisation the file states.
+func (b *Backend) Usage(ctx context.Context) ([]gpu.Usage, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	usage := make([]gpu.Usage, 0, len(b.file.GPUs))
+	for _, g := range b.file.GPUs {
+		usage = append(usage, gpu.Usage{
+			UUID:             g.UUID,
+			MemoryUsedBytes:  uint64(g.MemoryUsedMiB) << 20,
+			MemoryTotalBytes: uint64(g.MemoryMiB) << 20,
+			Utilization:      float64(g.UtilizationPercent) / 100,
+		})
+	}
+	return usage, nil
+}
+
+// Close does nothing: the file is not held open.
+func (b *Backend) Close() error { return nil }
+
+func healthChanges(old, cur []gpu.Device) []gpu.HealthEvent {
+	before := map[string]gpu.Health{}
+	for _, d := range old {
+		before[d.UUID] = d.Health
+	}
+	var events []gpu.HealthEvent
+	for _, d := range cur {
+		if h, ok := before[d.UUID]; ok && h != d.Health {
+			events = append(events, gpu.HealthEvent{UUID: d.UUID, Health: d.Health})
+		}
+	}
+	return events
+}
+
+func sameUUIDs(a, b []gpu.Device) bool {
+	uuids := func(ds []gpu.Device) []string {
+		out := make([]string, 0, len(ds))
+		for _, d := range ds {
+			out = append(out, d.UUID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(uuids(a), uuids(b))
+}
