@@ -1,15 +1,194 @@
 package placement
 
-import gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+import (
+	"math/bits"
 
-// engine is the scratch state of one placement. It is meant to live on the
-// caller's stack.
-type engine struct{}
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
 
-func (e *engine) place(node *Node, req *Request) bool { return false }
+// engine is the scratch state of one placement. It holds fixed arrays, no
+// slices or maps, so that it lives on the caller's stack and a placement
+// allocates nothing. GPUs are numbered by their position in Node.Devices and
+// sets of them are bit masks.
+type engine struct {
+	node *Node
+	req  *Request
+	// free ignores the node's usage: would the request fit an empty node?
+	free    bool
+	binpack bool
+	// outcome is why place failed, when the per-GPU counts do not say.
+	outcome Detail
+	needed  int32
+	// steps counts the exact search's steps against MaxSearchSteps.
+	steps int
 
-func (e *engine) failure(f *Failure) { f.reset(0); f.Detail = DetailInvalidRequest }
+	// static is the set of GPUs passing health, cordon, type and UUID.
+	static uint64
+	// candidates[c] is the set of GPUs container c fits on its own,
+	// counting NUMA binding.
+	candidates [MaxContainers]uint64
+	// chosen[c] is the set of GPUs given to container c.
+	chosen [MaxContainers]uint64
+	// pod is the pod's use of each GPU in the long-running phase.
+	pod [MaxDevices]use
 
-func (e *engine) assignment() []gpuv1alpha1.ContainerAllocation { return nil }
+	// longRunning lists the Sidecar and App containers in search order:
+	// Sidecars in the kubelet's order, then Apps hardest first.
+	longRunning [MaxContainers]uint8
+	numLong     int
+	// sidecars is how many of longRunning are Sidecars; once they are
+	// placed the Init containers can be checked.
+	sidecars int
 
-func (e *engine) utilisation() float64 { return 0 }
+	searchState
+}
+
+// place decides whether the request fits and, when choose is set and it
+// does, fills chosen.
+func (e *engine) place(node *Node, req *Request, choose bool) bool {
+	e.node, e.req = node, req
+	e.binpack = req.GPUPolicy == gpurequest.Binpack
+	if len(node.Devices) > MaxDevices {
+		e.outcome = DetailTooManyDevices
+		return false
+	}
+	if !validRequest(req) {
+		e.outcome = DetailInvalidRequest
+		return false
+	}
+	for g := range node.Devices {
+		if _, ok := staticReason(&node.Devices[g], &req.Selection); ok {
+			e.static |= 1 << g
+		}
+	}
+	for c := range req.Containers {
+		cr := &req.Containers[c]
+		var set uint64
+		for m := e.static; m != 0; m &= m - 1 {
+			g := bits.TrailingZeros64(m)
+			if _, ok := check(&node.Devices[g], cr, use{}, e.free); ok {
+				set |= 1 << g
+			}
+		}
+		if req.Selection.NUMABind {
+			set = e.numaFit(set, cr.Count)
+		}
+		if bits.OnesCount64(set) < int(cr.Count) {
+			e.outcome, e.needed = DetailTooFew, cr.Count
+			return false
+		}
+		e.candidates[c] = set
+	}
+	e.orderLongRunning()
+	if !choose && e.sidecars == 0 && e.numLong <= 1 {
+		// Containers that never run beside another of the pod's fit
+		// wherever each fits alone, which the candidates already say.
+		return true
+	}
+	if e.greedy() {
+		return true
+	}
+	clear(e.chosen[:])
+	clear(e.pod[:])
+	if e.search(0) {
+		e.placeInits()
+		return true
+	}
+	if e.steps > MaxSearchSteps {
+		e.outcome = DetailSearchLimit
+	} else {
+		e.outcome = DetailTogether
+	}
+	return false
+}
+
+// validRequest checks the limits the engine's fixed arrays rely on, for a
+// Request built without NewRequest.
+func validRequest(req *Request) bool {
+	if len(req.Containers) > MaxContainers {
+		return false
+	}
+	for i := range req.Containers {
+		c := &req.Containers[i]
+		if c.Count < 1 || c.Count > MaxDevices || c.MemoryMiB < 0 || c.MemoryMiB > gpurequest.MaxMemoryMiB ||
+			c.MemoryPercent < 0 || c.MemoryPercent > gpurequest.MaxPercent || c.Cores < 0 || c.Cores > gpurequest.MaxPercent {
+			return false
+		}
+	}
+	return true
+}
+
+// orderLongRunning lists the Sidecar and App containers in search order.
+// Apps go hardest first, which helps greedy and prunes the search early;
+// equal Apps end up side by side, which the search uses to skip permutations.
+func (e *engine) orderLongRunning() {
+	cs := e.req.Containers
+	for c := range cs {
+		if cs[c].Kind == gpuv1alpha1.ContainerSidecar {
+			e.longRunning[e.numLong] = uint8(c)
+			e.numLong++
+		}
+	}
+	e.sidecars = e.numLong
+	for c := range cs {
+		if cs[c].Kind == gpuv1alpha1.ContainerInit || cs[c].Kind == gpuv1alpha1.ContainerSidecar {
+			continue
+		}
+		i := e.numLong
+		for ; i > e.sidecars && harder(&cs[c], &cs[e.longRunning[i-1]]); i-- {
+			e.longRunning[i] = e.longRunning[i-1]
+		}
+		e.longRunning[i] = uint8(c)
+		e.numLong++
+	}
+}
+
+// harder orders App containers for placement: exclusive first, then more
+// GPUs, whole memory, more memory, more cores.
+func harder(a, b *gpurequest.ContainerRequest) bool {
+	if ea, eb := a.Cores == gpurequest.MaxPercent, b.Cores == gpurequest.MaxPercent; ea != eb {
+		return ea
+	}
+	if a.Count != b.Count {
+		return a.Count > b.Count
+	}
+	if wa, wb := a.WholeMemory(), b.WholeMemory(); wa != wb {
+		return wa
+	}
+	if a.MemoryMiB != b.MemoryMiB {
+		return a.MemoryMiB > b.MemoryMiB
+	}
+	if a.MemoryPercent != b.MemoryPercent {
+		return a.MemoryPercent > b.MemoryPercent
+	}
+	return a.Cores > b.Cores
+}
+
+// sameRequest reports whether two App containers are interchangeable.
+func sameRequest(a, b *gpurequest.ContainerRequest) bool {
+	return a.Kind == gpuv1alpha1.ContainerApp && b.Kind == gpuv1alpha1.ContainerApp &&
+		a.Count == b.Count && a.MemoryMiB == b.MemoryMiB && a.MemoryPercent == b.MemoryPercent && a.Cores == b.Cores
+}
+
+// take gives GPU g to long-running container c.
+func (e *engine) take(c, g int) {
+	d := &e.node.Devices[g]
+	cr := &e.req.Containers[c]
+	e.chosen[c] |= 1 << g
+	e.pod[g].add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+}
+
+// sidecarUse is what the Sidecars listed before container c take on GPU g:
+// the company an Init container at c has.
+func (e *engine) sidecarUse(c, g int) use {
+	var u use
+	d := &e.node.Devices[g]
+	for k := range c {
+		cr := &e.req.Containers[k]
+		if cr.Kind == gpuv1alpha1.ContainerSidecar && e.chosen[k]&(1<<g) != 0 {
+			u.add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+		}
+	}
+	return u
+}

@@ -12,7 +12,7 @@ var _ error = (*Failure)(nil)
 // A request with no containers fits with an empty assignment.
 func Fit(node *Node, req *Request) ([]gpuv1alpha1.ContainerAllocation, *Failure) {
 	var e engine
-	if !e.place(node, req) {
+	if !e.place(node, req, true) {
 		f := new(Failure)
 		e.failure(f)
 		return nil, f
@@ -25,7 +25,7 @@ func Fit(node *Node, req *Request) ([]gpuv1alpha1.ContainerAllocation, *Failure)
 // allocates nothing, so filtering thousands of nodes creates no garbage.
 func Feasible(node *Node, req *Request, f *Failure) bool {
 	var e engine
-	if e.place(node, req) {
+	if e.place(node, req, false) {
 		return true
 	}
 	if f != nil {

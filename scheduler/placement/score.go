@@ -14,7 +14,7 @@ import (
 // not fit scores 0.
 func Score(node *Node, req *Request, policy gpurequest.Policy) int64 {
 	var e engine
-	if !e.place(node, req) {
+	if !e.place(node, req, true) {
 		return 0
 	}
 	used := e.utilisation()

@@ -1,0 +1,101 @@
+package placement
+
+import (
+	"math/bits"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// assignment writes the placement that place found, containers in the
+// request's order and each container's GPUs in the node's order.
+func (e *engine) assignment() []gpuv1alpha1.ContainerAllocation {
+	out := make([]gpuv1alpha1.ContainerAllocation, len(e.req.Containers))
+	for c := range e.req.Containers {
+		cr := &e.req.Containers[c]
+		devices := make([]gpuv1alpha1.DeviceAllocation, 0, bits.OnesCount64(e.chosen[c]))
+		for m := e.chosen[c]; m != 0; m &= m - 1 {
+			d := &e.node.Devices[bits.TrailingZeros64(m)]
+			devices = append(devices, gpuv1alpha1.DeviceAllocation{
+				UUID:      d.UUID,
+				Index:     d.Index,
+				MemoryMiB: cr.MemoryOn(d.MemoryMiB),
+				Cores:     coresOn(cr, d),
+			})
+		}
+		out[c] = gpuv1alpha1.ContainerAllocation{Name: cr.Name, Kind: cr.Kind, Devices: devices}
+	}
+	return out
+}
+
+// utilisation is the node's allocated share of memory and of cores,
+// averaged, with the placement that place found added as Holds would
+// count it: on each GPU the most of any phase.
+func (e *engine) utilisation() float64 {
+	var capMemory, usedMemory, capCores, usedCores int64
+	for g := range e.node.Devices {
+		d := &e.node.Devices[g]
+		holdMemory, holdCores := e.pod[g].memoryMiB, int64(e.pod[g].cores)
+		for c := range e.req.Containers {
+			cr := &e.req.Containers[c]
+			if cr.Kind != gpuv1alpha1.ContainerInit || e.chosen[c]&(1<<g) == 0 {
+				continue
+			}
+			u := e.sidecarUse(c, g)
+			u.add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+			holdMemory, holdCores = max(holdMemory, u.memoryMiB), max(holdCores, int64(u.cores))
+		}
+		capMemory += d.MemoryMiB
+		capCores += int64(d.Cores)
+		usedMemory += d.UsedMemoryMiB + holdMemory
+		usedCores += int64(d.UsedCores) + holdCores
+	}
+	u := (fraction(usedMemory, capMemory) + fraction(usedCores, capCores)) / 2
+	return min(max(u, 0), 1)
+}
+
+// failure explains why place failed: for each GPU the first rule it breaks
+// for the first container it does not fit, and whether an empty node would
+// fit the request.
+func (e *engine) failure(f *Failure) {
+	f.reset(len(e.node.Devices))
+	f.Detail, f.Needed = e.outcome, e.needed
+	if e.outcome == DetailTooManyDevices || e.outcome == DetailInvalidRequest {
+		f.Unresolvable = true
+		return
+	}
+	var alone, bound [MaxContainers]uint64
+	for c := range e.req.Containers {
+		cr := &e.req.Containers[c]
+		for m := e.static; m != 0; m &= m - 1 {
+			g := bits.TrailingZeros64(m)
+			if _, ok := check(&e.node.Devices[g], cr, use{}, e.free); ok {
+				alone[c] |= 1 << g
+			}
+		}
+		bound[c] = alone[c]
+		if e.req.Selection.NUMABind {
+			bound[c] = e.numaFit(alone[c], cr.Count)
+		}
+	}
+	for g := range e.node.Devices {
+		d := &e.node.Devices[g]
+		reason, ok := staticReason(d, &e.req.Selection)
+		for c := 0; ok && c < len(e.req.Containers); c++ {
+			switch {
+			case alone[c]&(1<<g) == 0:
+				reason, ok = check(d, &e.req.Containers[c], use{}, e.free)
+			case bound[c]&(1<<g) == 0:
+				reason, ok = ReasonNUMA, false
+			}
+		}
+		if ok {
+			f.Fit++
+		} else {
+			f.Counts[reason]++
+		}
+	}
+	if !e.free {
+		empty := engine{free: true}
+		f.Unresolvable = !empty.place(e.node, e.req, false) && empty.outcome != DetailSearchLimit
+	}
+}

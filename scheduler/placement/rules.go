@@ -1,0 +1,123 @@
+package placement
+
+import (
+	"strings"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+// use is what a set of the pod's containers running at once takes on one GPU.
+type use struct {
+	memoryMiB int64
+	cores     int32
+	shares    int32
+	// zeroCores is set when one of them asks for no cores, which a GPU
+	// whose cores are fully taken does not accept.
+	zeroCores bool
+}
+
+// add adds container c, which takes the given memory and cores, to u.
+func (u *use) add(memoryMiB int64, cores int32) {
+	u.memoryMiB += memoryMiB
+	u.cores += cores
+	u.shares++
+	u.zeroCores = u.zeroCores || cores == 0
+}
+
+// exclusive reports whether c asks for device d alone: 100 cores, or all of
+// a device whose cores are scaled.
+func exclusive(c *gpurequest.ContainerRequest, d *Device) bool {
+	return c.Cores == gpurequest.MaxPercent || (d.Cores > 0 && c.Cores == d.Cores)
+}
+
+// coresOn is the compute c takes on d. A container that asks for the GPU
+// alone takes all of it, so that its hold keeps everyone else out.
+func coresOn(c *gpurequest.ContainerRequest, d *Device) int32 {
+	if exclusive(c, d) {
+		return d.Cores
+	}
+	return c.Cores
+}
+
+// staticReason checks what no placement changes: health, cordon and the
+// pod's type and UUID filters.
+func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
+	switch {
+	case !d.Healthy:
+		return ReasonUnhealthy, false
+	case d.Cordoned:
+		return ReasonCordoned, false
+	case len(sel.Types) > 0 && !containsAnyFold(d.Model, sel.Types),
+		containsAnyFold(d.Model, sel.ExcludeTypes):
+		return ReasonTypeMismatch, false
+	case len(sel.UUIDs) > 0 && !equalAnyFold(d.UUID, sel.UUIDs),
+		equalAnyFold(d.UUID, sel.ExcludeUUIDs):
+		return ReasonUUIDExcluded, false
+	}
+	return 0, true
+}
+
+// check decides whether container c fits device d, which already carries
+// the node's usage (ignored when free) and the pod's own use p of the same
+// phase. It applies the rules in Reason order and returns the first broken.
+func check(d *Device, c *gpurequest.ContainerRequest, p use, free bool) (Reason, bool) {
+	var usedMemory int64
+	var usedCores, usedShares int32
+	if !free {
+		usedMemory, usedCores, usedShares = d.UsedMemoryMiB, d.UsedCores, d.UsedShares
+	}
+	cores := coresOn(c, d)
+	switch {
+	case exclusive(c, d) && (usedMemory != 0 || usedCores != 0 || usedShares != 0 || p.shares != 0):
+		return ReasonExclusiveTaken, false
+	case int64(usedShares)+int64(p.shares) >= int64(d.ShareLimit):
+		return ReasonShareLimit, false
+	case usedMemory+p.memoryMiB+c.MemoryOn(d.MemoryMiB) > d.MemoryMiB:
+		return ReasonMemory, false
+	}
+	total := int64(usedCores) + int64(p.cores) + int64(cores)
+	if total > int64(d.Cores) || ((p.zeroCores || cores == 0) && total >= int64(d.Cores)) {
+		return ReasonCores, false
+	}
+	return 0, true
+}
+
+func containsAnyFold(s string, subs []string) bool {
+	for _, sub := range subs {
+		if containsFold(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalAnyFold(s string, items []string) bool {
+	for _, item := range items {
+		if strings.EqualFold(s, item) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold is strings.Contains ignoring ASCII case, without the
+// allocation of lower-casing the model on every call.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && lowerASCII(s[i+j]) == lowerASCII(sub[j]) {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
