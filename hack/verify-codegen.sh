@@ -9,7 +9,11 @@ trap 'rm -rf "$scratch"' EXIT
 
 # Copy the tree without VCS data or build output; generation runs in the copy.
 tar -C "$root" --exclude=.git --exclude=_output -cf - . | tar -C "$scratch" -xf -
-TESSERA_CODEGEN_ROOT="$scratch" "$root/hack/update-codegen.sh" >/dev/null
+if ! out=$(TESSERA_CODEGEN_ROOT="$scratch" "$root/hack/update-codegen.sh" 2>&1); then
+	echo "$out" >&2
+	echo "ERROR: hack/update-codegen.sh failed on a copy of the tree (output above)." >&2
+	exit 1
+fi
 
 stale=0
 for dir in apis generated deploy/crds; do

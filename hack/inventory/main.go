@@ -48,14 +48,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	nodes := factory.Gpu().V1alpha1().GPUNodes()
 	allocations := factory.Gpu().V1alpha1().GPUAllocations()
 	nodes.Informer()
 	allocations.Informer()
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop only once ctx is done.
+	defer func() { cancel(); factory.Shutdown() }()
 	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
 		if !synced {
 			return fmt.Errorf("reading %v from the API server: %w", typ, context.Cause(ctx))

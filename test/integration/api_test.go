@@ -28,7 +28,7 @@ func TestClientsetRoundTrip(t *testing.T) {
 	nodeLister := factory.Gpu().V1alpha1().GPUNodes().Lister()
 	allocLister := factory.Gpu().V1alpha1().GPUAllocations().Lister()
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	defer func() { cancel(); factory.Shutdown() }()
 	factory.WaitForCacheSync(ctx.Done())
 
 	watcher, err := client.GPUNodes().Watch(ctx, metav1.ListOptions{})

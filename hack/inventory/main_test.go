@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// TestInventoryAgainstAPIServer runs the command against a real API server
+// holding two GPUs and three allocations, one of them failed and one from
+// an init container, which hold nothing now.
+func TestInventoryAgainstAPIServer(t *testing.T) {
+	cp := framework.Start(t, framework.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := cp.Tessera.GpuV1alpha1()
+
+	node, err := client.GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Devices = []gpuv1alpha1.GPUDevice{
+		{UUID: "GPU-1111", Index: 0, Model: "Tesla T4", MemoryMiB: 15360, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy},
+		{UUID: "GPU-2222", Index: 1, Model: "Tesla T4", MemoryMiB: 15360, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUUnhealthy},
+	}
+	if _, err := client.GPUNodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	allocation := func(name string, kind gpuv1alpha1.ContainerKind, memory int64, cores int32) *gpuv1alpha1.GPUAllocation {
+		return &gpuv1alpha1.GPUAllocation{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: types.UID("uid-" + name), NodeName: "gpu-node-1",
+				Containers: []gpuv1alpha1.ContainerAllocation{{Name: "c", Kind: kind,
+					Devices: []gpuv1alpha1.DeviceAllocation{{UUID: "GPU-1111", MemoryMiB: memory, Cores: cores}}}}},
+		}
+	}
+	for _, a := range []*gpuv1alpha1.GPUAllocation{
+		allocation("train", gpuv1alpha1.ContainerApp, 4000, 30),
+		allocation("serve", gpuv1alpha1.ContainerSidecar, 2000, 20),
+		allocation("setup", gpuv1alpha1.ContainerInit, 9000, 50),
+	} {
+		if _, err := client.GPUAllocations("default").Create(ctx, a, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed, err := client.GPUAllocations("default").Create(ctx, allocation("broken", gpuv1alpha1.ContainerApp, 1000, 10), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed.Status.Phase = gpuv1alpha1.AllocationFailed
+	if _, err := client.GPUAllocations("default").UpdateStatus(ctx, failed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	if err := run(ctx, []string{"--kubeconfig", cp.KubeconfigPath}, &out); err != nil {
+		t.Fatalf("inventory: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := [][]string{
+		{"NODE", "INDEX", "UUID", "MODEL", "MEMORY(MiB)", "ALLOCATED(MiB)", "CORES", "ALLOCATED", "SHARES", "HEALTH"},
+		{"gpu-node-1", "0", "GPU-1111", "Tesla", "T4", "15360", "6000", "100", "50", "2/4", "Healthy"},
+		{"gpu-node-1", "1", "GPU-2222", "Tesla", "T4", "15360", "0", "100", "0", "0/4", "Unhealthy"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, line := range lines {
+		if got := strings.Fields(line); strings.Join(got, " ") != strings.Join(want[i], " ") {
+			t.Errorf("line %d = %q, want fields %q", i, line, want[i])
+		}
+	}
+}
+
+// TestInventoryBadKubeconfig checks that a missing kubeconfig is named in
+// the error.
+func TestInventoryBadKubeconfig(t *testing.T) {
+	err := run(context.Background(), []string{"--kubeconfig", "/nonexistent/kubeconfig"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
+		t.Fatalf("got %v, want an error naming the kubeconfig path", err)
+	}
+}

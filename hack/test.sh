@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# test.sh runs every Tessera test on a fresh machine: it builds the pinned
+# control plane (cached after the first run), checks that generated code is
+# current, vets, and runs unit, integration and end-to-end tests of every Go
+# module in the tree against real etcd, kube-apiserver, kube-scheduler and
+# kube-controller-manager.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+step() { echo; echo "=== $* ($(date +%H:%M:%S))"; }
+
+step "Building the control plane"
+TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)
+export TESSERA_CONTROLPLANE_BIN
+
+step "Verifying generated code"
+hack/verify-codegen.sh
+
+step "Vetting"
+go vet ./...
+
+step "Testing github.com/tessera-gpu/tessera"
+go test -count=1 -timeout 30m ./...
+
+# Modules nested under test/ keep heavy dependencies (k8s.io/kubernetes) out
+# of the main go.mod.
+for mod in $(find test -name go.mod -not -path '*/testdata/*' | sort); do
+	dir=$(dirname "$mod")
+	step "Testing $dir"
+	(cd "$dir" && go vet ./... && go test -count=1 -timeout 30m ./...)
+done

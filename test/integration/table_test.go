@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// TestPrinterColumns asks for the Table form that kubectl get uses and
+// checks the columns and a row of each kind.
+func TestPrinterColumns(t *testing.T) {
+	cp := framework.Start(t, framework.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := cp.Tessera.GpuV1alpha1()
+
+	node, err := client.GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "node-t"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status = gpuNodeStatus("A100", "A100", "A100")
+	node.Status.AllocatableMemoryMiB = 32768
+	node.Status.Conditions = []metav1.Condition{{
+		Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionTrue, Reason: "Serving",
+		LastTransitionTime: metav1.Now(),
+	}}
+	if _, err := client.GPUNodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	alloc, err := client.GPUAllocations("default").Create(ctx, gpuAllocation("pod-t", "node-t", "uid-t", "GPU-A100-a", 4000), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc.Status.Phase = gpuv1alpha1.AllocationAllocated
+	if _, err := client.GPUAllocations("default").UpdateStatus(ctx, alloc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		path     string
+		wantCols []string
+		wantRow  []any
+	}{{
+		name:     "gpunodes",
+		path:     "/apis/gpu.tessera.dev/v1alpha1/gpunodes",
+		wantCols: []string{"Name", "GPUs", "Model", "Memory", "Allocatable", "Ready", "Age"},
+		wantRow:  []any{"node-t", float64(3), "A100", float64(49152), float64(32768), "True"},
+	}, {
+		name:     "gpuallocations",
+		path:     "/apis/gpu.tessera.dev/v1alpha1/namespaces/default/gpuallocations",
+		wantCols: []string{"Name", "Pod", "Node", "GPUs", "Memory", "Phase", "Age"},
+		wantRow:  []any{"pod-t", "pod-t", "node-t", float64(1), float64(4000), "Allocated"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body, err := cp.Kube.Discovery().RESTClient().Get().AbsPath(tc.path).
+				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+			if err != nil {
+				t.Fatalf("getting the table: %v", err)
+			}
+			var table metav1.Table
+			if err := json.Unmarshal(body, &table); err != nil {
+				t.Fatal(err)
+			}
+			var cols []string
+			for _, c := range table.ColumnDefinitions {
+				cols = append(cols, c.Name)
+			}
+			if !equalStrings(cols, tc.wantCols) {
+				t.Errorf("columns = %v, want %v", cols, tc.wantCols)
+			}
+			if len(table.Rows) != 1 {
+				t.Fatalf("got %d rows, want 1", len(table.Rows))
+			}
+			for i, want := range tc.wantRow {
+				if got := table.Rows[0].Cells[i]; got != want {
+					t.Errorf("column %s = %v (%T), want %v", cols[i], got, got, want)
+				}
+			}
+		})
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
