@@ -1,0 +1,48 @@
+package admission
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+)
+
+// NamespaceGetter reads namespaces, in production from an informer's lister.
+type NamespaceGetter interface {
+	Get(name string) (*corev1.Namespace, error)
+}
+
+// GPUNodeLister lists the cluster's GPU inventory, in production from an
+// informer's lister.
+type GPUNodeLister interface {
+	List(selector labels.Selector) ([]*gpuv1alpha1.GPUNode, error)
+}
+
+var (
+	_ NamespaceGetter = corelisters.NamespaceLister(nil)
+	_ GPUNodeLister   = gpulisters.GPUNodeLister(nil)
+)
+
+// Admitter mutates and validates pods. It keeps no state between reviews
+// and is safe for concurrent use.
+type Admitter struct {
+	cfg        Config
+	namespaces NamespaceGetter
+	gpuNodes   GPUNodeLister
+}
+
+// NewAdmitter returns an Admitter that reads namespaces (for the opt-out
+// label) and GPU inventory (for warnings) through the given listers.
+func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister) (*Admitter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("webhook configuration: %w", err)
+	}
+	if namespaces == nil || gpuNodes == nil {
+		return nil, fmt.Errorf("webhook configuration: the namespace and GPUNode listers are required")
+	}
+	return &Admitter{cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes}, nil
+}

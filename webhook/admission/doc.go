@@ -1,0 +1,11 @@
+// Package admission holds Tessera's pod admission logic: the mutation that
+// makes a GPU pod well-formed for Tessera's scheduler, the validation that
+// refuses requests no GPU can ever serve, and the HTTP handler that speaks
+// the AdmissionReview v1 protocol to kube-apiserver.
+//
+// A container may ask for whole GPUs with a bare count (nvidia.com/gpu: 2
+// means two GPUs, each with all its memory and compute), or for a slice with
+// memory, a memory percentage or cores; a slice without a count is a slice of
+// one GPU, and the mutation writes that count of 1 so that the kubelet and
+// the device plugin see it.
+package admission

@@ -1,0 +1,141 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+)
+
+const testNamespace = "team-a"
+
+// newAdmitter returns an Admitter with the default configuration over real
+// listers filled with the given objects.
+func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
+	t.Helper()
+	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	gpuIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, o := range objs {
+		var err error
+		switch o.(type) {
+		case *corev1.Namespace:
+			err = nsIndexer.Add(o)
+		case *gpuv1alpha1.GPUNode:
+			err = gpuIndexer.Add(o)
+		default:
+			t.Fatalf("unexpected object %T", o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func testContext(t testing.TB) context.Context {
+	_, ctx := ktesting.NewTestContext(t)
+	return ctx
+}
+
+func namespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// gpuNode returns a GPUNode with one device per memory size, each with
+// the given cores.
+func gpuNode(name string, cores int32, memoryMiB ...int64) *gpuv1alpha1.GPUNode {
+	n := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for i, m := range memoryMiB {
+		n.Status.Devices = append(n.Status.Devices, gpuv1alpha1.GPUDevice{
+			UUID: name + "-gpu-" + string(rune('a'+i)), Index: int32(i), Model: "NVIDIA A100",
+			MemoryMiB: m, Cores: cores, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+		})
+	}
+	return n
+}
+
+// resources returns a ResourceList from name: quantity pairs.
+func resources(pairs ...string) corev1.ResourceList {
+	if len(pairs) == 0 {
+		return nil
+	}
+	l := corev1.ResourceList{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return l
+}
+
+// limited returns a container with those limits and, as the API server
+// defaults them, the same requests.
+func limited(name string, pairs ...string) corev1.Container {
+	return corev1.Container{Name: name, Image: "cuda", Resources: corev1.ResourceRequirements{
+		Limits: resources(pairs...), Requests: resources(pairs...),
+	}}
+}
+
+func pod(containers ...corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: testNamespace},
+		Spec:       corev1.PodSpec{Containers: containers, SchedulerName: corev1.DefaultSchedulerName},
+	}
+}
+
+// createRequest is the request the API server sends for creating p.
+func createRequest(t testing.TB, p *corev1.Pod) *admissionv1.AdmissionRequest {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &admissionv1.AdmissionRequest{
+		UID:       types.UID("uid-1"),
+		Kind:      podKind,
+		Resource:  podResource,
+		Name:      p.Name,
+		Namespace: p.Namespace,
+		Operation: admissionv1.Create,
+		Object:    runtime.RawExtension{Raw: raw},
+	}
+}
+
+// applyPatch applies a response's JSON patch to the pod of the request.
+func applyPatch(t testing.TB, req *admissionv1.AdmissionRequest, resp *admissionv1.AdmissionResponse) *corev1.Pod {
+	t.Helper()
+	raw := req.Object.Raw
+	if len(resp.Patch) > 0 {
+		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+			t.Fatalf("patch type = %v, want JSONPatch", resp.PatchType)
+		}
+		patch, err := jsonpatch.DecodePatch(resp.Patch)
+		if err != nil {
+			t.Fatalf("decoding patch %s: %v", resp.Patch, err)
+		}
+		if raw, err = patch.Apply(raw); err != nil {
+			t.Fatalf("applying patch %s: %v", resp.Patch, err)
+		}
+	}
+	out := &corev1.Pod{}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// Mutate answers the mutating webhook: it gives a count of 1 to every
+// container that asks for a GPU slice without a count, and hands pods that
+// ask for GPUs to Tessera's scheduler unless they name another scheduler.
+// A pod that asks for no GPU is admitted unchanged.
+func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	pod, resp := a.podUnderReview(ctx, req)
+	if resp != nil {
+		return resp
+	}
+	ops := a.mutations(pod)
+	if len(ops) == 0 {
+		return allowed(req)
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		// Unreachable with string values; answered rather than panicking.
+		return &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Reason: metav1.StatusReasonInternalError, Message: "encoding the patch: " + err.Error(),
+		}}
+	}
+	klog.FromContext(ctx).V(2).Info("Mutating GPU pod", "operations", len(ops))
+	patchType := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &patchType}
+}
+
+// mutations returns the JSON patch that normalises the pod, empty when it
+// needs none. Applying it and mutating again yields no patch.
+func (a *Admitter) mutations(pod *corev1.Pod) []patchOp {
+	var ops []patchOp
+	for i := range pod.Spec.InitContainers {
+		ops = append(ops, a.countMutations("initContainers", i, &pod.Spec.InitContainers[i])...)
+	}
+	for i := range pod.Spec.Containers {
+		ops = append(ops, a.countMutations("containers", i, &pod.Spec.Containers[i])...)
+	}
+	if !a.podAsks(pod) {
+		return ops
+	}
+	switch pod.Spec.SchedulerName {
+	case "", corev1.DefaultSchedulerName:
+		if a.cfg.SchedulerName != pod.Spec.SchedulerName {
+			ops = append(ops, patchOp{Op: "add", Path: pointer("spec", "schedulerName"), Value: a.cfg.SchedulerName})
+		}
+	default:
+		// A pod that names its own scheduler keeps it: its owner chose.
+	}
+	return ops
+}
+
+// countMutations adds a GPU count of 1 to a container that asks for a slice
+// but no count. Extended resources live in limits (the API server copies
+// them into requests), so the count goes into limits; it also goes into
+// requests when the container lists GPU resources there, since the API
+// server requires the two to agree.
+func (a *Admitter) countMutations(list string, i int, c *corev1.Container) []patchOp {
+	u := a.useOf(c)
+	if !u.slice || u.count {
+		return nil
+	}
+	names := a.cfg.ResourceNames
+	count := string(names.Count)
+	path := func(tokens ...string) string {
+		return pointer(append([]string{"spec", list, index(i), "resources"}, tokens...)...)
+	}
+	var ops []patchOp
+	if c.Resources.Limits == nil {
+		ops = append(ops, patchOp{Op: "add", Path: path("limits"), Value: map[string]string{count: "1"}})
+	} else {
+		ops = append(ops, patchOp{Op: "add", Path: path("limits", count), Value: "1"})
+	}
+	for _, name := range []corev1.ResourceName{names.Memory, names.MemoryPercentage, names.Cores} {
+		if _, ok := c.Resources.Requests[name]; ok {
+			ops = append(ops, patchOp{Op: "add", Path: path("requests", count), Value: "1"})
+			break
+		}
+	}
+	return ops
+}

@@ -1,0 +1,236 @@
+package admission
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+func TestMutate(t *testing.T) {
+	sidecar := corev1.ContainerRestartPolicyAlways
+	custom := DefaultConfig()
+	custom.SchedulerName = "gpu-sched"
+	custom.ResourceNames = gpurequest.ResourceNames{
+		Count: "example.com/vgpu", Memory: "example.com/vmem",
+		MemoryPercentage: "example.com/vmem-pct", Cores: "example.com/vcores",
+	}
+	tests := []struct {
+		name string
+		cfg  *Config
+		pod  *corev1.Pod
+		// want edits a copy of pod into the expected result; nil means unchanged.
+		want    func(p *corev1.Pod)
+		objects []runtime.Object
+	}{
+		{
+			name: "memory alone gets a count of 1 in limits and requests and Tessera's scheduler",
+			pod:  pod(limited("main", "nvidia.com/gpumem", "4000")),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "percentage alone gets a count of 1",
+			pod:  pod(limited("main", "nvidia.com/gpumem-percentage", "50")),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem-percentage", "50", "nvidia.com/gpu", "1")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "cores alone get a count of 1",
+			pod:  pod(limited("main", "nvidia.com/gpucores", "30")),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpucores", "30", "nvidia.com/gpu", "1")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "slice in limits only gets the count in limits only",
+			pod: pod(corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{
+				Limits: resources("nvidia.com/gpumem", "4000"), Requests: resources("cpu", "1"),
+			}}),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Limits = resources("nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "slice in requests only gets limits created with the count",
+			pod: pod(corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{
+				Requests: resources("nvidia.com/gpumem", "4000"),
+			}}),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Limits = resources("nvidia.com/gpu", "1")
+				p.Spec.Containers[0].Resources.Requests = resources("nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "bare count means whole GPUs and keeps its count",
+			pod:  pod(limited("main", "nvidia.com/gpu", "2")),
+			want: func(p *corev1.Pod) { p.Spec.SchedulerName = DefaultSchedulerName },
+		},
+		{
+			name: "count with a slice keeps its count",
+			pod:  pod(limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "4000")),
+			want: func(p *corev1.Pod) { p.Spec.SchedulerName = DefaultSchedulerName },
+		},
+		{
+			name: "init and sidecar containers get a count too",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "cpu", "1"))
+				p.Spec.InitContainers = []corev1.Container{
+					limited("warmup", "nvidia.com/gpumem", "1000"),
+					limited("proxy", "nvidia.com/gpucores", "10"),
+				}
+				p.Spec.InitContainers[1].RestartPolicy = &sidecar
+				return p
+			}(),
+			want: func(p *corev1.Pod) {
+				p.Spec.InitContainers[0] = limited("warmup", "nvidia.com/gpumem", "1000", "nvidia.com/gpu", "1")
+				p.Spec.InitContainers[1] = limited("proxy", "nvidia.com/gpucores", "10", "nvidia.com/gpu", "1")
+				p.Spec.InitContainers[1].RestartPolicy = &sidecar
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "empty scheduler name becomes Tessera's",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/gpu", "1"))
+				p.Spec.SchedulerName = ""
+				return p
+			}(),
+			want: func(p *corev1.Pod) { p.Spec.SchedulerName = DefaultSchedulerName },
+		},
+		{
+			name: "another scheduler is kept while the count is added",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/gpumem", "4000"))
+				p.Spec.SchedulerName = "volcano"
+				return p
+			}(),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+			},
+		},
+		{
+			name: "pod already normalised needs no patch",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000"))
+				p.Spec.SchedulerName = DefaultSchedulerName
+				return p
+			}(),
+		},
+		{
+			name: "pod without GPUs is untouched",
+			pod:  pod(limited("main", "cpu", "2", "memory", "1Gi")),
+		},
+		{
+			name: "count of zero alone asks for no GPU and is untouched",
+			pod:  pod(limited("main", "nvidia.com/gpu", "0")),
+		},
+		{
+			name: "pod labelled opted out is untouched",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/gpumem", "4000"))
+				p.Labels = map[string]string{DefaultOptOutLabel: DefaultOptOutValue}
+				return p
+			}(),
+		},
+		{
+			name:    "pod in a namespace labelled opted out is untouched",
+			pod:     pod(limited("main", "nvidia.com/gpumem", "4000")),
+			objects: []runtime.Object{namespace(testNamespace, map[string]string{DefaultOptOutLabel: DefaultOptOutValue})},
+		},
+		{
+			name:    "opt-out label with another value does not opt out",
+			pod:     pod(limited("main", "nvidia.com/gpucores", "20")),
+			objects: []runtime.Object{namespace(testNamespace, map[string]string{DefaultOptOutLabel: "enabled"})},
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpucores", "20", "nvidia.com/gpu", "1")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "configured resource and scheduler names are used",
+			cfg:  &custom,
+			pod:  pod(limited("main", "example.com/vmem", "4000", "nvidia.com/gpumem", "1")),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "example.com/vmem", "4000", "nvidia.com/gpumem", "1", "example.com/vgpu", "1")
+				p.Spec.SchedulerName = "gpu-sched"
+			},
+		},
+		{
+			name: "names other than the configured ones are not Tessera's",
+			cfg:  &custom,
+			pod:  pod(limited("main", "nvidia.com/gpumem", "4000")),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tc.cfg != nil {
+				cfg = *tc.cfg
+			}
+			a := newAdmitter(t, cfg, tc.objects...)
+			req := createRequest(t, tc.pod)
+			resp := a.Mutate(testContext(t), req)
+			if !resp.Allowed || resp.Result != nil {
+				t.Fatalf("Mutate refused the pod: %+v", resp.Result)
+			}
+			want := tc.pod.DeepCopy()
+			if tc.want != nil {
+				tc.want(want)
+			} else if len(resp.Patch) > 0 {
+				t.Fatalf("want no patch, got %s", resp.Patch)
+			}
+			got := applyPatch(t, req, resp)
+			if diff := cmp.Diff(asJSON(t, want), asJSON(t, got)); diff != "" {
+				t.Errorf("patched pod differs (-want +got):\n%s\npatch: %s", diff, resp.Patch)
+			}
+			// Mutating the result again changes nothing: the API server
+			// may call the webhook twice (reinvocationPolicy IfNeeded).
+			again := a.Mutate(testContext(t), createRequest(t, got))
+			if len(again.Patch) > 0 {
+				t.Errorf("second mutation patched again: %s", again.Patch)
+			}
+		})
+	}
+}
+
+func TestMutateLeavesOtherOperationsAlone(t *testing.T) {
+	for _, op := range []admissionv1.Operation{admissionv1.Update, admissionv1.Delete, admissionv1.Connect} {
+		t.Run(string(op), func(t *testing.T) {
+			a := newAdmitter(t, DefaultConfig())
+			req := createRequest(t, pod(limited("main", "nvidia.com/gpumem", "4000")))
+			req.Operation = op
+			resp := a.Mutate(testContext(t), req)
+			if !resp.Allowed || len(resp.Patch) > 0 {
+				t.Errorf("want admitted unchanged, got allowed=%v patch=%s", resp.Allowed, resp.Patch)
+			}
+		})
+	}
+}
+
+// asJSON is the pod as the API server would store it, for comparison:
+// quantities built and parsed compare equal once formatted.
+func asJSON(t testing.TB, p *corev1.Pod) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,26 @@
+package admission
+
+import (
+	"strconv"
+	"strings"
+)
+
+// patchOp is one RFC 6902 JSON patch operation.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// pointer joins RFC 6901 reference tokens into a JSON pointer, escaping
+// "~" and "/" (resource names such as nvidia.com/gpu contain a slash).
+func pointer(tokens ...string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+	}
+	return b.String()
+}
+
+func index(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,65 @@
+package admission
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// gpuUse says which of Tessera's resources a container names, in its limits
+// or its requests.
+type gpuUse struct {
+	// count is set when the container names the GPU count.
+	count bool
+	// slice is set when the container names memory, a memory percentage or cores.
+	slice bool
+	// zeroCount is set when the count is named and is exactly zero.
+	zeroCount bool
+}
+
+// asks reports whether the container asks Tessera for GPUs. A count of zero
+// with nothing else is the Kubernetes way of asking for no GPU (charts often
+// template "nvidia.com/gpu: 0"), so it is not a request: the webhook leaves
+// such a container, and a pod of only such containers, alone.
+func (u gpuUse) asks() bool {
+	return u.slice || (u.count && !u.zeroCount)
+}
+
+func (a *Admitter) useOf(c *corev1.Container) gpuUse {
+	names := a.cfg.ResourceNames
+	var u gpuUse
+	if q, ok := lookup(c, names.Count); ok {
+		u.count = true
+		u.zeroCount = q.IsZero()
+	}
+	for _, name := range []corev1.ResourceName{names.Memory, names.MemoryPercentage, names.Cores} {
+		if _, ok := lookup(c, name); ok {
+			u.slice = true
+		}
+	}
+	return u
+}
+
+// podAsks reports whether any container of the pod asks Tessera for GPUs.
+func (a *Admitter) podAsks(pod *corev1.Pod) bool {
+	for i := range pod.Spec.InitContainers {
+		if a.useOf(&pod.Spec.InitContainers[i]).asks() {
+			return true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if a.useOf(&pod.Spec.Containers[i]).asks() {
+			return true
+		}
+	}
+	return false
+}
+
+// lookup finds a resource in the container's limits, or else its requests,
+// the same order gpurequest reads them in.
+func lookup(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
+	if q, found := c.Resources.Limits[name]; found {
+		return q, true
+	}
+	q, found := c.Resources.Requests[name]
+	return q, found
+}

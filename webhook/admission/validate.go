@@ -1,0 +1,130 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+// Validate answers the validating webhook: it refuses a pod whose GPU
+// request no GPU can ever serve, naming each container, field and limit,
+// and warns about a request larger than any GPU the cluster has now. A pod
+// that asks for no GPU is admitted.
+func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	pod, resp := a.podUnderReview(ctx, req)
+	if resp != nil {
+		return resp
+	}
+	refusals, requests := a.check(pod)
+	if len(refusals) > 0 {
+		klog.FromContext(ctx).V(2).Info("Refusing GPU pod", "reasons", len(refusals), "firstReason", refusals[0].String())
+		name := pod.Name
+		if name == "" {
+			name = req.Name
+		}
+		return denied(req, name, refusals)
+	}
+	resp = allowed(req)
+	if len(requests) > 0 {
+		resp.Warnings = a.warnings(ctx, requests)
+	}
+	return resp
+}
+
+// check returns every reason to refuse the pod, and, when there is none,
+// the requests of its containers that ask for GPUs.
+func (a *Admitter) check(pod *corev1.Pod) ([]refusal, []gpurequest.ContainerRequest) {
+	var (
+		refusals []refusal
+		requests []gpurequest.ContainerRequest
+		asks     bool
+	)
+	visit := func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path) {
+		if !a.useOf(c).asks() {
+			return
+		}
+		asks = true
+		req, _, errs := gpurequest.ContainerRequestOf(c, kind, a.cfg.ResourceNames, path)
+		for _, err := range errs {
+			refusals = append(refusals, refusal{container: c.Name, err: err})
+		}
+		if err := a.checkPrivileged(c, path); err != nil {
+			refusals = append(refusals, refusal{container: c.Name, err: err})
+		}
+		if len(errs) == 0 {
+			requests = append(requests, req)
+		}
+	}
+	spec := field.NewPath("spec")
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		kind := gpuv1alpha1.ContainerInit
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			kind = gpuv1alpha1.ContainerSidecar
+		}
+		visit(c, kind, spec.Child("initContainers").Index(i))
+	}
+	for i := range pod.Spec.Containers {
+		visit(&pod.Spec.Containers[i], gpuv1alpha1.ContainerApp, spec.Child("containers").Index(i))
+	}
+	if !asks {
+		return nil, nil
+	}
+	if pod.Spec.NodeName != "" {
+		refusals = append(refusals, refusal{err: field.Forbidden(spec.Child("nodeName"), fmt.Sprintf(
+			"must be empty when the pod asks for GPUs: scheduler %q must place the pod, since it is what assigns the GPUs", a.cfg.SchedulerName))})
+	}
+	if _, err := gpurequest.ParseAnnotations(pod.Annotations); err != nil {
+		for _, ferr := range fieldErrors(err, field.NewPath("metadata", "annotations")) {
+			refusals = append(refusals, refusal{err: ferr})
+		}
+	}
+	if len(refusals) > 0 {
+		return refusals, nil
+	}
+	return nil, requests
+}
+
+// checkPrivileged refuses a privileged container that asks for a slice: it
+// sees every GPU device of the node, so no limit on its share can hold.
+// Whole GPUs are allowed, as with NVIDIA's own device plugin.
+func (a *Admitter) checkPrivileged(c *corev1.Container, path *field.Path) *field.Error {
+	if !a.useOf(c).slice || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		return nil
+	}
+	names := a.cfg.ResourceNames
+	return field.Forbidden(path.Child("securityContext", "privileged"), fmt.Sprintf(
+		"must not be true when the container asks for a GPU slice (%s, %s or %s): a privileged container sees every GPU on the node, so its slice cannot be enforced; ask for whole GPUs with %s alone, or drop privileged",
+		names.Memory, names.MemoryPercentage, names.Cores, names.Count))
+}
+
+// fieldErrors unpacks the field errors of an aggregate; anything else
+// becomes one error on the fallback path.
+func fieldErrors(err error, fallback *field.Path) field.ErrorList {
+	var errs []error
+	var agg utilerrors.Aggregate
+	if errors.As(err, &agg) {
+		errs = agg.Errors()
+	} else {
+		errs = []error{err}
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		var ferr *field.Error
+		if errors.As(e, &ferr) {
+			out = append(out, ferr)
+		} else {
+			out = append(out, field.Invalid(fallback, "", e.Error()))
+		}
+	}
+	return out
+}
