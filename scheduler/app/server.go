@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/scheduler/extender"
+	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/tracker"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// server is the running extender's parts.
+type server struct {
+	mux     *http.ServeMux
+	tracker *tracker.Tracker
+	events  events.EventBroadcaster
+	wg      sync.WaitGroup
+	kube    informers.SharedInformerFactory
+	tessera externalversions.SharedInformerFactory
+}
+
+// newServer builds the extender and starts its informers and tracker; they
+// run until ctx ends.
+func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config) (*server, error) {
+	restConfig = rest.CopyConfig(restConfig)
+	restConfig.QPS = cfg.ClientQPS
+	restConfig.Burst = int(cfg.ClientBurst)
+	restConfig.UserAgent = extender.FieldManager
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+	tessera, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating Tessera client: %w", err)
+	}
+
+	clk := clock.RealClock{}
+	s := &server{
+		mux: http.NewServeMux(),
+		// Only the pods of the extender's profile can hold allocations.
+		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", cfg.SchedulerName).String()
+			}),
+			informers.WithTransform(tracker.TrimPod(cfg.ResourceNames))),
+		tessera: externalversions.NewSharedInformerFactory(tessera, 0),
+		events:  events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
+	}
+	v := view.New()
+	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration)
+	pods := s.kube.Core().V1().Pods()
+	s.tracker, err = tracker.New(ctx, tracker.Config{
+		View:              v,
+		Gate:              gate,
+		Clock:             clk,
+		Kube:              kube,
+		Tessera:           tessera,
+		Pods:              pods,
+		GPUNodes:          s.tessera.Gpu().V1alpha1().GPUNodes(),
+		Allocations:       s.tessera.Gpu().V1alpha1().GPUAllocations(),
+		SweepInterval:     cfg.OrphanSweepInterval.Duration,
+		ReservationMaxAge: 2*cfg.BindWaitTimeout.Duration + cfg.InFlightTTL.Duration,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	registry := prometheus.NewRegistry()
+	requests, err := metrics.NewRequests(registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	for _, c := range []prometheus.Collector{
+		metrics.NewCollector(v),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := registry.Register(c); err != nil {
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+
+	if err := s.events.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("starting event recording: %w", err)
+	}
+	ext := extender.New(extender.Config{
+		View:              v,
+		Gate:              gate,
+		Clock:             clk,
+		Kube:              kube,
+		Tessera:           tessera,
+		Pods:              pods.Lister(),
+		Recorder:          s.events.NewRecorder(scheme.Scheme, extender.FieldManager),
+		Metrics:           requests,
+		ResourceNames:     cfg.ResourceNames,
+		DefaultNodePolicy: cfg.DefaultNodePolicy,
+		DefaultGPUPolicy:  cfg.DefaultGPUPolicy,
+		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
+		BindWaitTimeout:   cfg.BindWaitTimeout.Duration,
+		Ready:             s.tracker.HasSynced,
+	})
+	ext.Register(s.mux)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.tracker.HasSynced() {
+			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+
+	s.kube.Start(ctx.Done())
+	s.tessera.Start(ctx.Done())
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.tracker.Run(ctx)
+	}()
+	return s, nil
+}
+
+// stop waits for the informers and tracker, whose context has ended.
+func (s *server) stop() {
+	s.kube.Shutdown()
+	s.tessera.Shutdown()
+	s.wg.Wait()
+	s.events.Shutdown()
+}

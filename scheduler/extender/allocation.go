@@ -1,0 +1,96 @@
+package extender
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// newAllocation builds the GPUAllocation for a pod: named like the pod and
+// owned by it, so it goes when the pod goes.
+func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) *gpuv1alpha1.GPUAllocation {
+	gpus := map[string]bool{}
+	var memory int64
+	for _, c := range containers {
+		for _, d := range c.Devices {
+			gpus[d.UUID] = true
+			memory += d.MemoryMiB
+		}
+	}
+	return &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      pod.Name,
+			Namespace: pod.Namespace,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1",
+				Kind:       "Pod",
+				Name:       pod.Name,
+				UID:        pod.UID,
+				Controller: ptr.To(true),
+			}},
+		},
+		Spec: gpuv1alpha1.GPUAllocationSpec{
+			PodUID:     pod.UID,
+			NodeName:   node,
+			Containers: containers,
+			GPUCount:   int32(len(gpus)),
+			MemoryMiB:  memory,
+		},
+	}
+}
+
+// createAllocation writes the pod's GPUAllocation and marks it Pending. An
+// allocation of the same name left by an earlier pod of that name, or by an
+// unfinished bind of this one, is replaced.
+func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) (*gpuv1alpha1.GPUAllocation, error) {
+	client := e.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace)
+	want := newAllocation(pod, node, containers)
+	created, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		old, gerr := client.Get(ctx, pod.Name, metav1.GetOptions{})
+		if gerr != nil && !apierrors.IsNotFound(gerr) {
+			return nil, fmt.Errorf("reading the existing allocation %s/%s: %w", pod.Namespace, pod.Name, gerr)
+		}
+		if gerr == nil {
+			if derr := e.deleteAllocation(ctx, old.Namespace, old.Name, old.UID); derr != nil {
+				return nil, fmt.Errorf("replacing the existing allocation %s/%s: %w", pod.Namespace, pod.Name, derr)
+			}
+			klog.FromContext(ctx).V(2).Info("Deleted a stale allocation of the same name", "podUID", old.Spec.PodUID)
+		}
+		created, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating GPU allocation %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+
+	// The status subresource cannot be set on create. An allocation with
+	// an empty phase is Pending too, so failing here is not fatal.
+	pending := created.DeepCopy()
+	pending.Status.Phase = gpuv1alpha1.AllocationPending
+	if updated, err := client.UpdateStatus(ctx, pending, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		klog.FromContext(ctx).Error(err, "Marking the allocation Pending")
+	} else {
+		created = updated
+	}
+	return created, nil
+}
+
+// deleteAllocation deletes the allocation with the given UID; one that is
+// gone already, or was replaced, is left alone.
+func (e *Extender) deleteAllocation(ctx context.Context, namespace, name string, uid types.UID) error {
+	err := e.Tessera.GpuV1alpha1().GPUAllocations(namespace).Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting GPU allocation %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package extender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"k8s.io/klog/v2"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// Event reasons on the pod.
+const (
+	// ReasonFailedGPUPlacement: a bind could not give the pod its GPUs.
+	ReasonFailedGPUPlacement = "FailedGPUPlacement"
+	// ReasonGPUAllocated: the pod got its GPUs and was bound.
+	ReasonGPUAllocated = "GPUAllocated"
+)
+
+// Bind gives the pod its GPUs on the node the scheduler chose: it fits the
+// pod again on the current view and reserves the GPUs, waits for the node's
+// in-flight allocation, writes the pod's GPUAllocation and binds the pod.
+// Whatever fails, the GPUs and the allocation are given back.
+func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArgs) (string, error) {
+	if err := validateBinding(args); err != nil {
+		return metrics.ResultInvalid, err
+	}
+	if !e.ready() {
+		return metrics.ResultError, errNotReady
+	}
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KRef(args.PodNamespace, args.PodName), "node", args.Node)
+	ctx = klog.NewContext(ctx, logger)
+
+	pod, err := e.pod(ctx, args)
+	if err != nil {
+		return resultOf(err), err
+	}
+	if pod.Spec.NodeName != "" {
+		return metrics.ResultInvalid, fmt.Errorf("pod %s/%s is already bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
+	}
+	req, err := e.request(pod)
+	if err != nil {
+		return metrics.ResultInvalid, fmt.Errorf("pod %s/%s has an invalid GPU request: %w", pod.Namespace, pod.Name, err)
+	}
+	if len(req.Containers) == 0 {
+		if err := e.postBinding(ctx, pod, args.Node); err != nil {
+			return metrics.ResultError, err
+		}
+		return metrics.ResultSuccess, nil
+	}
+
+	// An allocation the pod already has comes from a bind that was cut
+	// short (the pod is not bound): it goes before the new one is made.
+	if old, ok := e.View.Pod(pod.UID); ok && old.AllocationUID != "" {
+		if err := e.deleteAllocation(ctx, old.Namespace, old.Name, old.AllocationUID); err != nil {
+			return metrics.ResultError, fmt.Errorf("deleting the stale allocation of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		logger.V(2).Info("Deleted the allocation of an earlier, unfinished bind")
+	}
+
+	now := e.Clock.Now()
+	containers, _, err := e.View.Reserve(pod.UID, pod.Namespace, pod.Name, args.Node, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
+		if reason := e.unavailable(n, now); reason != "" {
+			return nil, errors.New(reason)
+		}
+		assignment, failure := placement.Fit(&n.Placement, req.Request)
+		if failure != nil {
+			return nil, failure
+		}
+		return assignment, nil
+	})
+	if err != nil {
+		err = fmt.Errorf("node %s no longer fits pod %s/%s: %w", args.Node, pod.Namespace, pod.Name, err)
+		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
+		return metrics.ResultUnschedulable, err
+	}
+
+	if err := e.commit(ctx, pod, args.Node, containers); err != nil {
+		e.View.ReleaseReservation(pod.UID, now)
+		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
+		return resultOf(err), err
+	}
+	e.event(pod, corev1.EventTypeNormal, ReasonGPUAllocated, fmt.Sprintf("Allocated %s on node %s", describe(containers), args.Node))
+	logger.V(2).Info("Bound pod with GPUs", "gpus", describe(containers))
+	return metrics.ResultSuccess, nil
+}
+
+// commit waits for the node's turn, writes the allocation and binds the pod.
+// On failure it removes the allocation and frees the node's turn; the
+// caller releases the reservation.
+func (e *Extender) commit(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) error {
+	start := e.Clock.Now()
+	waitCtx, cancel := context.WithTimeoutCause(ctx, e.BindWaitTimeout,
+		fmt.Errorf("bind wait timeout of %s passed", e.BindWaitTimeout))
+	err := e.Gate.Acquire(waitCtx, node, pod.UID)
+	cancel()
+	if e.Metrics != nil {
+		e.Metrics.BindQueueWait.Observe(e.Clock.Since(start).Seconds())
+	}
+	if err != nil {
+		return err
+	}
+
+	alloc, err := e.createAllocation(ctx, pod, node, containers)
+	if err == nil {
+		err = e.postBinding(ctx, pod, node)
+		if err != nil {
+			undoCtx, cancel := detach(ctx)
+			if derr := e.deleteAllocation(undoCtx, alloc.Namespace, alloc.Name, alloc.UID); derr != nil {
+				// The orphan sweep deletes it once the pod is gone; until
+				// then its GPUs stay counted, never over-committed.
+				klog.FromContext(ctx).Error(derr, "Removing the allocation of a failed bind")
+			}
+			cancel()
+		}
+	}
+	if err != nil {
+		e.Gate.Release(node, pod.UID)
+	}
+	return err
+}
+
+// postBinding binds the pod to the node.
+func (e *Extender) postBinding(ctx context.Context, pod *corev1.Pod, node string) error {
+	binding := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if err := e.Kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("binding pod %s/%s to node %s: %w", pod.Namespace, pod.Name, node, err)
+	}
+	return nil
+}
+
+// pod returns the pod the scheduler asks to bind, from the cache or else
+// the API, and checks that it is the same pod (UID).
+func (e *Extender) pod(ctx context.Context, args *extenderv1.ExtenderBindingArgs) (*corev1.Pod, error) {
+	if pod, err := e.Pods.Pods(args.PodNamespace).Get(args.PodName); err == nil && pod.UID == args.PodUID {
+		return pod, nil
+	}
+	pod, err := e.Kube.CoreV1().Pods(args.PodNamespace).Get(ctx, args.PodName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading pod %s/%s: %w", args.PodNamespace, args.PodName, err)
+	}
+	if pod.UID != args.PodUID {
+		return nil, &notFoundError{fmt.Sprintf("pod %s/%s has UID %s, not %s: the pod asked for was deleted", args.PodNamespace, args.PodName, pod.UID, args.PodUID)}
+	}
+	return pod, nil
+}
+
+// validateBinding names each missing field of the binding arguments.
+func validateBinding(args *extenderv1.ExtenderBindingArgs) error {
+	var errs field.ErrorList
+	for _, f := range []struct{ name, value string }{
+		{"PodName", args.PodName}, {"PodNamespace", args.PodNamespace},
+		{"PodUID", string(args.PodUID)}, {"Node", args.Node},
+	} {
+		if f.value == "" {
+			errs = append(errs, field.Required(field.NewPath(f.name), ""))
+		}
+	}
+	return errs.ToAggregate()
+}
+
+// describe words an assignment for an event, such as
+// "GPU 0 (GPU-a) to main, GPU 1 (GPU-b) to main".
+func describe(containers []gpuv1alpha1.ContainerAllocation) string {
+	var parts []string
+	for _, c := range containers {
+		for _, d := range c.Devices {
+			parts = append(parts, fmt.Sprintf("GPU %d (%s, %d MiB) to %s", d.Index, d.UUID, d.MemoryMiB, c.Name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// notFoundError is a bind for a pod that does not exist.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
+// resultOf classifies a bind error for the request counter.
+func resultOf(err error) string {
+	var nf *notFoundError
+	switch {
+	case errors.As(err, &nf), apierrors.IsNotFound(err), apierrors.IsInvalid(err):
+		return metrics.ResultInvalid
+	default:
+		return metrics.ResultError
+	}
+}
+
+// event records an event on the pod, if a recorder is set.
+func (e *Extender) event(pod *corev1.Pod, eventType, reason, note string) {
+	if e.Recorder == nil {
+		return
+	}
+	e.Recorder.Eventf(pod, nil, eventType, reason, "Binding", "%s", note)
+}

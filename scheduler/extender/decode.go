@@ -1,0 +1,42 @@
+package extender
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// MaxRequestBytes bounds a request body. A filter call for 5,000 nodes by
+// name is well under 1 MiB; a whole pod is at most a few hundred KiB.
+const MaxRequestBytes = 10 << 20
+
+// decode reads one JSON value of the named type from r, and nothing after
+// it. Its errors say what was wrong in words a person can act on.
+func decode(r io.Reader, what string, v any) error {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.Is(err, io.EOF):
+			return fmt.Errorf("request body is empty: want a JSON %s", what)
+		case errors.As(err, &tooLarge):
+			return fmt.Errorf("request body is larger than the limit of %d bytes", tooLarge.Limit)
+		}
+		return fmt.Errorf("request body is not a valid JSON %s: %w", what, err)
+	}
+	var extra json.RawMessage
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err == nil:
+		return fmt.Errorf("request body has more after the JSON %s", what)
+	default:
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return fmt.Errorf("request body is larger than the limit of %d bytes", tooLarge.Limit)
+		}
+		return fmt.Errorf("request body has data after the JSON %s: %w", what, err)
+	}
+}

@@ -1,0 +1,109 @@
+package extender
+
+import (
+	"errors"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// FieldManager names the extender in the managed fields of what it writes.
+const FieldManager = "tessera-scheduler-extender"
+
+// Config is what an Extender needs.
+type Config struct {
+	View     *view.View
+	Gate     *inflight.Gate
+	Clock    clock.PassiveClock
+	Kube     kubernetes.Interface
+	Tessera  versioned.Interface
+	Pods     corelisters.PodLister
+	Recorder events.EventRecorder
+	Metrics  *metrics.Requests
+
+	ResourceNames     gpurequest.ResourceNames
+	DefaultNodePolicy gpurequest.Policy
+	DefaultGPUPolicy  gpurequest.Policy
+	HeartbeatMaxAge   time.Duration
+	BindWaitTimeout   time.Duration
+
+	// Ready reports whether the view holds everything the API does; until
+	// it does, the extender refuses to decide.
+	Ready func() bool
+}
+
+// Extender answers filter, prioritize and bind.
+type Extender struct {
+	Config
+}
+
+// New returns an extender.
+func New(cfg Config) *Extender {
+	return &Extender{Config: cfg}
+}
+
+// podRequest is a pod's GPU request, resolved for placement.
+type podRequest struct {
+	*placement.Request
+	nodePolicy gpurequest.Policy
+}
+
+// request reads a pod's GPU request. The error names the pod's invalid fields.
+func (e *Extender) request(pod *corev1.Pod) (podRequest, error) {
+	containers, err := gpurequest.PodRequests(pod, e.ResourceNames)
+	if err != nil {
+		return podRequest{}, err
+	}
+	sel, err := gpurequest.ParseAnnotations(pod.Annotations)
+	if err != nil {
+		return podRequest{}, err
+	}
+	req, err := placement.NewRequest(containers, sel, e.DefaultGPUPolicy)
+	if err != nil {
+		return podRequest{}, err
+	}
+	policy := sel.NodePolicy
+	if policy == "" {
+		policy = e.DefaultNodePolicy
+	}
+	return podRequest{Request: req, nodePolicy: policy}, nil
+}
+
+// unavailable says why a node takes no new GPU pods at all, or "" when it
+// may. Such a node is unresolvable: evicting pods would not help.
+func (e *Extender) unavailable(n *view.Node, now time.Time) string {
+	switch {
+	case n == nil || !n.HasGPUNode:
+		return "node has no GPUNode: no Tessera device plugin reports its GPUs"
+	case n.NotReady != "":
+		return "device plugin is not ready: " + n.NotReady
+	case n.Heartbeat.IsZero():
+		return "device plugin has sent no heartbeat"
+	case now.Sub(n.Heartbeat) > e.HeartbeatMaxAge:
+		return fmt.Sprintf("device plugin heartbeat is stale (last seen %s ago)", now.Sub(n.Heartbeat).Truncate(time.Second))
+	}
+	return ""
+}
+
+// errNotReady is the answer while the view is still being built.
+var errNotReady = errors.New("extender is not ready: its view of GPUs and allocations is not yet synced with the API")
+
+func (e *Extender) ready() bool { return e.Ready == nil || e.Ready() }
+
+// detach returns a context for undoing work after ctx may have ended.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}

@@ -1,0 +1,66 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Verbs of the extender, the values of the verb label.
+const (
+	VerbFilter     = "filter"
+	VerbPrioritize = "prioritize"
+	VerbBind       = "bind"
+)
+
+// Results of a request, the values of the result label.
+const (
+	// ResultSuccess: the request did what was asked; for filter, at least one node fits.
+	ResultSuccess = "success"
+	// ResultUnschedulable: no node fits (filter), or the node no longer fits (bind).
+	ResultUnschedulable = "unschedulable"
+	// ResultInvalid: the request or the pod it names is malformed.
+	ResultInvalid = "invalid"
+	// ResultError: the extender could not answer, such as an API error or a timeout.
+	ResultError = "error"
+)
+
+// Requests are the metrics of the extender's own requests.
+type Requests struct {
+	// Duration is the latency of each verb.
+	Duration *prometheus.HistogramVec
+	// Total counts requests by verb and result.
+	Total *prometheus.CounterVec
+	// BindQueueWait is how long binds waited for their node's in-flight allocation.
+	BindQueueWait prometheus.Histogram
+}
+
+// NewRequests creates the request metrics and registers them with reg.
+func NewRequests(reg prometheus.Registerer) (*Requests, error) {
+	r := &Requests{
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Subsystem: "extender",
+			Name:      "request_duration_seconds",
+			Help:      "Latency of the extender's filter, prioritize and bind requests.",
+			Buckets:   prometheus.ExponentialBuckets(0.0001, 2, 20),
+		}, []string{"verb"}),
+		Total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Subsystem: "extender",
+			Name:      "requests_total",
+			Help:      "Requests to the extender by verb and result.",
+		}, []string{"verb", "result"}),
+		BindQueueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Subsystem: "extender",
+			Name:      "bind_queue_wait_seconds",
+			Help:      "Time binds waited for the previous allocation on their node to be served.",
+			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+	}
+	for _, c := range []prometheus.Collector{r.Duration, r.Total, r.BindQueueWait} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}

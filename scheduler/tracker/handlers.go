@@ -1,0 +1,126 @@
+package tracker
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// gpuNodeHandler keeps each node's devices, cordons and heartbeat current.
+func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok {
+				t.view.SetGPUNode(gn)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok {
+				t.view.SetGPUNode(gn)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if gn, ok := unwrap(obj).(*gpuv1alpha1.GPUNode); ok {
+				t.view.DeleteGPUNode(gn.Name)
+			}
+		},
+	}
+}
+
+// allocationHandler applies each allocation's holds and its phase.
+func (t *Tracker) allocationHandler(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if a, ok := obj.(*gpuv1alpha1.GPUAllocation); ok {
+				t.allocationChanged(logger, a)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if a, ok := obj.(*gpuv1alpha1.GPUAllocation); ok {
+				t.allocationChanged(logger, a)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if a, ok := unwrap(obj).(*gpuv1alpha1.GPUAllocation); ok {
+				t.view.ReleaseAllocation(a)
+				t.gate.Release(a.Spec.NodeName, a.Spec.PodUID)
+			}
+		},
+	}
+}
+
+func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAllocation) {
+	uid, node := a.Spec.PodUID, a.Spec.NodeName
+	if a.Status.Phase == gpuv1alpha1.AllocationFailed {
+		// The device plugin gave nothing out: the GPUs are free again.
+		if _, ok := t.view.ReleaseAllocation(a); ok {
+			logger.V(2).Info("Released GPUs of failed allocation", "allocation", klog.KObj(a), "node", node, "message", a.Status.Message)
+		}
+		t.gate.Release(node, uid)
+		return
+	}
+	pod, err := t.pods.Pods(a.Namespace).Get(a.Name)
+	switch {
+	case err == nil && pod.UID == uid && podDone(pod):
+		t.view.ReleaseAllocation(a)
+		t.gate.Release(node, uid)
+		return
+	case err == nil && pod.UID != uid, errors.IsNotFound(err):
+		// Probably an orphan. Until that is confirmed its GPUs count as
+		// taken: counting too much delays a pod, too little over-commits.
+		t.orphans.Add(cache.MetaObjectToName(a))
+	}
+	t.view.Place(a)
+	if a.Status.Phase == gpuv1alpha1.AllocationAllocated {
+		t.gate.Release(node, uid)
+	} else {
+		t.gate.Observe(node, uid, a.CreationTimestamp.Time)
+	}
+}
+
+// podHandler frees a pod's GPUs when it ends or is deleted.
+func (t *Tracker) podHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok && podDone(pod) {
+				t.releasePod(pod)
+			}
+		},
+		UpdateFunc: func(_, obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok && podDone(pod) {
+				t.releasePod(pod)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := unwrap(obj).(*corev1.Pod); ok {
+				t.releasePod(pod)
+				t.orphans.Add(cache.MetaObjectToName(pod))
+			}
+		},
+	}
+}
+
+func (t *Tracker) releasePod(pod *corev1.Pod) {
+	if p, ok := t.view.Release(pod.UID); ok {
+		t.gate.Release(p.Node, pod.UID)
+	}
+	if pod.Spec.NodeName != "" {
+		t.gate.Release(pod.Spec.NodeName, pod.UID)
+	}
+}
+
+// podDone reports whether a pod's containers have all stopped for good.
+func podDone(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// unwrap returns the object inside a tombstone.
+func unwrap(obj any) any {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return obj
+}

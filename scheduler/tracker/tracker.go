@@ -1,0 +1,124 @@
+package tracker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	gpuinformers "github.com/tessera-gpu/tessera/generated/informers/externalversions/gpu/v1alpha1"
+	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// Config is what a Tracker needs.
+type Config struct {
+	View  *view.View
+	Gate  *inflight.Gate
+	Clock clock.WithTicker
+
+	Kube    kubernetes.Interface
+	Tessera versioned.Interface
+
+	// Pods should hold only the pods of the extender's scheduler profile,
+	// trimmed with TrimPod.
+	Pods        coreinformers.PodInformer
+	GPUNodes    gpuinformers.GPUNodeInformer
+	Allocations gpuinformers.GPUAllocationInformer
+
+	// SweepInterval is how often every allocation is checked for a missing pod.
+	SweepInterval time.Duration
+	// ReservationMaxAge is how long a bind's reservation may stand without
+	// its GPUAllocation appearing before it is dropped. It must be longer
+	// than any bind can take.
+	ReservationMaxAge time.Duration
+}
+
+// Tracker feeds informer events into the view and the in-flight gate.
+type Tracker struct {
+	view  *view.View
+	gate  *inflight.Gate
+	clock clock.WithTicker
+
+	kube        kubernetes.Interface
+	tessera     versioned.Interface
+	pods        corelisters.PodLister
+	allocations gpulisters.GPUAllocationLister
+
+	orphans           workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	sweepInterval     time.Duration
+	reservationMaxAge time.Duration
+	synced            []cache.InformerSynced
+}
+
+// New registers the tracker's handlers on the informers. Start the
+// informers and then Run.
+func New(ctx context.Context, cfg Config) (*Tracker, error) {
+	t := &Tracker{
+		view:              cfg.View,
+		gate:              cfg.Gate,
+		clock:             cfg.Clock,
+		kube:              cfg.Kube,
+		tessera:           cfg.Tessera,
+		pods:              cfg.Pods.Lister(),
+		allocations:       cfg.Allocations.Lister(),
+		sweepInterval:     cfg.SweepInterval,
+		reservationMaxAge: cfg.ReservationMaxAge,
+		orphans: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: cfg.Clock},
+		),
+	}
+	logger := klog.FromContext(ctx)
+	opts := cache.HandlerOptions{Logger: &logger}
+	for _, reg := range []struct {
+		what     string
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{"GPUNodes", cfg.GPUNodes.Informer(), t.gpuNodeHandler()},
+		{"GPUAllocations", cfg.Allocations.Informer(), t.allocationHandler(logger)},
+		{"pods", cfg.Pods.Informer(), t.podHandler()},
+	} {
+		r, err := reg.informer.AddEventHandlerWithOptions(reg.handler, opts)
+		if err != nil {
+			return nil, fmt.Errorf("watching %s: %w", reg.what, err)
+		}
+		t.synced = append(t.synced, r.HasSynced)
+	}
+	return t, nil
+}
+
+// HasSynced reports whether every informer has delivered its initial list
+// to the tracker, so that the view holds everything the API does.
+func (t *Tracker) HasSynced() bool {
+	for _, synced := range t.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run waits for the informers to sync, then deletes orphaned allocations
+// and sweeps for them until ctx ends.
+func (t *Tracker) Run(ctx context.Context) {
+	defer t.orphans.ShutDown()
+	logger := klog.FromContext(ctx)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, t.synced...) {
+		return
+	}
+	logger.Info("GPU view synced")
+	go wait.UntilWithContext(ctx, t.runOrphanWorker, time.Second)
+	wait.JitterUntilWithContext(ctx, t.Sweep, t.sweepInterval, 0.1, true)
+}

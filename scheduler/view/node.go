@@ -1,0 +1,47 @@
+package view
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+)
+
+// Node is one node as the view knows it.
+type Node struct {
+	// Placement is the node's GPUs with the usage of the pods on it.
+	Placement placement.Node
+	// HasGPUNode is false when the node has no GPUNode, or it was deleted:
+	// the view keeps the node only for the pods still holding GPUs there.
+	HasGPUNode bool
+	// Heartbeat is the device plugin's last heartbeat; zero when never sent.
+	Heartbeat time.Time
+	// NotReady is the reason the GPUNode's Ready condition is False, if it is.
+	NotReady string
+
+	pods map[types.UID]*Pod
+}
+
+// rebuild recomputes usage from the pods' holds, after the devices changed.
+func (n *Node) rebuild() {
+	for i := range n.Placement.Devices {
+		d := &n.Placement.Devices[i]
+		d.UsedMemoryMiB, d.UsedCores, d.UsedShares = 0, 0, 0
+	}
+	for _, p := range n.pods {
+		n.Placement.Add(p.holds)
+	}
+}
+
+// Pods returns the number of pods holding GPUs on the node.
+func (n *Node) Pods() int { return len(n.pods) }
+
+// without returns a copy of the node with the pod's holds taken off.
+func (n *Node) without(p *Pod) *Node {
+	c := *n
+	c.Placement.Devices = append([]placement.Device(nil), n.Placement.Devices...)
+	c.Placement.Remove(p.holds)
+	c.pods = nil
+	return &c
+}

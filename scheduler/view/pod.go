@@ -1,0 +1,50 @@
+package view
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+)
+
+// Pod is what one pod holds on one node. It is keyed by the pod's UID, so
+// the reservation a bind makes and the GPUAllocation the informer later
+// delivers for the same pod replace each other instead of adding up.
+type Pod struct {
+	// UID, Namespace and Name identify the pod.
+	UID       types.UID
+	Namespace string
+	Name      string
+	// Node is the node the pod's GPUs are on.
+	Node string
+	// Containers are the GPUs given to each container.
+	Containers []gpuv1alpha1.ContainerAllocation
+	// Reserved is true while the hold comes from a bind in progress, before
+	// its GPUAllocation has been seen.
+	Reserved bool
+	// AllocationUID is the UID of the GPUAllocation the hold comes from;
+	// empty for a reservation.
+	AllocationUID types.UID
+	// Since is when the hold was made.
+	Since time.Time
+
+	holds []placement.Hold
+	// replaced is, for a reservation, the GPUAllocation it took the place of.
+	replaced types.UID
+}
+
+// newPod builds a pod's hold from its containers' allocations.
+func newPod(uid types.UID, namespace, name, node string, containers []gpuv1alpha1.ContainerAllocation, since time.Time, reserved bool) *Pod {
+	return &Pod{
+		UID:        uid,
+		Namespace:  namespace,
+		Name:       name,
+		Node:       node,
+		Containers: containers,
+		Reserved:   reserved,
+		Since:      since,
+		holds:      placement.Holds(containers),
+	}
+}

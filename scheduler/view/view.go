@@ -1,0 +1,250 @@
+package view
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+)
+
+// View is the extender's in-memory picture of every GPU and what holds it.
+// It is safe for concurrent use.
+type View struct {
+	mu    sync.RWMutex
+	nodes map[string]*Node
+	pods  map[types.UID]*Pod
+}
+
+// New returns an empty view.
+func New() *View {
+	return &View{nodes: map[string]*Node{}, pods: map[types.UID]*Pod{}}
+}
+
+// SetGPUNode records a GPUNode's devices, cordons and heartbeat, and
+// re-applies the holds of the pods on the node.
+func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := v.node(gn.Name)
+	n.Placement = *placement.NewNode(gn)
+	n.HasGPUNode = true
+	n.Heartbeat = time.Time{}
+	if hb := gn.Status.LastHeartbeatTime; hb != nil {
+		n.Heartbeat = hb.Time
+	}
+	n.NotReady = ""
+	if c := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady); c != nil && c.Status == "False" {
+		n.NotReady = c.Reason
+		if c.Message != "" {
+			n.NotReady = c.Message
+		}
+		if n.NotReady == "" {
+			n.NotReady = "Ready condition is False"
+		}
+	}
+	n.rebuild()
+}
+
+// DeleteGPUNode takes a node's GPUs out of the view. Pods still holding
+// GPUs there keep their holds, so they count again if the GPUNode returns.
+func (v *View) DeleteGPUNode(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n, ok := v.nodes[name]
+	if !ok {
+		return
+	}
+	n.Placement = placement.Node{Name: name}
+	n.HasGPUNode = false
+	n.Heartbeat = time.Time{}
+	n.NotReady = ""
+	v.forgetIfEmpty(name, n)
+}
+
+// Place records the GPUs a GPUAllocation gives its pod. It replaces what
+// the pod held before, such as the reservation of the bind that created the
+// allocation, so nothing is counted twice. An allocation that a bind has
+// already replaced is ignored.
+func (v *View) Place(a *gpuv1alpha1.GPUAllocation) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	uid := a.Spec.PodUID
+	if old, ok := v.pods[uid]; ok {
+		if old.AllocationUID == a.UID && old.Node == a.Spec.NodeName {
+			// A GPUAllocation's spec is immutable: an update is a status change.
+			return
+		}
+		if old.Reserved && old.replaced == a.UID {
+			return
+		}
+	}
+	v.release(uid)
+	p := newPod(uid, a.Namespace, a.Name, a.Spec.NodeName, a.Spec.Containers, a.CreationTimestamp.Time, false)
+	p.AllocationUID = a.UID
+	v.add(p)
+}
+
+// ReleaseAllocation frees what a GPUAllocation gave its pod: the holds
+// recorded from it, or the reservation of the bind that created it. It does
+// nothing when the pod holds GPUs through something newer, such as the
+// reservation of a bind that replaced the allocation.
+func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.pods[a.Spec.PodUID]
+	if !ok {
+		return nil, false
+	}
+	ownReservation := p.Reserved && p.replaced != a.UID && p.Node == a.Spec.NodeName
+	if p.AllocationUID != a.UID && !ownReservation {
+		return nil, false
+	}
+	return v.release(a.Spec.PodUID)
+}
+
+// ReleaseReservation drops a bind's reservation made at since, if the pod
+// still holds GPUs through it.
+func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.pods[uid]
+	if !ok || !p.Reserved || !p.Since.Equal(since) {
+		return false
+	}
+	v.release(uid)
+	return true
+}
+
+// Release frees whatever the pod holds and returns it; ok is false when it
+// held nothing.
+func (v *View) Release(uid types.UID) (p *Pod, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.release(uid)
+}
+
+// Pod returns what the pod holds. The result must not be changed.
+func (v *View) Pod(uid types.UID) (*Pod, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	p, ok := v.pods[uid]
+	return p, ok
+}
+
+// FitFunc decides a pod's placement on a node, or says why there is none.
+type FitFunc func(n *Node) ([]gpuv1alpha1.ContainerAllocation, error)
+
+// Reserve places a pod on a node as fit decides, atomically with respect
+// to every other change of the view. What the pod held before is not
+// counted while fit runs, and is replaced when fit succeeds; replaced
+// returns it. When fit fails, the view is left as it was.
+func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := v.node(nodeName)
+	old, hadOld := v.pods[uid]
+	if hadOld && old.Node == nodeName {
+		n.Placement.Remove(old.holds)
+	}
+	containers, err = fit(n)
+	if err != nil {
+		if hadOld && old.Node == nodeName {
+			n.Placement.Add(old.holds)
+		}
+		v.forgetIfEmpty(nodeName, n)
+		return nil, nil, err
+	}
+	if hadOld {
+		if old.Node == nodeName {
+			// Its holds are off the node already.
+			delete(n.pods, uid)
+			delete(v.pods, uid)
+		} else {
+			v.release(uid)
+		}
+		replaced = old
+	}
+	p := newPod(uid, namespace, name, nodeName, containers, now, true)
+	if replaced != nil {
+		p.replaced = replaced.AllocationUID
+	}
+	v.add(p)
+	return containers, replaced, nil
+}
+
+// Read calls fn for each named node under the read lock, with nil for a
+// node the view does not know. The pod with UID without, if it holds GPUs
+// on a node, is left out of the usage fn sees there: a pod being scheduled
+// again holds only what an interrupted bind left behind. fn must not keep
+// the node or change it.
+func (v *View) Read(names []string, without types.UID, fn func(name string, n *Node)) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	stale, hasStale := v.pods[without]
+	for _, name := range names {
+		n := v.nodes[name]
+		if n != nil && hasStale && stale.Node == name {
+			n = n.without(stale)
+		}
+		fn(name, n)
+	}
+}
+
+// Each calls nodeFn for every node with a GPUNode and podFn for every pod
+// holding GPUs, under the read lock. They must not keep or change what they get.
+func (v *View) Each(nodeFn func(n *Node), podFn func(p *Pod)) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if nodeFn != nil {
+		for _, n := range v.nodes {
+			if n.HasGPUNode {
+				nodeFn(n)
+			}
+		}
+	}
+	if podFn != nil {
+		for _, p := range v.pods {
+			podFn(p)
+		}
+	}
+}
+
+func (v *View) node(name string) *Node {
+	n, ok := v.nodes[name]
+	if !ok {
+		n = &Node{Placement: placement.Node{Name: name}, pods: map[types.UID]*Pod{}}
+		v.nodes[name] = n
+	}
+	return n
+}
+
+func (v *View) add(p *Pod) {
+	n := v.node(p.Node)
+	n.pods[p.UID] = p
+	n.Placement.Add(p.holds)
+	v.pods[p.UID] = p
+}
+
+func (v *View) release(uid types.UID) (*Pod, bool) {
+	p, ok := v.pods[uid]
+	if !ok {
+		return nil, false
+	}
+	delete(v.pods, uid)
+	if n, ok := v.nodes[p.Node]; ok {
+		n.Placement.Remove(p.holds)
+		delete(n.pods, uid)
+		v.forgetIfEmpty(p.Node, n)
+	}
+	return p, true
+}
+
+func (v *View) forgetIfEmpty(name string, n *Node) {
+	if !n.HasGPUNode && len(n.pods) == 0 {
+		delete(v.nodes, name)
+	}
+}
