@@ -1,8 +1,8 @@
 package extender
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 

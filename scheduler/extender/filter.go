@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"

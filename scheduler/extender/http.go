@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 )

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
