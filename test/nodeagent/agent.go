@@ -1,0 +1,147 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Agent is the kubelet stand-in of one simulated node.
+type Agent struct {
+	// NodeName is the node whose pods the agent admits.
+	NodeName string
+	// PluginDir is where kubelet.sock is served and plugins put their sockets.
+	PluginDir string
+	// Kube is a client for pods.
+	Kube kubernetes.Interface
+	// DeviceResources are the extended resources served by device plugins:
+	// a pod asking for one waits until its plugin registers. Other extended
+	// resources (such as GPU memory, which only the scheduler extender
+	// accounts) are ignored, as the kubelet ignores those its node does not
+	// advertise.
+	DeviceResources []string
+
+	mu      sync.Mutex
+	plugins map[string]*plugin
+	inUse   map[string]bool              // device IDs held by running pods
+	held    map[types.UID][]string       // pod → device IDs it holds
+	results map[types.UID][]ContainerResult // pod → what the plugins answered
+}
+
+// Run serves kubelet.sock and admits the node's pods until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	a.mu.Lock()
+	a.plugins, a.inUse = map[string]*plugin{}, map[string]bool{}
+	a.held, a.results = map[types.UID][]string{}, map[types.UID][]ContainerResult{}
+	a.mu.Unlock()
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("node", a.NodeName))
+
+	errs := make(chan error, 1)
+	go func() { errs <- a.serveRegistration(ctx) }()
+
+	factory := informers.NewSharedInformerFactoryWithOptions(a.Kube, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", a.NodeName).String()
+		}))
+	pods := factory.Core().V1().Pods()
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]())
+	enqueue := func(obj any) {
+		if name, err := cache.DeletionHandlingObjectToName(obj); err == nil {
+			queue.Add(name)
+		}
+	}
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: a.onDelete,
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer func() { queue.ShutDown(); factory.Shutdown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
+		return fmt.Errorf("node %s: pod informer did not sync: %w", a.NodeName, context.Cause(ctx))
+	}
+	go func() {
+		for a.next(ctx, queue, pods.Lister().Pods) {
+		}
+	}()
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errs:
+		return err
+	}
+}
+
+func (a *Agent) next(ctx context.Context, queue workqueue.TypedRateLimitingInterface[cache.ObjectName], lister func(string) corelisters.PodNamespaceLister) bool {
+	name, shutdown := queue.Get()
+	if shutdown {
+		return false
+	}
+	defer queue.Done(name)
+	pod, err := lister(name.Namespace).Get(name.Name)
+	if err != nil {
+		queue.Forget(name)
+		return true
+	}
+	if err := a.sync(ctx, pod); err != nil {
+		klog.FromContext(ctx).V(2).Info("Retrying pod", "pod", klog.KObj(pod), "err", err)
+		queue.AddRateLimited(name)
+		return true
+	}
+	queue.Forget(name)
+	return true
+}
+
+func (a *Agent) onDelete(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		a.release(pod.UID)
+	}
+}
+
+// release frees the devices a pod holds.
+func (a *Agent) release(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range a.held[uid] {
+		delete(a.inUse, id)
+	}
+	delete(a.held, uid)
+}
+
+// Results returns what the plugins answered for a pod's containers, in the
+// order they were allocated, or nil if the pod was not admitted.
+func (a *Agent) Results(uid types.UID) []ContainerResult {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.results[uid]
+}
+
+func (a *Agent) setPlugin(p *plugin) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if old := a.plugins[p.resource]; old != nil {
+		_ = old.conn.Close()
+	}
+	a.plugins[p.resource] = p
+}
+
+func (a *Agent) plugin(resource string) *plugin {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.plugins[resource]
+}

@@ -1,0 +1,9 @@
+// Package nodeagent plays the kubelet's part for a simulated node, for the
+// local cluster and end-to-end tests where no kubelet runs: it serves the
+// device-plugin Registration service on kubelet.sock, follows each
+// registered plugin's devices through ListAndWatch, and, for every pod
+// bound to its node, asks the plugins for devices container by container as
+// the kubelet's device manager would (GetPreferredAllocation, then
+// Allocate, init containers first), records the answers, and marks the pod
+// Running — or Failed with the plugin's error.
+package nodeagent
