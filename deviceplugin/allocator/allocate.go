@@ -1,0 +1,186 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// Allocate serves the next unserved containers of the node's in-flight
+// allocation, one per container request, and records them as served (the
+// allocation becomes Allocated with its last container). A request that
+// cannot be served marks the allocation Failed with the reason, so that the
+// extender releases its GPUs, and returns that reason to the kubelet.
+func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(req.ContainerRequests) == 0 {
+		return &pluginapi.AllocateResponse{}, nil
+	}
+	alloc, err := a.findInFlight(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		logger := klog.LoggerWithValues(klog.FromContext(ctx), "gpuAllocation", klog.KObj(alloc))
+		resp, served, err := a.plan(ctx, alloc, req)
+		if err != nil {
+			var pe planError
+			if errors.As(err, &pe) {
+				logger.Info("Allocation failed", "reason", pe.msg)
+				return nil, a.fail(ctx, alloc, pe)
+			}
+			return nil, status.Errorf(codes.Unavailable, "allocating GPUs of pod %s/%s: %v", alloc.Namespace, alloc.Name, err)
+		}
+		updated := alloc.DeepCopy()
+		updated.Status.ServedContainers = append(updated.Status.ServedContainers, served...)
+		updated.Status.Phase = gpuv1alpha1.AllocationPending
+		if len(updated.Status.ServedContainers) == len(updated.Spec.Containers) {
+			updated.Status.Phase = gpuv1alpha1.AllocationAllocated
+			updated.Status.AllocatedTime = a.now()
+		}
+		_, err = a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+		switch {
+		case err == nil:
+			logger.Info("Allocated GPUs", "containers", served, "phase", updated.Status.Phase)
+			return resp, nil
+		case apierrors.IsConflict(err) && attempt < maxWriteAttempts:
+			// The cache was behind, or someone else wrote: read it again
+			// and choose the containers anew.
+			fresh, gerr := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).Get(ctx, alloc.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return nil, a.readError(alloc, gerr)
+			}
+			if !inFlight(fresh, a.cfg.NodeName) {
+				return nil, status.Errorf(codes.FailedPrecondition, "GPUAllocation %s/%s is %s, not pending: %s",
+					alloc.Namespace, alloc.Name, fresh.Status.Phase, fresh.Status.Message)
+			}
+			alloc = fresh
+		case apierrors.IsNotFound(err):
+			return nil, a.readError(alloc, err)
+		default:
+			return nil, status.Errorf(codes.Unavailable, "recording the allocation of pod %s/%s: %v", alloc.Namespace, alloc.Name, err)
+		}
+	}
+}
+
+// planError is a reason the request can never be served from this
+// allocation.
+type planError struct {
+	code codes.Code
+	msg  string
+}
+
+func (e planError) Error() string { return e.msg }
+
+// plan checks the request against the allocation and returns the answer
+// and the containers it serves. It writes nothing.
+func (a *Allocator) plan(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, []string, error) {
+	if err := a.checkPod(ctx, alloc); err != nil {
+		var gone errPodGone
+		if errors.As(err, &gone) {
+			return nil, nil, planError{codes.NotFound, gone.msg}
+		}
+		return nil, nil, err
+	}
+	pending := unserved(alloc)
+	if len(req.ContainerRequests) > len(pending) {
+		return nil, nil, planError{codes.InvalidArgument, fmt.Sprintf(
+			"the kubelet asked for %d more GPU containers of pod %s/%s, but the scheduler placed only %d more (%d of %d already served)",
+			len(req.ContainerRequests), alloc.Namespace, alloc.Name, len(pending), len(alloc.Status.ServedContainers), len(alloc.Spec.Containers))}
+	}
+	resp := &pluginapi.AllocateResponse{}
+	var served []string
+	for i, creq := range req.ContainerRequests {
+		c := pending[i]
+		if got, want := len(creq.DevicesIds), len(c.Devices); got != want {
+			return nil, nil, planError{codes.InvalidArgument, fmt.Sprintf(
+				"the kubelet asked for %d GPUs for container %q of pod %s/%s, but the scheduler placed %d",
+				got, c.Name, alloc.Namespace, alloc.Name, want)}
+		}
+		for _, d := range c.Devices {
+			dev, ok := a.cfg.Devices.Device(d.UUID)
+			if !ok {
+				return nil, nil, planError{codes.FailedPrecondition, fmt.Sprintf(
+					"GPU %s placed for container %q of pod %s/%s is not on node %s", d.UUID, c.Name, alloc.Namespace, alloc.Name, a.cfg.NodeName)}
+			}
+			if !dev.Health.Healthy {
+				return nil, nil, planError{codes.FailedPrecondition, fmt.Sprintf(
+					"GPU %s placed for container %q of pod %s/%s is unhealthy: %s", d.UUID, c.Name, alloc.Namespace, alloc.Name, dev.Health.Message)}
+			}
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, a.cfg.Response.Container(alloc.Spec.PodUID, c))
+		served = append(served, c.Name)
+	}
+	return resp, served, nil
+}
+
+// unserved returns the containers not yet served, in the kubelet's order.
+func unserved(alloc *gpuv1alpha1.GPUAllocation) []gpuv1alpha1.ContainerAllocation {
+	var out []gpuv1alpha1.ContainerAllocation
+	for _, c := range alloc.Spec.Containers {
+		if !slices.Contains(alloc.Status.ServedContainers, c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fail marks the allocation Failed with the reason, retrying on conflict
+// while it is still in flight, and returns the error for the kubelet.
+func (a *Allocator) fail(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, pe planError) error {
+	logger := klog.FromContext(ctx)
+	for attempt := 1; attempt <= maxWriteAttempts; attempt++ {
+		updated := alloc.DeepCopy()
+		updated.Status.Phase = gpuv1alpha1.AllocationFailed
+		updated.Status.Message = truncate(pe.msg, maxMessage)
+		updated.Status.AllocatedTime = a.now()
+		_, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+		if err == nil || apierrors.IsNotFound(err) {
+			break
+		}
+		if !apierrors.IsConflict(err) {
+			logger.Error(err, "Could not mark the allocation failed", "gpuAllocation", klog.KObj(alloc))
+			break
+		}
+		fresh, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).Get(ctx, alloc.Name, metav1.GetOptions{})
+		if err != nil || !inFlight(fresh, a.cfg.NodeName) {
+			break
+		}
+		alloc = fresh
+	}
+	return status.Error(pe.code, pe.msg)
+}
+
+func (a *Allocator) readError(alloc *gpuv1alpha1.GPUAllocation, err error) error {
+	if apierrors.IsNotFound(err) {
+		return status.Errorf(codes.NotFound, "GPUAllocation %s/%s was deleted while its GPUs were being allocated (its pod is gone)", alloc.Namespace, alloc.Name)
+	}
+	return status.Errorf(codes.Unavailable, "reading GPUAllocation %s/%s: %v", alloc.Namespace, alloc.Name, err)
+}
+
+func (a *Allocator) now() *metav1.Time {
+	t := metav1.NewTime(a.cfg.Clock.Now().Truncate(time.Second))
+	return &t
+}
+
+// maxMessage is the API's bound on an allocation's message.
+const maxMessage = 1024
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,66 @@
+package allocator
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+)
+
+// FieldManager names the plugin's writes.
+const FieldManager = "tessera-device-plugin"
+
+// maxWriteAttempts bounds the retries of a status write that conflicts
+// with another writer.
+const maxWriteAttempts = 5
+
+// Devices finds a physical GPU of the node.
+type Devices interface {
+	Device(uuid string) (gpu.Device, bool)
+}
+
+// Config wires an Allocator.
+type Config struct {
+	// NodeName is the node the plugin serves.
+	NodeName string
+	Tessera  versioned.Interface
+	Kube     kubernetes.Interface
+	// Allocations lists GPUAllocations (all namespaces); Pods lists the
+	// node's pods. Both are informer caches; the API server is read when
+	// they have not caught up yet.
+	Allocations gpulisters.GPUAllocationLister
+	Pods        corelisters.PodLister
+	Devices     Devices
+	Clock       clock.PassiveClock
+	// LookupTimeout bounds the wait for an allocation the cache has not
+	// seen; PollInterval is the pause between reads meanwhile.
+	LookupTimeout time.Duration
+	PollInterval  time.Duration
+	// Response says what containers get besides their devices.
+	Response ResponseConfig
+}
+
+// Allocator serves the kubelet from GPUAllocations. Calls are serialised:
+// the kubelet admits one pod at a time, and each call reads what the
+// previous one wrote.
+type Allocator struct {
+	cfg Config
+	mu  sync.Mutex
+}
+
+// New returns an Allocator.
+func New(cfg Config) *Allocator {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	return &Allocator{cfg: cfg}
+}

@@ -1,0 +1,102 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// inFlight reports whether the allocation is for the node and not yet
+// served or failed.
+func inFlight(a *gpuv1alpha1.GPUAllocation, node string) bool {
+	return a.Spec.NodeName == node && a.DeletionTimestamp == nil &&
+		(a.Status.Phase == "" || a.Status.Phase == gpuv1alpha1.AllocationPending)
+}
+
+// pick returns the in-flight allocation of the node. There should be one;
+// should there be more, the one already partly served wins, then the
+// oldest, so that successive calls agree.
+func pick(all []*gpuv1alpha1.GPUAllocation, node string) (*gpuv1alpha1.GPUAllocation, int) {
+	var found []*gpuv1alpha1.GPUAllocation
+	for _, a := range all {
+		if inFlight(a, node) {
+			found = append(found, a)
+		}
+	}
+	if len(found) == 0 {
+		return nil, 0
+	}
+	slices.SortFunc(found, func(a, b *gpuv1alpha1.GPUAllocation) int {
+		if sa, sb := len(a.Status.ServedContainers) > 0, len(b.Status.ServedContainers) > 0; sa != sb {
+			if sa {
+				return -1
+			}
+			return 1
+		}
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return found[0], len(found)
+}
+
+// findInFlight returns a copy of the node's in-flight allocation, from the
+// cache or, when the cache has none yet, from the API server for at most
+// the lookup timeout.
+func (a *Allocator) findInFlight(ctx context.Context) (*gpuv1alpha1.GPUAllocation, error) {
+	logger := klog.FromContext(ctx)
+	cached, err := a.cfg.Allocations.List(labels.Everything())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
+	}
+	if found, n := pick(cached, a.cfg.NodeName); found != nil {
+		if n > 1 {
+			logger.Info("More than one GPUAllocation in flight on the node; serving the oldest", "count", n, "gpuAllocation", klog.KObj(found))
+		}
+		return found.DeepCopy(), nil
+	}
+
+	var (
+		found   *gpuv1alpha1.GPUAllocation
+		lastErr error
+	)
+	pollErr := wait.PollUntilContextTimeout(ctx, a.cfg.PollInterval, a.cfg.LookupTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		items := make([]*gpuv1alpha1.GPUAllocation, 0, len(list.Items))
+		for i := range list.Items {
+			items = append(items, &list.Items[i])
+		}
+		found, _ = pick(items, a.cfg.NodeName)
+		return found != nil, nil
+	})
+	if found != nil {
+		logger.V(2).Info("Found the in-flight GPUAllocation on the API server before the cache", "gpuAllocation", klog.KObj(found))
+		return found.DeepCopy(), nil
+	}
+	if ctx.Err() != nil {
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	msg := fmt.Sprintf("no pending GPUAllocation for node %s after waiting %s: the pod was not placed by Tessera's scheduler extender, or its allocation was deleted or already served",
+		a.cfg.NodeName, a.cfg.LookupTimeout)
+	if lastErr != nil {
+		msg += fmt.Sprintf(" (last read from the API server failed: %v)", lastErr)
+	} else if pollErr != nil && !wait.Interrupted(pollErr) {
+		msg += fmt.Sprintf(" (%v)", pollErr)
+	}
+	return nil, status.Error(codes.FailedPrecondition, msg)
+}

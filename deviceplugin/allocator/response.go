@@ -1,0 +1,63 @@
+package allocator
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// Environment variables read by the HAMi-core library in the container.
+const (
+	EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
+	// EnvMemoryLimitPrefix + i is the memory limit of the i-th visible GPU.
+	EnvMemoryLimitPrefix = "CUDA_DEVICE_MEMORY_LIMIT_"
+	EnvSMLimit           = "CUDA_DEVICE_SM_LIMIT"
+	EnvSharedCache       = "CUDA_DEVICE_MEMORY_SHARED_CACHE"
+)
+
+// PreloadContainerPath is where the preload file appears in the container.
+const PreloadContainerPath = "/etc/ld.so.preload"
+
+// ResponseConfig says what a container gets besides its devices.
+type ResponseConfig struct {
+	// LibraryHostPath is the HAMi-core library on the node; empty: no
+	// library is mounted.
+	LibraryHostPath string
+	// LibraryContainerPath is where the library appears in the container.
+	LibraryContainerPath string
+	// PreloadHostPath is the node file mounted as /etc/ld.so.preload.
+	PreloadHostPath string
+}
+
+// Container returns the kubelet's answer for one container: its physical
+// GPUs, the limits HAMi-core enforces, and the library mounts.
+func (r ResponseConfig) Container(podUID types.UID, c gpuv1alpha1.ContainerAllocation) *pluginapi.ContainerAllocateResponse {
+	uuids := make([]string, 0, len(c.Devices))
+	env := map[string]string{}
+	for i, d := range c.Devices {
+		uuids = append(uuids, d.UUID)
+		env[EnvMemoryLimitPrefix+strconv.Itoa(i)] = fmt.Sprintf("%dm", d.MemoryMiB)
+	}
+	env[EnvVisibleDevices] = strings.Join(uuids, ",")
+	// The scheduler gives a container the same share of each of its GPUs.
+	cores := int32(0)
+	if len(c.Devices) > 0 {
+		cores = c.Devices[0].Cores
+	}
+	env[EnvSMLimit] = strconv.Itoa(int(cores))
+	env[EnvSharedCache] = fmt.Sprintf("/tmp/tessera-vgpu-%s-%s.cache", podUID, c.Name)
+
+	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
+	if r.LibraryHostPath != "" {
+		resp.Mounts = []*pluginapi.Mount{
+			{ContainerPath: r.LibraryContainerPath, HostPath: r.LibraryHostPath, ReadOnly: true},
+			{ContainerPath: PreloadContainerPath, HostPath: r.PreloadHostPath, ReadOnly: true},
+		}
+	}
+	return resp
+}

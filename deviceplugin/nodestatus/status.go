@@ -1,0 +1,51 @@
+package nodestatus
+
+import (
+	"slices"
+	"strings"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+)
+
+// maxModels is the API's bound on the models display field.
+const maxModels = 512
+
+// Summary is the status's display fields.
+type Summary struct {
+	GPUCount             int32
+	Models               string
+	MemoryMiB            int64
+	AllocatableMemoryMiB int64
+}
+
+// Devices returns the published devices, ordered by index.
+func (s Scaling) Devices(devices []gpu.Device) []gpuv1alpha1.GPUDevice {
+	out := make([]gpuv1alpha1.GPUDevice, 0, len(devices))
+	for _, d := range devices {
+		out = append(out, s.Device(d))
+	}
+	slices.SortFunc(out, func(a, b gpuv1alpha1.GPUDevice) int { return int(a.Index - b.Index) })
+	return out
+}
+
+// Summarize computes the display fields. Allocatable memory leaves out
+// unhealthy GPUs and those the administrator cordoned.
+func Summarize(devices []gpuv1alpha1.GPUDevice, cordoned []string) Summary {
+	var (
+		sum    Summary
+		models []string
+	)
+	for _, d := range devices {
+		sum.GPUCount++
+		sum.MemoryMiB += d.MemoryMiB
+		if d.Health == gpuv1alpha1.GPUHealthy && !slices.Contains(cordoned, d.UUID) {
+			sum.AllocatableMemoryMiB += d.MemoryMiB
+		}
+		if !slices.Contains(models, d.Model) {
+			models = append(models, d.Model)
+		}
+	}
+	sum.Models = truncate(strings.Join(models, ","), maxModels)
+	return sum
+}
