@@ -125,7 +125,7 @@ func (cp *ControlPlane) logTails(t testing.TB) {
 }
 
 func (cp *ControlPlane) start(name string, args ...string) (*Process, error) {
-	p, err := startProcess(cp.Dir, filepath.Join(cp.bin, name), name, args...)
+	p, err := StartProcess(cp.Dir, filepath.Join(cp.bin, name), name, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +134,11 @@ func (cp *ControlPlane) start(name string, args ...string) (*Process, error) {
 }
 
 func (cp *ControlPlane) startEtcd() (string, error) {
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return "", err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -160,7 +160,7 @@ func (cp *ControlPlane) startEtcd() (string, error) {
 }
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, extra []string) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (cp *ControlPlane) waitHealthy(ctx context.Context, what, path string) erro
 }
 
 func (cp *ControlPlane) startControllerManager() error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,9 @@ type Process struct {
 	once    sync.Once
 }
 
-// startProcess runs bin with args, logging to dir/name.log.
-func startProcess(dir, bin, name string, args ...string) (*Process, error) {
+// StartProcess runs bin with args, logging to dir/name.log. The process
+// is killed if the calling process dies.
+func StartProcess(dir, bin, name string, args ...string) (*Process, error) {
 	logFile := filepath.Join(dir, name+".log")
 	f, err := os.Create(logFile)
 	if err != nil {

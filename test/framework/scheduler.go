@@ -48,7 +48,7 @@ func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, erro
 	if err := file.Close(); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

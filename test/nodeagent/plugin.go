@@ -29,8 +29,9 @@ func newPlugin(resource string, client pluginapi.DevicePluginClient, conn *grpc.
 		healthy: map[string]bool{}, seen: make(chan struct{})}
 }
 
-// watch follows ListAndWatch until the stream or ctx ends.
-func (p *plugin) watch(ctx context.Context) {
+// watch follows ListAndWatch until the stream or ctx ends, calling
+// advertise with the number of healthy devices after every change.
+func (p *plugin) watch(ctx context.Context, advertise func(ctx context.Context, resource string, healthy int)) {
 	logger := klog.FromContext(ctx)
 	defer func() { _ = p.conn.Close() }()
 	stream, err := p.client.ListAndWatch(ctx, &pluginapi.Empty{})
@@ -48,10 +49,15 @@ func (p *plugin) watch(ctx context.Context) {
 		}
 		p.mu.Lock()
 		p.healthy = make(map[string]bool, len(resp.Devices))
+		healthy := 0
 		for _, d := range resp.Devices {
 			p.healthy[d.ID] = d.Health == pluginapi.Healthy
+			if p.healthy[d.ID] {
+				healthy++
+			}
 		}
 		p.mu.Unlock()
+		advertise(ctx, p.resource, healthy)
 		p.once.Do(func() { close(p.seen) })
 	}
 }

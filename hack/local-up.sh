@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# local-up.sh runs Tessera end to end on this machine, with no GPU and no
+# container runtime: a real etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler; Tessera's scheduler extender, admission webhook and device
+# plugins; three simulated GPU nodes whose kubelet part is played by a node
+# agent. It applies the pods in deploy/examples and prints where each landed,
+# on which GPU, with what slice, then the kubeconfig and metrics addresses.
+# Ctrl-C stops everything.
+#
+# Flags are passed to hack/localup (go run ./hack/localup --help), e.g.
+# --exit-after-demo to stop once the examples are placed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+echo ">>> Building the control plane (cached after the first run; the first takes about 10 minutes)"
+TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)
+export TESSERA_CONTROLPLANE_BIN
+
+echo ">>> Building Tessera"
+mkdir -p _output/bin
+go build -o _output/bin/ ./scheduler ./webhook ./deviceplugin ./hack/localup
+
+exec _output/bin/localup --bin-dir _output/bin --state-dir _output/local-up "$@"

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/test/nodeagent"
+)
+
+// options are localup's flags.
+type options struct {
+	binDir, stateDir, examples string
+	exitAfterDemo              bool
+}
+
+// cluster is everything localup started, stopped in reverse order.
+type cluster struct {
+	o       options
+	cp      *framework.ControlPlane
+	daemons []*framework.Process
+	agents  []*nodeagent.Agent
+	metrics []endpoint
+	cancel  context.CancelFunc // stops the node agents
+}
+
+// endpoint is a metrics address to show the user.
+type endpoint struct{ what, url string }
+
+func run(ctx context.Context, o options) error {
+	start := time.Now()
+	if err := os.RemoveAll(o.stateDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	c := &cluster{o: o, cancel: cancel}
+	defer c.stop()
+
+	say("Starting etcd, kube-apiserver and kube-controller-manager")
+	cp, err := framework.StartControlPlane(ctx, framework.Options{ControllerManager: true, Dir: filepath.Join(o.stateDir, "controlplane")})
+	c.cp = cp
+	if err != nil {
+		return err
+	}
+	say("Starting Tessera's scheduler extender and kube-scheduler")
+	if err := c.startScheduler(ctx); err != nil {
+		return err
+	}
+	say("Starting %d simulated GPU nodes (device plugin and node agent each)", len(simNodes()))
+	if err := c.startNodes(ctx); err != nil {
+		return err
+	}
+	if o.examples != "" {
+		say("Applying the example pods in %s", o.examples)
+		if err := c.demo(ctx); err != nil {
+			return err
+		}
+	}
+	c.printAccess()
+	say("Tessera is up (%s)", time.Since(start).Round(time.Second))
+	if o.exitAfterDemo {
+		return nil
+	}
+	say("Press Ctrl-C to stop everything")
+	<-ctx.Done()
+	say("Stopping")
+	return nil
+}
+
+// daemon starts one of Tessera's binaries, logging into the state dir.
+func (c *cluster) daemon(name, bin string, args ...string) error {
+	p, err := framework.StartProcess(c.o.stateDir, filepath.Join(c.o.binDir, bin), name, args...)
+	if err != nil {
+		return err
+	}
+	c.daemons = append(c.daemons, p)
+	return nil
+}
+
+func (c *cluster) stop() {
+	c.cancel()
+	for i := len(c.daemons) - 1; i >= 0; i-- {
+		c.daemons[i].Stop()
+	}
+	if c.cp != nil {
+		c.cp.Stop()
+	}
+}
+
+func (c *cluster) printAccess() {
+	fmt.Println()
+	fmt.Println("Use the cluster:")
+	fmt.Printf("  export KUBECONFIG=%s\n", c.cp.KubeconfigPath)
+	fmt.Println("  kubectl get gpunodes")
+	fmt.Println("  kubectl get gpuallocations -A")
+	fmt.Println("  go run ./hack/inventory")
+	fmt.Println("Metrics:")
+	for _, e := range c.metrics {
+		fmt.Printf("  %-28s %s\n", e.what, e.url)
+	}
+	fmt.Printf("Logs: %s/*.log\n", c.o.stateDir)
+}
+
+func say(format string, args ...any) {
+	fmt.Printf(">>> "+format+"\n", args...)
+}

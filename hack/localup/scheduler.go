@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// shippedExtenderURL is the extender address in the shipped
+// KubeSchedulerConfiguration, replaced by the port the extender got here.
+const shippedExtenderURL = "http://127.0.0.1:8888"
+
+func (c *cluster) startScheduler(ctx context.Context) error {
+	port, err := framework.FreePort()
+	if err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := c.daemon("scheduler-extender", "scheduler", "--kubeconfig", c.cp.KubeconfigPath, "--listen-address", addr); err != nil {
+		return err
+	}
+	if err := waitOK(ctx, "http://"+addr+"/readyz"); err != nil {
+		return fmt.Errorf("the scheduler extender did not become ready (see %s): %w",
+			filepath.Join(c.o.stateDir, "scheduler-extender.log"), err)
+	}
+	c.metrics = append(c.metrics, endpoint{"scheduler extender", "http://" + addr + "/metrics"})
+
+	config, err := os.ReadFile(filepath.Join("deploy", "scheduler", "kube-scheduler-config.yaml"))
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(config), shippedExtenderURL) {
+		return fmt.Errorf("deploy/scheduler/kube-scheduler-config.yaml does not name the extender at %s", shippedExtenderURL)
+	}
+	p, err := c.cp.StartSchedulerProcess(strings.ReplaceAll(string(config), shippedExtenderURL, "http://"+addr))
+	if err != nil {
+		return err
+	}
+	c.daemons = append(c.daemons, p)
+	return nil
+}
+
+// waitOK polls url until it answers 200 OK.
+func waitOK(ctx context.Context, url string) error {
+	client := &http.Client{Timeout: time.Second}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
