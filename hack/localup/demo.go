@@ -34,26 +34,36 @@ func (c *cluster) demo(ctx context.Context) error {
 	if _, err := c.cp.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	// One at a time, so that each pod's placement sees the ones before it
+	// and binpack and spread show their effect.
 	for _, pod := range pods {
-		if _, err := c.cp.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		created, err := c.cp.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
 			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}
+		c.waitSettled(ctx, created)
 	}
-	// Pods that cannot be placed stay Pending; show them as they are after
-	// a while rather than waiting for ever.
-	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := c.cp.Kube.CoreV1().Pods(demoNamespace).List(ctx, metav1.ListOptions{})
+	return c.printPlacements(ctx, os.Stdout)
+}
+
+// waitSettled waits until the pod runs, fails, or is found unschedulable;
+// pods that cannot be placed stay Pending, and are shown as they are.
+func (c *cluster) waitSettled(ctx context.Context, pod *corev1.Pod) {
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := c.cp.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		for _, p := range list.Items {
-			if p.Status.Phase == corev1.PodPending {
-				return false, nil
+		if p.Status.Phase != corev1.PodPending {
+			return true, nil
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+				return true, nil
 			}
 		}
-		return len(list.Items) == len(pods), nil
+		return false, nil
 	})
-	return c.printPlacements(ctx, os.Stdout)
 }
 
 // readPods reads every pod manifest in dir, in file order.

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// TestLocalUp runs hack/local-up.sh as a user would, but with no terminal:
+// it waits for the examples to be placed, checks where they landed, checks
+// the extender's per-GPU metrics against the GPUAllocations, then stops it
+// with SIGINT and checks that nothing it started is left running.
+func TestLocalUp(t *testing.T) {
+	root := framework.RepoRoot()
+	stateDir := t.TempDir()
+	cmd := exec.Command(filepath.Join(root, "hack", "local-up.sh"), "--state-dir", stateDir)
+	cmd.Dir = root
+	cmd.Stdin = nil
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+
+	out := &strings.Builder{}
+	up := make(chan struct{})
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			line := scanner.Text()
+			out.WriteString(line + "\n")
+			if strings.HasPrefix(line, ">>> Tessera is up") {
+				close(up)
+			}
+		}
+	}()
+	select {
+	case <-up:
+	case <-time.After(15 * time.Minute):
+		t.Fatalf("local-up did not come up:\n%s", out.String())
+	}
+	output := out.String()
+	t.Logf("local-up output:\n%s", output)
+
+	kubeconfig := field(t, output, "export KUBECONFIG=")
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(config)
+	tessera := versioned.NewForConfigOrDie(config)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	placed := checkPlacements(ctx, t, kube, tessera)
+	checkMetrics(ctx, t, tessera, field(t, output, "scheduler extender"), placed)
+
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("local-up did not stop within a minute of Ctrl-C")
+	}
+	if left := processesUsing(stateDir); len(left) > 0 {
+		t.Errorf("processes left running after Ctrl-C: %v", left)
+	}
+}
+
+// field returns the rest of the first output line that starts with prefix
+// (after trimming spaces).
+func field(t *testing.T, output, prefix string) string {
+	t.Helper()
+	for _, line := range strings.Split(output, "\n") {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	t.Fatalf("no line starting with %q in the output", prefix)
+	return ""
+}
+
+// checkPlacements checks the rules each example shows and returns the
+// GPUAllocations of the demo pods.
+func checkPlacements(ctx context.Context, t *testing.T, kube kubernetes.Interface, tessera versioned.Interface) map[string]*gpuv1alpha1.GPUAllocation {
+	pods, err := kube.CoreV1().Pods(demoNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := map[string]*gpuv1alpha1.GPUAllocation{}
+	for _, pod := range pods.Items {
+		if pod.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s is %s, want Running", pod.Name, pod.Status.Phase)
+			continue
+		}
+		if pod.Spec.SchedulerName != "tessera-scheduler" {
+			t.Errorf("pod %s has scheduler %q: the webhook did not set Tessera's", pod.Name, pod.Spec.SchedulerName)
+		}
+		a, err := tessera.GpuV1alpha1().GPUAllocations(demoNamespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("pod %s has no GPUAllocation: %v", pod.Name, err)
+			continue
+		}
+		if a.Status.Phase != gpuv1alpha1.AllocationAllocated {
+			t.Errorf("allocation of %s is %q, want Allocated", pod.Name, a.Status.Phase)
+		}
+		allocs[pod.Name] = a
+	}
+	if len(allocs) != 11 {
+		t.Fatalf("got %d placed example pods, want 11", len(allocs))
+	}
+	node := func(pod string) string { return allocs[pod].Spec.NodeName }
+	devices := func(pod string) []gpuv1alpha1.DeviceAllocation { return allocs[pod].Spec.Containers[0].Devices }
+
+	if node("a100-only") != "gpu-a100" {
+		t.Errorf("a100-only landed on %s, want gpu-a100", node("a100-only"))
+	}
+	if node("not-t4") == "gpu-t4" {
+		t.Error("not-t4 landed on the T4 node")
+	}
+	if d := devices("two-gpus"); len(d) != 2 || d[0].UUID == d[1].UUID {
+		t.Errorf("two-gpus got %v, want two distinct GPUs", d)
+	}
+	if node("binpack-1") != node("binpack-2") {
+		t.Errorf("binpack pods landed on %s and %s, want one node", node("binpack-1"), node("binpack-2"))
+	}
+	if node("spread-1") == node("spread-2") {
+		t.Errorf("spread pods both landed on %s, want two nodes", node("spread-1"))
+	}
+	for _, alone := range []string{"exclusive-compute", "whole-gpu"} {
+		uuid := devices(alone)[0].UUID
+		for name, a := range allocs {
+			for _, d := range a.Spec.Containers[0].Devices {
+				if name != alone && d.UUID == uuid {
+					t.Errorf("%s shares GPU %s with %s", alone, uuid, name)
+				}
+			}
+		}
+	}
+	return allocs
+}
+
+// checkMetrics scrapes the extender and compares each GPU's allocated
+// memory and cores, and its capacity, with the API's state.
+func checkMetrics(ctx context.Context, t *testing.T, tessera versioned.Interface, url string, allocs map[string]*gpuv1alpha1.GPUAllocation) {
+	families := scrape(t, url)
+	memory, cores := map[string]float64{}, map[string]float64{}
+	for _, a := range allocs {
+		for _, c := range a.Spec.Containers {
+			for _, d := range c.Devices {
+				memory[d.UUID] += float64(d.MemoryMiB) * (1 << 20)
+				cores[d.UUID] += float64(d.Cores)
+			}
+		}
+	}
+	nodes, err := tessera.GpuV1alpha1().GPUNodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, n := range nodes.Items {
+		for _, d := range n.Status.Devices {
+			seen++
+			checkGPUSeries(t, families, "tessera_gpu_memory_allocated_bytes", d.UUID, memory[d.UUID])
+			checkGPUSeries(t, families, "tessera_gpu_cores_allocated", d.UUID, cores[d.UUID])
+			checkGPUSeries(t, families, "tessera_gpu_memory_capacity_bytes", d.UUID, float64(d.MemoryMiB)*(1<<20))
+			checkGPUSeries(t, families, "tessera_gpu_cores_capacity", d.UUID, float64(d.Cores))
+		}
+	}
+	if seen != 10 {
+		t.Errorf("the GPUNodes list %d GPUs, want 10", seen)
+	}
+}
+
+func checkGPUSeries(t *testing.T, families map[string]*model.Sample, name, uuid string, want float64) {
+	t.Helper()
+	got, ok := families[name+"/"+uuid]
+	if !ok {
+		t.Errorf("no %s series for GPU %s", name, uuid)
+		return
+	}
+	if float64(got.Value) != want {
+		t.Errorf("%s{uuid=%q} = %v, want %v", name, uuid, got.Value, want)
+	}
+}
+
+// scrape returns the samples at url keyed by "name/uuid".
+func scrape(t *testing.T, url string) map[string]*model.Sample {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("scraping %s: %v", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := expfmt.ExtractSamples(&expfmt.DecodeOptions{Timestamp: model.Now()}, decodeText(t, string(body))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*model.Sample{}
+	for _, s := range samples {
+		out[fmt.Sprintf("%s/%s", s.Metric[model.MetricNameLabel], s.Metric["uuid"])] = s
+	}
+	return out
+}
+
+// processesUsing lists the processes whose command line names dir.
+func processesUsing(dir string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), dir) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return found
+}
+
+func decodeText(t *testing.T, body string) []*dto.MetricFamily {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing metrics: %v", err)
+	}
+	var out []*dto.MetricFamily
+	for _, f := range families {
+		out = append(out, f)
+	}
+	return out
+}
