@@ -1,0 +1,131 @@
+package scheduler
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/tessera-gpu/tessera/scheduler/app"
+	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// shippedURL is the extender address in the shipped configuration.
+const shippedURL = "http://127.0.0.1:8888"
+
+// env is a control plane with kube-scheduler, the extender and a simulated
+// device plugin.
+type env struct {
+	cp       *framework.ControlPlane
+	plugin   *devicePlugin
+	extender *extenderProcess
+}
+
+// startEnv starts everything for one test; t.Cleanup stops it.
+func startEnv(t *testing.T) *env {
+	t.Helper()
+	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	e := &env{cp: cp}
+
+	cfg := options.NewConfig()
+	cfg.HeartbeatMaxAge.Duration = time.Hour
+	cfg.OrphanSweepInterval.Duration = 5 * time.Second
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	e.extender = &extenderProcess{t: t, cp: cp, cfg: cfg, addr: addr}
+	e.extender.start(ln)
+	t.Cleanup(e.extender.stop)
+	e.extender.waitReady(t)
+
+	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
+		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
+	}
+	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
+
+	e.plugin = startDevicePlugin(t, cp)
+	return e
+}
+
+// extenderProcess is the extender running in process, which can be stopped
+// and started again on the same address.
+type extenderProcess struct {
+	t    *testing.T
+	cp   *framework.ControlPlane
+	cfg  *options.Config
+	addr string
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (x *extenderProcess) start(ln net.Listener) {
+	logger := ktesting.NewLogger(x.t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	x.cancel = cancel
+	x.done = make(chan error, 1)
+	go func() { x.done <- app.Serve(ctx, x.cfg, x.cp.Config, ln) }()
+}
+
+// restart starts a stopped extender again on its address.
+func (x *extenderProcess) restart(t *testing.T) {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", x.addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", x.addr, err)
+	}
+	x.start(ln)
+	x.waitReady(t)
+}
+
+// stop cancels the extender's context and waits until it has closed its
+// listener and stopped.
+func (x *extenderProcess) stop() {
+	if x.cancel == nil {
+		return
+	}
+	x.cancel()
+	select {
+	case err := <-x.done:
+		if err != nil {
+			x.t.Errorf("extender: %v", err)
+		}
+	case <-time.After(time.Minute):
+		x.t.Errorf("extender did not stop within a minute")
+	}
+	x.cancel = nil
+}
+
+func (x *extenderProcess) waitReady(t *testing.T) {
+	t.Helper()
+	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
+		resp, err := httpGet("http://" + x.addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp == "ok\n", resp
+	})
+}

@@ -1,0 +1,207 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+const (
+	namespace     = "default"
+	schedulerName = "tessera-scheduler"
+	// groupLabel keeps each test's pods on that test's nodes.
+	groupLabel = "e2e.tessera.dev/group"
+)
+
+var names = gpurequest.DefaultResourceNames()
+
+// gpuSpec is one simulated GPU.
+type gpuSpec struct {
+	model     string
+	memoryMiB int64
+	numa      int32
+	shares    int32
+}
+
+func a100(numa int32) gpuSpec { return gpuSpec{"NVIDIA A100-SXM4-80GB", 81920, numa, 10} }
+func t4() gpuSpec             { return gpuSpec{"Tesla T4", 15360, 0, 10} }
+
+// addNode creates a Node whose device plugin advertises split virtual GPUs
+// per GPU, and its GPUNode with the GPUs and a fresh heartbeat, and waits
+// until the extender sees it.
+func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, split int32, gpus ...gpuSpec) []gpuv1alpha1.GPUDevice {
+	t.Helper()
+	count := resource.MustParse(strconv.Itoa(len(gpus) * int(split)))
+	node := framework.CreateReadyNode(ctx, t, e.cp.Kube, name, corev1.ResourceList{names.Count: count})
+	node.Labels[groupLabel] = group
+	if _, err := e.cp.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("labelling node %s: %v", name, err)
+	}
+	gn, err := e.cp.Tessera.GpuV1alpha1().GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating GPUNode %s: %v", name, err)
+	}
+	for i, g := range gpus {
+		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
+			UUID:       fmt.Sprintf("GPU-%s-%d", name, i),
+			Index:      int32(i),
+			Model:      g.model,
+			MemoryMiB:  g.memoryMiB,
+			Cores:      100,
+			ShareLimit: g.shares,
+			NUMANode:   g.numa,
+			Health:     gpuv1alpha1.GPUHealthy,
+		})
+	}
+	now := metav1.Now()
+	gn.Status.LastHeartbeatTime = &now
+	gn.Status.GPUCount = int32(len(gpus))
+	gn.Status.DriverVersion = "simulated"
+	if gn, err = e.cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, gn, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing GPUNode %s status: %v", name, err)
+	}
+	// kube-scheduler does not retry a pod on GPUNode events, so pods are
+	// created only once the extender knows the node.
+	want := fmt.Sprintf(`node="%s"`, name)
+	waitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
+		body, err := httpGet("http://" + e.extender.addr + "/metrics")
+		return err == nil && strings.Contains(body, want), ""
+	})
+	return gn.Status.Devices
+}
+
+// ctr is one container's GPU request; zero fields are not asked for.
+type ctr struct {
+	name                     string
+	init, sidecar            bool
+	count, memory, pct, core int64
+}
+
+// gpuPod builds a pod for the tessera-scheduler profile on the group's nodes.
+func gpuPod(name, group string, annotations map[string]string, containers ...ctr) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			SchedulerName:                 schedulerName,
+			NodeSelector:                  map[string]string{groupLabel: group},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+		},
+	}
+	for _, c := range containers {
+		limits := corev1.ResourceList{}
+		for rn, v := range map[corev1.ResourceName]int64{
+			names.Count: c.count, names.Memory: c.memory, names.MemoryPercentage: c.pct, names.Cores: c.core,
+		} {
+			if v != 0 {
+				limits[rn] = *resource.NewQuantity(v, resource.DecimalSI)
+			}
+		}
+		container := corev1.Container{Name: c.name, Image: "registry.invalid/pause", Resources: corev1.ResourceRequirements{Limits: limits}}
+		switch {
+		case c.sidecar:
+			container.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, container)
+		case c.init:
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, container)
+		default:
+			pod.Spec.Containers = append(pod.Spec.Containers, container)
+		}
+	}
+	return pod
+}
+
+func (e *env) createPod(ctx context.Context, t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	created, err := e.cp.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s: %v", pod.Name, err)
+	}
+	return created
+}
+
+func (e *env) deletePod(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	err := e.cp.Kube.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	if err != nil {
+		t.Fatalf("deleting pod %s: %v", name, err)
+	}
+}
+
+// waitBound waits until the pod is bound and its allocation is Allocated,
+// and returns both.
+func (e *env) waitBound(ctx context.Context, t *testing.T, name string) (*corev1.Pod, *gpuv1alpha1.GPUAllocation) {
+	t.Helper()
+	var pod *corev1.Pod
+	var alloc *gpuv1alpha1.GPUAllocation
+	waitFor(t, 60*time.Second, "pod "+name+" to be bound with its GPUs allocated", func() (bool, string) {
+		var err error
+		if pod, err = e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
+		if pod.Spec.NodeName == "" {
+			return false, "not bound; events: " + e.events(ctx, name)
+		}
+		if alloc, err = e.cp.Tessera.GpuV1alpha1().GPUAllocations(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
+		return alloc.Status.Phase == gpuv1alpha1.AllocationAllocated, "allocation phase " + string(alloc.Status.Phase)
+	})
+	if alloc.Spec.PodUID != pod.UID || alloc.Spec.NodeName != pod.Spec.NodeName {
+		t.Fatalf("allocation of %s is for pod %s on %s; the pod is %s on %s", name, alloc.Spec.PodUID, alloc.Spec.NodeName, pod.UID, pod.Spec.NodeName)
+	}
+	return pod, alloc
+}
+
+// events returns the messages of the pod's events, oldest first.
+func (e *env) events(ctx context.Context, pod string) string {
+	list, err := e.cp.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, ev := range list.Items {
+		out = append(out, ev.Reason+": "+ev.Message)
+	}
+	return strings.Join(out, " | ")
+}
+
+// waitFor polls cond until it holds or the timeout passes, and then fails
+// the test with cond's last word.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
