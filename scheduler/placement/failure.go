@@ -88,7 +88,8 @@ type Failure struct {
 	Counts [NumReasons]int32
 	// Detail is what the counts do not say.
 	Detail Detail
-	// Needed is, with DetailTooFew, the GPUs the container needs.
+	// Needed is, with DetailTooFew, the GPUs the container needs; the
+	// message names it when it is more than one.
 	Needed int32
 	// Unresolvable is true when the node could never fit the request, even
 	// with every pod on it gone: freeing GPUs (preemption) does not help.
@@ -106,7 +107,7 @@ func (f *Failure) Error() string {
 		return "pod's GPU request is out of placement's limits"
 	}
 	fmt.Fprintf(&b, "%d/%d GPUs fit", f.Fit, f.Total)
-	if f.Detail == DetailTooFew && f.Needed > 0 {
+	if f.Detail == DetailTooFew && f.Needed > 1 {
 		fmt.Fprintf(&b, ", %d needed", f.Needed)
 	}
 	// Reasons by count, most first; ties in the order of the constants.

@@ -14,7 +14,11 @@ import (
 func (e *engine) greedy() bool {
 	for i := range e.numLong {
 		c := int(e.longRunning[i])
-		if !e.pick(c, e.fitsNow(c), true) {
+		set := e.candidates[c] // with none of the pod placed yet, the same as fitsNow
+		if i > 0 {
+			set = e.fitsNow(c)
+		}
+		if !e.pick(c, set, true) {
 			return false
 		}
 	}
@@ -122,18 +126,30 @@ func (e *engine) pick(c int, set uint64, longRunning bool) bool {
 
 // numaFit keeps the GPUs of set whose NUMA node has at least count GPUs in set.
 func (e *engine) numaFit(set uint64, count int32) uint64 {
-	var kept uint64
+	var (
+		nodes  [MaxDevices]int32
+		sizes  [MaxDevices]int32
+		groups [MaxDevices]uint64
+		n      int
+	)
 	for m := set; m != 0; m &= m - 1 {
 		g := bits.TrailingZeros64(m)
 		numa := e.node.Devices[g].NUMANode
-		n := int32(0)
-		for o := set; o != 0; o &= o - 1 {
-			if e.node.Devices[bits.TrailingZeros64(o)].NUMANode == numa {
-				n++
-			}
+		k := 0
+		for k < n && nodes[k] != numa {
+			k++
 		}
-		if n >= count {
-			kept |= 1 << g
+		if k == n {
+			nodes[k] = numa
+			n++
+		}
+		sizes[k]++
+		groups[k] |= 1 << g
+	}
+	var kept uint64
+	for k := range n {
+		if sizes[k] >= count {
+			kept |= groups[k]
 		}
 	}
 	return kept

@@ -63,38 +63,47 @@ func (e *engine) failure(f *Failure) {
 		f.Unresolvable = true
 		return
 	}
-	var alone, bound [MaxContainers]uint64
+	// One pass per container, in order: a GPU's reason is the first rule
+	// it breaks for the first container it does not fit, NUMA included.
+	var reasons [MaxDevices]Reason
+	decided := ^e.static
+	for g := range e.node.Devices {
+		if r, ok := staticReason(&e.node.Devices[g], &e.req.Selection); !ok {
+			reasons[g] = r
+		}
+	}
 	for c := range e.req.Containers {
 		cr := &e.req.Containers[c]
+		var alone uint64
 		for m := e.static; m != 0; m &= m - 1 {
 			g := bits.TrailingZeros64(m)
-			if _, ok := check(&e.node.Devices[g], cr, use{}, e.free); ok {
-				alone[c] |= 1 << g
+			r, ok := check(&e.node.Devices[g], cr, use{}, e.free)
+			switch {
+			case ok:
+				alone |= 1 << g
+			case decided&(1<<g) == 0:
+				reasons[g] = r
+				decided |= 1 << g
 			}
 		}
-		bound[c] = alone[c]
 		if e.req.Selection.NUMABind {
-			bound[c] = e.numaFit(alone[c], cr.Count)
+			lost := alone &^ e.numaFit(alone, cr.Count) &^ decided
+			for m := lost; m != 0; m &= m - 1 {
+				reasons[bits.TrailingZeros64(m)] = ReasonNUMA
+			}
+			decided |= lost
 		}
 	}
 	for g := range e.node.Devices {
-		d := &e.node.Devices[g]
-		reason, ok := staticReason(d, &e.req.Selection)
-		for c := 0; ok && c < len(e.req.Containers); c++ {
-			switch {
-			case alone[c]&(1<<g) == 0:
-				reason, ok = check(d, &e.req.Containers[c], use{}, e.free)
-			case bound[c]&(1<<g) == 0:
-				reason, ok = ReasonNUMA, false
-			}
-		}
-		if ok {
-			f.Fit++
+		if decided&(1<<g) != 0 {
+			f.Counts[reasons[g]]++
 		} else {
-			f.Counts[reason]++
+			f.Fit++
 		}
 	}
-	if !e.free {
+	// A search that gave up says nothing about an empty node either; the
+	// node then counts as resolvable, which at worst lets preemption try.
+	if !e.free && e.outcome != DetailSearchLimit {
 		empty := engine{free: true}
 		f.Unresolvable = !empty.place(e.node, e.req, false) && empty.outcome != DetailSearchLimit
 	}
