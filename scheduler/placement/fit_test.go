@@ -281,6 +281,31 @@ func TestFit(t *testing.T) {
 			wantUnresolvable: true,
 		},
 		{
+			name:       "containers that would fit an empty node together are refused as resolvable",
+			node:       node(with(gpu(0), used(1000, 10, 1))),
+			req:        request(app("a", 1, 40000, 46), app("b", 1, 40000, 46)),
+			wantDetail: DetailTogether,
+		},
+		{
+			name: "binpack puts a pod's containers on one GPU",
+			node: node(idle(2)...),
+			req:  withPolicy(request(app("a", 1, 1000, 10), app("b", 1, 1000, 10)), gpurequest.Binpack),
+			want: [][]string{{"GPU-0"}, {"GPU-0"}},
+		},
+		{
+			name: "spread puts a pod's containers on different GPUs",
+			node: node(idle(2)...),
+			req:  withPolicy(request(app("a", 1, 1000, 10), app("b", 1, 1000, 10)), gpurequest.Spread),
+			want: [][]string{{"GPU-0"}, {"GPU-1"}},
+		},
+		{
+			name: "NUMA binding holds per container, not across the pod",
+			node: node(with(gpu(0), numa(0), used(81920, 0, 1)), with(gpu(1), numa(0)), with(gpu(2), numa(1)), with(gpu(3), numa(1))),
+			req: withSel(request(app("a", 2, 80000, 10), app("b", 1, 80000, 10)),
+				gpurequest.Selection{NUMABind: true}),
+			want: [][]string{{"GPU-2", "GPU-3"}, {"GPU-1"}},
+		},
+		{
 			name: "an init container does not run beside the app containers",
 			node: node(gpu(0)),
 			req:  request(kind(init, app("i", 1, 80000, 100)), app("a", 1, 80000, 100)),
@@ -382,4 +407,31 @@ func clone(n *Node) *Node {
 	c := *n
 	c.Devices = append([]Device(nil), n.Devices...)
 	return &c
+}
+
+func TestFitAssignment(t *testing.T) {
+	n := node(with(gpu(0), func(d *Device) { d.Cores = 200 }), with(gpu(5), func(d *Device) { d.MemoryMiB = 40960 }), gpu(7))
+	req := &Request{
+		Containers: []gpurequest.ContainerRequest{
+			{Name: "init", Kind: gpuv1alpha1.ContainerInit, Count: 1, MemoryPercent: 25, Cores: 10},
+			{Name: "whole", Kind: gpuv1alpha1.ContainerApp, Count: 1, Cores: 100},
+			{Name: "part", Kind: gpuv1alpha1.ContainerApp, Count: 1, MemoryPercent: 50, Cores: 0},
+		},
+		Selection: gpurequest.Selection{UUIDs: []string{"gpu-0", "GPU-5"}},
+		GPUPolicy: gpurequest.Spread,
+	}
+	got, failure := Fit(n, req)
+	if failure != nil {
+		t.Fatal(failure)
+	}
+	want := []gpuv1alpha1.ContainerAllocation{
+		// Spread sends the init container to the GPU the app containers leave emptiest.
+		{Name: "init", Kind: gpuv1alpha1.ContainerInit, Devices: []gpuv1alpha1.DeviceAllocation{{UUID: "GPU-5", Index: 5, MemoryMiB: 10240, Cores: 10}}},
+		// 100 cores of a GPU scaled to 200 take all 200, so that no one else fits beside.
+		{Name: "whole", Kind: gpuv1alpha1.ContainerApp, Devices: []gpuv1alpha1.DeviceAllocation{{UUID: "GPU-0", Index: 0, MemoryMiB: 81920, Cores: 200}}},
+		{Name: "part", Kind: gpuv1alpha1.ContainerApp, Devices: []gpuv1alpha1.DeviceAllocation{{UUID: "GPU-5", Index: 5, MemoryMiB: 20480, Cores: 0}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Fit() = %+v\nwant %+v", got, want)
+	}
 }

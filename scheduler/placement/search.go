@@ -5,13 +5,17 @@ import (
 	"math/bits"
 )
 
-// MaxSearchSteps bounds the exact search: the GPUs it tries, over all
-// containers, for one placement. Greedy places every single-container pod
-// and almost every other; the search runs only when greedy fails, and with
-// the symmetry cuts below it settles pods of a handful of containers on
-// nodes of up to 64 GPUs in far fewer steps. When it gives up, the node is
-// refused with DetailSearchLimit, never over-committed; one search costs at
-// most a few milliseconds.
+// MaxSearchSteps bounds the exact search of one placement. A step is one
+// GPU tried for one container, or one GPU looked at by the room bounds;
+// 1<<15 steps take about a millisecond. Greedy places every pod whose
+// containers never run beside each other (one container, or Init
+// containers and one App) and almost every other; the search runs only
+// when greedy fails. With its symmetry cuts and room bounds it settled
+// every random pod of up to 6 containers of up to 4 GPUs on 8-GPU nodes in
+// under 6,000 steps (TestFitProperties checks it against brute force on
+// small nodes). Only pods that need a true packing proof, such as many
+// different containers on many different GPUs, reach the bound: the node is
+// then refused with DetailSearchLimit, never over-committed.
 const MaxSearchSteps = 1 << 15
 
 // searchState is the part of the engine only the exact search uses.
