@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
@@ -109,5 +110,30 @@ func TestFeasibleAndScoreAllocateNothing(t *testing.T) {
 				t.Errorf("Feasible and Score allocate %v times per run, want 0", allocs)
 			}
 		})
+	}
+}
+
+// TestSearchStaysSmallOnEightGPUNodes pins what MaxSearchSteps documents:
+// random pods of up to 6 containers of up to 4 GPUs each on random 8-GPU
+// nodes are settled, fitting or not, in a fraction of the bound.
+func TestSearchStaysSmallOnEightGPUNodes(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	searched, most := 0, 0
+	for range 3000 {
+		n := randomNode(r, 8, true)
+		req := randomRequest(r, n, 6)
+		for i := range req.Containers {
+			req.Containers[i].Count = int32(1 + r.IntN(4))
+		}
+		e := engine{}
+		e.place(n, req, true)
+		if e.steps > 0 {
+			searched++
+		}
+		most = max(most, e.steps)
+	}
+	t.Logf("%d of 3000 pods searched, at most %d steps", searched, most)
+	if searched == 0 || most > 6000 {
+		t.Errorf("search took up to %d steps over %d pods, want some searches and at most 6000", most, searched)
 	}
 }
