@@ -25,11 +25,11 @@ func TestDiscoverMixedServer(t *testing.T) {
 		t.Errorf("driver version %q", inv.DriverVersion)
 	}
 	want := []gpu.Device{
-		{UUID: node.uuid(0), Index: 0, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.uuid(1), Index: 1, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.uuid(2), Index: 2, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.uuid(3), Index: 3, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.uuid(4), Index: 4, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 1, Health: gpu.Healthy()},
+		{UUID: node.UUID(0), Index: 0, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(1), Index: 1, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(2), Index: 2, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(3), Index: 3, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(4), Index: 4, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 1, Health: gpu.Healthy()},
 	}
 	if len(inv.Devices) != len(want) {
 		t.Fatalf("found %d GPUs, want %d", len(inv.Devices), len(want))
@@ -80,7 +80,7 @@ func TestDiscoverWithoutDriver(t *testing.T) {
 
 func TestDiscoverReadFailureNamesTheGPU(t *testing.T) {
 	node := newFakeNode(t, gpus.A100_SXM4_40GB, gpus.A100_SXM4_40GB)
-	node.device(1).GetNameFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
+	node.Device(1).GetNameFunc = func() (string, nvml.Return) { return "", nvml.ERROR_GPU_IS_LOST }
 	_, err := New(node, Options{}).Discover(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "reading GPU 1: name: ERROR_GPU_IS_LOST") {
 		t.Fatalf("Discover error %v, want it to name GPU 1 and the failed query", err)
@@ -102,7 +102,7 @@ func TestNUMANodeFromSysfs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			node := newFakeNode(t, gpus.A100_SXM4_40GB)
-			d := node.device(0)
+			d := node.Device(0)
 			d.GetNumaNodeIdFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 			d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
 				return nvml.PciInfo{Domain: 0, Bus: 0x3b, Device: 0}, nvml.SUCCESS

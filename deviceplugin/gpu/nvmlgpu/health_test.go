@@ -13,6 +13,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu/nvmlgpu/nvmlfake"
 )
 
 const (
@@ -23,7 +24,7 @@ const (
 // healthHarness runs WatchHealth over a four-GPU fake node.
 type healthHarness struct {
 	t       *testing.T
-	node    *fakeNode
+	node    *nvmlfake.Node
 	clock   *testingclock.FakeClock
 	reports chan gpu.HealthEvent
 }
@@ -50,7 +51,7 @@ func startHealth(t *testing.T) *healthHarness {
 	done := make(chan error)
 	go func() { done <- b.WatchHealth(ctx, func(e gpu.HealthEvent) { h.reports <- e }) }()
 	select {
-	case <-h.node.waiting:
+	case <-h.node.Waiting():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the health watch did not start")
 	}
@@ -68,7 +69,7 @@ func (h *healthHarness) send(gpuIndex int, eventType uint64, data uint64) {
 	if gpuIndex >= 0 {
 		e.Device = h.node.Devices[gpuIndex]
 	}
-	h.node.events <- e
+	h.node.Send(e)
 }
 
 func (h *healthHarness) expect(want ...gpu.HealthEvent) {
@@ -90,17 +91,17 @@ func (h *healthHarness) expect(want ...gpu.HealthEvent) {
 func (h *healthHarness) expectNothingBefore() {
 	h.t.Helper()
 	h.send(3, nvml.EventTypeXidCriticalError, 48)
-	h.expect(gpu.HealthEvent{UUID: h.node.uuid(3), Health: gpu.Unhealthy("XID 48 critical error")})
+	h.expect(gpu.HealthEvent{UUID: h.node.UUID(3), Health: gpu.Unhealthy("XID 48 critical error")})
 }
 
 // probe moves the clock past a probe period and waits for the watch to run
 // a probe (it reads every GPU's memory).
 func (h *healthHarness) probe(d time.Duration) {
 	h.t.Helper()
-	before := len(h.node.device(0).GetMemoryInfoCalls())
+	before := len(h.node.Device(0).GetMemoryInfoCalls())
 	h.clock.Step(d)
 	deadline := time.Now().Add(10 * time.Second)
-	for len(h.node.device(0).GetMemoryInfoCalls()) == before {
+	for len(h.node.Device(0).GetMemoryInfoCalls()) == before {
 		if time.Now().After(deadline) {
 			h.t.Fatal("the health watch did not probe")
 		}
@@ -111,10 +112,8 @@ func (h *healthHarness) probe(d time.Duration) {
 func TestHealthRegistersXIDAndECCEvents(t *testing.T) {
 	h := startHealth(t)
 	h.expectNothingBefore()
-	h.node.mu.Lock()
-	defer h.node.mu.Unlock()
 	for i := range 4 {
-		if got := h.node.registered[h.node.uuid(i)]; got != watchedEvents {
+		if got := h.node.Registered(i); got != watchedEvents {
 			t.Errorf("GPU %d registered for events %#x, want %#x", i, got, watchedEvents)
 		}
 	}
@@ -149,7 +148,7 @@ func TestHealthEvents(t *testing.T) {
 			h := startHealth(t)
 			h.send(tt.gpu, tt.eventType, tt.data)
 			for _, i := range tt.want {
-				h.expect(gpu.HealthEvent{UUID: h.node.uuid(i), Health: gpu.Unhealthy(tt.message)})
+				h.expect(gpu.HealthEvent{UUID: h.node.UUID(i), Health: gpu.Unhealthy(tt.message)})
 			}
 			if len(tt.want) == 0 {
 				h.expectNothingBefore()
@@ -161,34 +160,34 @@ func TestHealthEvents(t *testing.T) {
 func TestHealthRecovery(t *testing.T) {
 	h := startHealth(t)
 	h.send(1, nvml.EventTypeXidCriticalError, 79)
-	h.expect(gpu.HealthEvent{UUID: h.node.uuid(1), Health: gpu.Unhealthy("XID 79 critical error")})
+	h.expect(gpu.HealthEvent{UUID: h.node.UUID(1), Health: gpu.Unhealthy("XID 79 critical error")})
 
 	// Not yet quiet for the recovery period: still unhealthy.
 	h.probe(recoveryPeriod - probePeriod)
 	// Lost while waiting: stays unhealthy with the new reason, and a lost
 	// GPU never recovers.
-	h.node.setMemoryReturn(1, nvml.ERROR_GPU_IS_LOST)
+	h.node.SetMemoryReturn(1, nvml.ERROR_GPU_IS_LOST)
 	h.probe(probePeriod)
-	h.expect(gpu.HealthEvent{UUID: h.node.uuid(1), Health: gpu.Unhealthy("GPU is lost: it no longer answers on the PCI bus")})
+	h.expect(gpu.HealthEvent{UUID: h.node.UUID(1), Health: gpu.Unhealthy("GPU is lost: it no longer answers on the PCI bus")})
 	h.probe(2 * recoveryPeriod)
 	h.expectNothingBefore()
 
 	// Back on the bus and quiet for the recovery period: healthy. GPU 3,
 	// marked by the sentinel at the same time, recovers in the same probe.
-	h.node.setMemoryReturn(1, nvml.SUCCESS)
+	h.node.SetMemoryReturn(1, nvml.SUCCESS)
 	h.probe(probePeriod)
 	h.probe(recoveryPeriod)
 	h.expect(
-		gpu.HealthEvent{UUID: h.node.uuid(1), Health: gpu.Healthy()},
-		gpu.HealthEvent{UUID: h.node.uuid(3), Health: gpu.Healthy()},
+		gpu.HealthEvent{UUID: h.node.UUID(1), Health: gpu.Healthy()},
+		gpu.HealthEvent{UUID: h.node.UUID(3), Health: gpu.Healthy()},
 	)
 }
 
 func TestHealthLostGPU(t *testing.T) {
 	h := startHealth(t)
-	h.node.setMemoryReturn(2, nvml.ERROR_GPU_IS_LOST)
+	h.node.SetMemoryReturn(2, nvml.ERROR_GPU_IS_LOST)
 	h.probe(probePeriod)
-	h.expect(gpu.HealthEvent{UUID: h.node.uuid(2), Health: gpu.Unhealthy("GPU is lost: it no longer answers on the PCI bus")})
+	h.expect(gpu.HealthEvent{UUID: h.node.UUID(2), Health: gpu.Unhealthy("GPU is lost: it no longer answers on the PCI bus")})
 	// Reported once, not at every probe.
 	h.probe(probePeriod)
 	h.expectNothingBefore()
@@ -199,8 +198,8 @@ func TestHealthRegistrationFailureMarksUnhealthy(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	node := newFakeNode(t, gpus.A100_SXM4_40GB, gpus.A100_SXM4_40GB)
-	node.device(0).RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.ERROR_UNKNOWN }
-	node.device(1).GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+	node.Device(0).RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.ERROR_UNKNOWN }
+	node.Device(1).GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 	b := New(node, Options{Clock: testingclock.NewFakeClock(time.Now()), RecoveryPeriod: time.Hour})
 	if _, err := b.Discover(ctx); err != nil {
 		t.Fatal(err)
@@ -209,7 +208,7 @@ func TestHealthRegistrationFailureMarksUnhealthy(t *testing.T) {
 	go func() { _ = b.WatchHealth(ctx, func(e gpu.HealthEvent) { reports <- e }) }()
 	select {
 	case got := <-reports:
-		want := gpu.HealthEvent{UUID: node.uuid(0), Health: gpu.Unhealthy("registering for health events: ERROR_UNKNOWN")}
+		want := gpu.HealthEvent{UUID: node.UUID(0), Health: gpu.Unhealthy("registering for health events: ERROR_UNKNOWN")}
 		if got != want {
 			t.Fatalf("report %+v, want %+v", got, want)
 		}

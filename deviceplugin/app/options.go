@@ -1,0 +1,83 @@
+// Package app turns the device plugin's command line into a running
+// plugin: flags and the configuration file into Options, Options into
+// clients and a plugin.Plugin.
+package app
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/config"
+)
+
+// Options are the daemon's settings.
+type Options struct {
+	// ConfigFile is a YAML or JSON config.Configuration; flags given on
+	// the command line override it.
+	ConfigFile string
+	// Kubeconfig is a kubeconfig file; empty: the in-cluster configuration.
+	Kubeconfig string
+	// Config is the plugin's configuration.
+	Config config.Configuration
+	// Logs is the logging configuration (-v, --logging-format, ...).
+	Logs *logsapi.LoggingConfiguration
+}
+
+// addFlags binds the flags to o.
+func (o *Options) addFlags(fs *pflag.FlagSet) {
+	c := &o.Config
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "YAML or JSON configuration file; flags override its settings")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig file; empty: the in-cluster configuration")
+	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "the node the plugin runs on (default: $NODE_NAME)")
+	fs.Int32Var(&c.SplitCount, "split-count", c.SplitCount, "how many containers may share one GPU")
+	fs.Float64Var(&c.MemoryScaling, "memory-scaling", c.MemoryScaling, "multiplies each GPU's memory; above 1 over-commits")
+	fs.Float64Var(&c.CoreScaling, "core-scaling", c.CoreScaling, "multiplies each GPU's 100 cores; above 1 over-commits")
+	fs.StringVar(&c.ResourceName, "resource-name", c.ResourceName, "the GPU count resource registered with the kubelet")
+	fs.StringVar(&c.LibraryPath, "hami-core-library", c.LibraryPath, "host path of the HAMi-core library mounted into containers; empty: none")
+	fs.StringVar(&c.LibraryContainerPath, "hami-core-container-path", c.LibraryContainerPath, "where the HAMi-core library appears in the container")
+	fs.StringVar(&c.PreloadFile, "preload-file", c.PreloadFile, "host file written by the plugin and mounted as /etc/ld.so.preload (default: ld.so.preload beside the library)")
+	fs.StringVar(&c.PluginDir, "device-plugin-dir", c.PluginDir, "the kubelet's device-plugin directory (holds kubelet.sock)")
+	fs.DurationVar(&c.HeartbeatPeriod.Duration, "heartbeat-period", c.HeartbeatPeriod.Duration, "how often the GPUNode status is confirmed")
+	fs.StringVar(&c.SimulatedGPUFile, "simulated-gpu-file", c.SimulatedGPUFile, "read GPUs from this YAML/JSON file instead of NVML")
+	fs.DurationVar(&c.SimulatedReloadPeriod.Duration, "simulated-reload-period", c.SimulatedReloadPeriod.Duration, "how often the simulated GPU file is read for health changes")
+	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress, "host:port serving /metrics; empty turns it off")
+	fs.StringVar(&c.ProcRoot, "proc-root", c.ProcRoot, "proc file system used to map GPU processes to pods")
+	fs.DurationVar(&c.HealthRecoveryPeriod.Duration, "health-recovery-period", c.HealthRecoveryPeriod.Duration, "how long an unhealthy GPU must stay quiet before it is healthy again")
+	fs.DurationVar(&c.AllocationLookupTimeout.Duration, "allocation-lookup-timeout", c.AllocationLookupTimeout.Duration, "how long Allocate waits for a GPUAllocation its cache has not seen")
+	logsapi.AddFlags(o.Logs, fs)
+}
+
+// Parse reads the command line: the configuration file, if --config names
+// one, then every flag given over it.
+func Parse(name string, args []string) (*Options, error) {
+	o := &Options{Config: config.Default(), Logs: logsapi.NewLoggingConfiguration()}
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	o.addFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.ConfigFile != "" {
+		cfg, err := config.Load(o.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		// Bind a fresh flag set to the file's values and parse again, so
+		// that only the flags on the command line override the file.
+		o = &Options{Config: cfg, Logs: o.Logs}
+		fs = pflag.NewFlagSet(name, pflag.ContinueOnError)
+		o.addFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+	}
+	if o.Config.NodeName == "" {
+		o.Config.NodeName = os.Getenv("NODE_NAME")
+	}
+	if args := fs.Args(); len(args) > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", args)
+	}
+	return o, nil
+}

@@ -1,0 +1,160 @@
+// Package nvmlfake is a multi-GPU NVML server for tests, built from
+// go-nvml's mocks: a mock server of any mix of GPU models whose health
+// events, utilisation, processes and failures the test controls.
+package nvmlfake
+
+import (
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// DriverVersion is the driver version the fake reports.
+const DriverVersion = "550.54.15"
+
+// Node is a fake NVML with one GPU per configuration given to New. GPU i
+// is on NUMA node i/4.
+type Node struct {
+	*server.Server
+
+	events      chan nvml.EventData
+	waiting     chan struct{}
+	waitingOnce sync.Once
+
+	mu          sync.Mutex
+	registered  map[string]uint64
+	utilization map[string]uint32
+	compute     map[string][]nvml.ProcessInfo
+	graphics    map[string][]nvml.ProcessInfo
+	memoryRet   map[string]nvml.Return
+}
+
+var _ nvml.Interface = (*Node)(nil)
+
+// New returns a fake node with the GPUs.
+func New(configs ...gpus.Config) (*Node, error) {
+	s, err := server.New(server.WithGPUs(configs...), server.WithDriverVersion(DriverVersion))
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Server:      s,
+		events:      make(chan nvml.EventData, 64),
+		waiting:     make(chan struct{}),
+		registered:  map[string]uint64{},
+		utilization: map[string]uint32{},
+		compute:     map[string][]nvml.ProcessInfo{},
+		graphics:    map[string][]nvml.ProcessInfo{},
+		memoryRet:   map[string]nvml.Return{},
+	}
+	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
+		return &mock.EventSet{
+			WaitFunc: func(uint32) (nvml.EventData, nvml.Return) {
+				n.waitingOnce.Do(func() { close(n.waiting) })
+				select {
+				case e := <-n.events:
+					return e, nvml.SUCCESS
+				case <-time.After(2 * time.Millisecond):
+					return nvml.EventData{}, nvml.ERROR_TIMEOUT
+				}
+			},
+			FreeFunc: func() nvml.Return { return nvml.SUCCESS },
+		}, nvml.SUCCESS
+	}
+	for i := range s.Devices {
+		n.wire(i)
+	}
+	return n, nil
+}
+
+func (n *Node) wire(i int) {
+	d := n.Device(i)
+	d.GetNumaNodeIdFunc = func() (int, nvml.Return) { return i / 4, nvml.SUCCESS }
+	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return nvml.EventTypeAll, nvml.SUCCESS }
+	d.RegisterEventsFunc = func(mask uint64, _ nvml.EventSet) nvml.Return {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		n.registered[d.UUID] = mask
+		return nvml.SUCCESS
+	}
+	d.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if ret, ok := n.memoryRet[d.UUID]; ok {
+			return nvml.Memory{}, ret
+		}
+		return d.MemoryInfo, nvml.SUCCESS
+	}
+	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return nvml.Utilization{Gpu: n.utilization[d.UUID]}, nvml.SUCCESS
+	}
+	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.compute[d.UUID], nvml.SUCCESS
+	}
+	d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.graphics[d.UUID], nvml.SUCCESS
+	}
+}
+
+// Device returns GPU i.
+func (n *Node) Device(i int) *server.Device { return n.Devices[i].(*server.Device) }
+
+// UUID returns GPU i's UUID.
+func (n *Node) UUID(i int) string { return n.Device(i).UUID }
+
+// Send queues a health event for the event set's next Wait.
+func (n *Node) Send(e nvml.EventData) { n.events <- e }
+
+// Waiting is closed once a health watch first waits for events.
+func (n *Node) Waiting() <-chan struct{} { return n.waiting }
+
+// Registered returns the events GPU i was registered for.
+func (n *Node) Registered(i int) uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.registered[n.UUID(i)]
+}
+
+// SetMemoryReturn makes GPU i's memory query fail with ret (SUCCESS
+// restores it).
+func (n *Node) SetMemoryReturn(i int, ret nvml.Return) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ret == nvml.SUCCESS {
+		delete(n.memoryRet, n.UUID(i))
+		return
+	}
+	n.memoryRet[n.UUID(i)] = ret
+}
+
+// SetMemoryUsed sets GPU i's used memory.
+func (n *Node) SetMemoryUsed(i int, bytes uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.Device(i).MemoryInfo.Used = bytes
+}
+
+// SetUtilization sets GPU i's utilisation in percent.
+func (n *Node) SetUtilization(i int, percent uint32) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.utilization[n.UUID(i)] = percent
+}
+
+// SetProcesses sets the compute and graphics processes on GPU i.
+func (n *Node) SetProcesses(i int, compute, graphics []nvml.ProcessInfo) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.compute[n.UUID(i)] = compute
+	n.graphics[n.UUID(i)] = graphics
+}

@@ -1,0 +1,102 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+)
+
+// caches are the informers the plugin reads through.
+type caches struct {
+	kubeFactory  informers.SharedInformerFactory
+	gpuFactory   externalversions.SharedInformerFactory
+	nodeFactory  externalversions.SharedInformerFactory
+	pods         corelisters.PodLister
+	allocations  gpulisters.GPUAllocationLister
+	gpuNodes     gpulisters.GPUNodeLister
+	synced       []cache.InformerSynced
+	gpuNodeEvent cache.SharedIndexInformer
+}
+
+// newCaches watches the node's pods, every GPUAllocation (the API cannot
+// select them by node yet) and the node's own GPUNode.
+func (p *Plugin) newCaches() *caches {
+	node := p.cfg.NodeName
+	c := &caches{
+		kubeFactory: informers.NewSharedInformerFactoryWithOptions(p.deps.Kube, 0,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
+			})),
+		gpuFactory: externalversions.NewSharedInformerFactory(p.deps.Tessera, 0),
+		nodeFactory: externalversions.NewSharedInformerFactoryWithOptions(p.deps.Tessera, 0,
+			externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()
+			})),
+	}
+	pods := c.kubeFactory.Core().V1().Pods()
+	allocs := c.gpuFactory.Gpu().V1alpha1().GPUAllocations()
+	gpuNodes := c.nodeFactory.Gpu().V1alpha1().GPUNodes()
+	c.pods, c.allocations, c.gpuNodes = pods.Lister(), allocs.Lister(), gpuNodes.Lister()
+	c.gpuNodeEvent = gpuNodes.Informer()
+	c.synced = []cache.InformerSynced{pods.Informer().HasSynced, allocs.Informer().HasSynced, gpuNodes.Informer().HasSynced}
+	return c
+}
+
+func (c *caches) start(ctx context.Context) error {
+	c.kubeFactory.Start(ctx.Done())
+	c.gpuFactory.Start(ctx.Done())
+	c.nodeFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("waiting for the pod and GPU caches to sync: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+func (c *caches) shutdown() {
+	c.kubeFactory.Shutdown()
+	c.gpuFactory.Shutdown()
+	c.nodeFactory.Shutdown()
+}
+
+// onSpecChange calls f whenever the administrator changes the GPUNode spec.
+func (c *caches) onSpecChange(f func()) error {
+	_, err := c.gpuNodeEvent.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { f() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*gpuv1alpha1.GPUNode)
+			n, ok2 := newObj.(*gpuv1alpha1.GPUNode)
+			if ok1 && ok2 && !slices.Equal(o.Spec.CordonedDevices, n.Spec.CordonedDevices) {
+				f()
+			}
+		},
+	})
+	return err
+}
+
+// cordoned returns the GPUs the administrator cordoned.
+func (c *caches) cordoned(node string) func() []string {
+	return func() []string {
+		n, err := c.gpuNodes.Get(node)
+		if err != nil {
+			return nil
+		}
+		return n.Spec.CordonedDevices
+	}
+}
+
+// NodePods lists the node's pods, for metrics.
+func (c *caches) NodePods() ([]*corev1.Pod, error) {
+	return c.pods.List(labels.Everything())
+}

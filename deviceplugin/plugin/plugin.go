@@ -1,0 +1,263 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/allocator"
+	"github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/deviceplugin/dpserver"
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
+	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
+	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/deviceplugin/podproc"
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+)
+
+// stopTimeout bounds the last status write when the plugin stops.
+const stopTimeout = 5 * time.Second
+
+// Dependencies are what the plugin talks to.
+type Dependencies struct {
+	Kube    kubernetes.Interface
+	Tessera versioned.Interface
+	// Backend is the GPU source; nil: NewBackend of the configuration.
+	Backend gpu.Backend
+	// Clock defaults to the real clock.
+	Clock clock.WithTicker
+}
+
+// Plugin is the device plugin of one node.
+type Plugin struct {
+	cfg  config.Configuration
+	deps Dependencies
+
+	allocateMetrics *metrics.AllocateMetrics
+	metricsAddr     chan string
+}
+
+// New checks the configuration and returns a plugin; nothing runs until Run.
+func New(cfg config.Configuration, deps Dependencies) (*Plugin, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid device plugin configuration: %w", err)
+	}
+	if deps.Kube == nil || deps.Tessera == nil {
+		return nil, errors.New("the device plugin needs Kubernetes and Tessera clients")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	if deps.Backend == nil {
+		deps.Backend = NewBackend(&cfg, deps.Clock)
+	}
+	return &Plugin{cfg: cfg, deps: deps, allocateMetrics: metrics.NewAllocateMetrics(), metricsAddr: make(chan string, 1)}, nil
+}
+
+// MetricsAddress returns the address /metrics is served on, once it is
+// listening (useful with port 0).
+func (p *Plugin) MetricsAddress(ctx context.Context) (string, error) {
+	select {
+	case addr := <-p.metricsAddr:
+		p.metricsAddr <- addr
+		return addr, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Run serves the node until ctx ends. It returns an error only for what
+// it cannot run without (caches that never sync, an unwritable preload
+// file, a metrics port in use); a node without GPUs runs and says why in
+// its GPUNode.
+func (p *Plugin) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("node", p.cfg.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+	defer func() {
+		if err := p.deps.Backend.Close(); err != nil {
+			logger.Error(err, "Closing the GPU backend")
+		}
+	}()
+
+	caches := p.newCaches()
+	defer caches.shutdown()
+	if err := caches.start(ctx); err != nil {
+		return err
+	}
+
+	found, discoverErr := p.deps.Backend.Discover(ctx)
+	inv := inventory.New(found)
+	publisher := nodestatus.New(nodestatus.Config{
+		NodeName: p.cfg.NodeName,
+		Tessera:  p.deps.Tessera,
+		Kube:     p.deps.Kube,
+		Clock:    p.deps.Clock,
+		Scaling:  nodestatus.Scaling{SplitCount: p.cfg.SplitCount, MemoryScaling: p.cfg.MemoryScaling, CoreScaling: p.cfg.CoreScaling},
+		Period:   p.cfg.HeartbeatPeriod.Duration,
+		Source:   inv,
+		Cordoned: caches.cordoned(p.cfg.NodeName),
+	})
+	if err := caches.onSpecChange(publisher.Trigger); err != nil {
+		return err
+	}
+	collector := metrics.NewCollector(logger, p.cfg.NodeName, inv.Devices, p.deps.Backend, podproc.Resolver{ProcRoot: p.cfg.ProcRoot}, caches)
+	reg, err := metrics.NewRegistry(append(p.allocateMetrics.Collectors(), collector)...)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { publisher.Run(ctx); return nil })
+	if p.cfg.MetricsAddress != "" {
+		g.Go(func() error { return p.serveMetrics(ctx, reg) })
+	}
+
+	switch {
+	case discoverErr != nil:
+		logger.Error(discoverErr, "No GPUs found; the node offers none")
+		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: discoverErr.Error()})
+	case len(found.Devices) == 0:
+		logger.Info("No GPUs found; the node offers none")
+		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: "the GPU driver reports no GPU on this node"})
+	default:
+		logger.Info("Found GPUs", "count", len(found.Devices), "driverVersion", found.DriverVersion)
+		if err := p.writePreloadFile(); err != nil {
+			return err
+		}
+		p.serveKubelet(ctx, g, inv, caches, publisher)
+	}
+
+	err = g.Wait()
+	p.markStopped(ctx, publisher)
+	return err
+}
+
+// serveKubelet starts the health watch and the kubelet server.
+func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher) {
+	logger := klog.FromContext(ctx)
+	alloc := allocator.New(allocator.Config{
+		NodeName:      p.cfg.NodeName,
+		Tessera:       p.deps.Tessera,
+		Kube:          p.deps.Kube,
+		Allocations:   caches.allocations,
+		Pods:          caches.pods,
+		Devices:       inv,
+		Clock:         p.deps.Clock,
+		LookupTimeout: p.cfg.AllocationLookupTimeout.Duration,
+		Response: allocator.ResponseConfig{
+			LibraryHostPath:      p.cfg.LibraryPath,
+			LibraryContainerPath: p.cfg.LibraryContainerPath,
+			PreloadHostPath:      p.cfg.PreloadFilePath(),
+		},
+	})
+	devices := len(inv.Devices())
+	server := dpserver.New(dpserver.Config{
+		ResourceName: p.cfg.ResourceName,
+		PluginDir:    p.cfg.PluginDir,
+		SplitCount:   int(p.cfg.SplitCount),
+		Devices:      inv,
+		Allocator:    alloc,
+		Observer:     p.allocateMetrics,
+		Clock:        p.deps.Clock,
+		OnRegistration: func(err error) {
+			if err != nil {
+				publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNotRegistered, Message: err.Error()})
+				return
+			}
+			publisher.SetReadiness(nodestatus.Readiness{Ready: true, Reason: nodestatus.ReasonRegistered,
+				Message: fmt.Sprintf("serving %d GPUs as %d %s devices", devices, devices*int(p.cfg.SplitCount), p.cfg.ResourceName)})
+		},
+	})
+	g.Go(func() error { return server.Run(ctx) })
+	g.Go(func() error {
+		err := p.deps.Backend.WatchHealth(ctx, func(ev gpu.HealthEvent) {
+			if inv.SetHealth(ev) {
+				logger.Info("GPU health changed", "uuid", ev.UUID, "healthy", ev.Health.Healthy, "message", ev.Health.Message)
+				publisher.Trigger()
+			}
+		})
+		if err != nil {
+			logger.Error(err, "GPU health is not watched")
+		}
+		return nil
+	})
+}
+
+// writePreloadFile writes the file mounted as the containers'
+// /etc/ld.so.preload, naming the library inside the container.
+func (p *Plugin) writePreloadFile() error {
+	path := p.cfg.PreloadFilePath()
+	if path == "" {
+		return nil
+	}
+	content := []byte(p.cfg.LibraryContainerPath + "\n")
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(content) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ld.so.preload-")
+	if err != nil {
+		return fmt.Errorf("writing the preload file %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the preload file %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing the preload file %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the preload file %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing the preload file %s: %w", path, err)
+	}
+	return nil
+}
+
+// serveMetrics serves /metrics and /healthz until ctx ends.
+func (p *Plugin) serveMetrics(ctx context.Context, reg *prometheus.Registry) error {
+	lis, err := net.Listen("tcp", p.cfg.MetricsAddress)
+	if err != nil {
+		return fmt.Errorf("serving metrics on %s: %w", p.cfg.MetricsAddress, err)
+	}
+	p.metricsAddr <- lis.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler(reg))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving metrics: %w", err)
+	}
+	return nil
+}
+
+// markStopped publishes Ready=False so that the scheduler stops placing
+// pods here before the heartbeat goes stale.
+func (p *Plugin) markStopped(ctx context.Context, publisher *nodestatus.Publisher) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancel()
+	publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonStopped, Message: "the device plugin stopped"})
+	if err := publisher.Publish(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Marking the GPUNode not ready")
+	}
+}
