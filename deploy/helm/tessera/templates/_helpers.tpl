@@ -1,0 +1,83 @@
+{{/*
+Names. Every object is named after the release so that two releases (say, a
+staging copy in another namespace) do not collide on cluster-scoped objects.
+*/}}
+{{- define "tessera.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tessera.scheduler.fullname" -}}{{ include "tessera.fullname" . }}-scheduler{{- end -}}
+{{- define "tessera.webhook.fullname" -}}{{ include "tessera.fullname" . }}-webhook{{- end -}}
+{{- define "tessera.devicePlugin.fullname" -}}{{ include "tessera.fullname" . }}-device-plugin{{- end -}}
+
+{{- define "tessera.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tessera
+{{- end -}}
+
+{{/* Selector labels: a subset of the labels that never changes on upgrade. */}}
+{{- define "tessera.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "tessera.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+The extended resource names as one YAML/CEL list literal, for the
+webhook's matchConditions.
+*/}}
+{{- define "tessera.resourceNameList" -}}
+{{- $n := .Values.resourceNames -}}
+[{{ list $n.count $n.memory $n.memoryPercentage $n.cores | toJson | trimPrefix "[" | trimSuffix "]" | replace "\"" "'" }}]
+{{- end -}}
+
+{{/*
+A duration such as "1m30s" in seconds (the schema admits h, m, s and ms),
+so that two durations can be compared.
+*/}}
+{{- define "tessera.seconds" -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9.]+(ms|h|m|s)" . -1 -}}
+{{- $value := regexFind "^[0-9.]+" . | float64 -}}
+{{- $unit := regexReplaceAll "^[0-9.]+" . "" -}}
+{{- $scale := get (dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001) $unit -}}
+{{- $total = addf $total (mulf $value $scale) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/* Checks across values, which the schema cannot express. */}}
+{{- define "tessera.validate" -}}
+{{- $s := .Values.scheduler -}}
+{{- if and (gt (int $s.replicas) 1) (not $s.leaderElection) -}}
+{{- fail (printf "scheduler.replicas is %d but scheduler.leaderElection is false: schedulers without leader election would place the same pods at once; turn it on or use 1 replica" (int $s.replicas)) -}}
+{{- end -}}
+{{- $wait := include "tessera.seconds" $s.extender.bindWaitTimeout | float64 -}}
+{{- $timeout := include "tessera.seconds" $s.extender.httpTimeout | float64 -}}
+{{- if ge $wait $timeout -}}
+{{- fail (printf "scheduler.extender.bindWaitTimeout %s must be shorter than scheduler.extender.httpTimeout %s: kube-scheduler would give up on a bind that is still waiting for its node" $s.extender.bindWaitTimeout $s.extender.httpTimeout) -}}
+{{- end -}}
+{{- $heartbeat := include "tessera.seconds" .Values.devicePlugin.heartbeatPeriod | float64 -}}
+{{- $maxAge := include "tessera.seconds" $s.extender.heartbeatMaxAge | float64 -}}
+{{- if lt $maxAge (mulf 2.0 $heartbeat) -}}
+{{- fail (printf "scheduler.extender.heartbeatMaxAge %s must be at least twice devicePlugin.heartbeatPeriod %s: one late heartbeat would take a healthy node out of scheduling" $s.extender.heartbeatMaxAge .Values.devicePlugin.heartbeatPeriod) -}}
+{{- end -}}
+{{- $n := .Values.resourceNames -}}
+{{- if ne (len (list $n.count $n.memory $n.memoryPercentage $n.cores | uniq)) 4 -}}
+{{- fail (printf "resourceNames must be four different names, got count=%s memory=%s memoryPercentage=%s cores=%s" $n.count $n.memory $n.memoryPercentage $n.cores) -}}
+{{- end -}}
+{{- end -}}
