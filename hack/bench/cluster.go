@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// The simulated GPU: an 80 GiB A100, as a device plugin without memory or
+// core scaling reports it.
+const (
+	gpuModel     = "NVIDIA A100-SXM4-80GB"
+	gpuMemoryMiB = 81920
+	gpuCores     = 100
+)
+
+// fieldManager names the bench's writes.
+const fieldManager = "tessera-bench"
+
+// nodeName is the name of the i-th node, also its GPUNode's.
+func nodeName(i int) string { return fmt.Sprintf("bench-node-%05d", i) }
+
+// gpuUUID is the UUID of a node's index-th GPU.
+func gpuUUID(node string, index int) string { return "GPU-" + node + "-" + strconv.Itoa(index) }
+
+// gpuNodeStatus is the status a device plugin publishes for a node with
+// gpus healthy, unscaled GPUs, each shared by at most split containers.
+func gpuNodeStatus(node string, gpus, split int, now metav1.Time) gpuv1alpha1.GPUNodeStatus {
+	devices := make([]gpuv1alpha1.GPUDevice, gpus)
+	for i := range devices {
+		devices[i] = gpuv1alpha1.GPUDevice{
+			UUID:       gpuUUID(node, i),
+			Index:      int32(i),
+			Model:      gpuModel,
+			MemoryMiB:  gpuMemoryMiB,
+			Cores:      gpuCores,
+			ShareLimit: int32(split),
+			// Two NUMA nodes, half the GPUs on each, as on a DGX.
+			NUMANode: int32(i * 2 / gpus),
+			Health:   gpuv1alpha1.GPUHealthy,
+		}
+	}
+	return gpuv1alpha1.GPUNodeStatus{
+		Devices:              devices,
+		DriverVersion:        "simulated",
+		LastHeartbeatTime:    &now,
+		GPUCount:             int32(gpus),
+		Models:               gpuModel,
+		MemoryMiB:            int64(gpus) * gpuMemoryMiB,
+		AllocatableMemoryMiB: int64(gpus) * gpuMemoryMiB,
+		Conditions: []metav1.Condition{{
+			Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionTrue, Reason: "PluginServing",
+			Message: "simulated by the benchmark", LastTransitionTime: now,
+		}},
+	}
+}
+
+// createNodes creates the cluster's Nodes, each with allocatable
+// nvidia.com/gpu = GPUs × split as HAMi-style device plugins advertise it,
+// and their GPUNodes with a fresh heartbeat, through the generated clientset.
+func createNodes(ctx context.Context, env *clusterEnv, o *Options) error {
+	logger := klog.FromContext(ctx)
+	allocatable := corev1.ResourceList{
+		gpurequest.DefaultResourceNames().Count: *resource.NewQuantity(int64(o.GPUsPerNode*o.Split), resource.DecimalSI),
+	}
+	err := forEach(ctx, o.Nodes, o.Workers, func(ctx context.Context, i int) error {
+		name := nodeName(i)
+		if _, err := framework.NewReadyNode(ctx, env.cp.Kube, name, allocatable); err != nil {
+			return fmt.Errorf("creating node %s: %w", name, err)
+		}
+		gpuNodes := env.cp.Tessera.GpuV1alpha1().GPUNodes()
+		gn, err := gpuNodes.Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			metav1.CreateOptions{FieldManager: fieldManager})
+		if err != nil {
+			return fmt.Errorf("creating GPUNode %s: %w", name, err)
+		}
+		gn.Status = gpuNodeStatus(name, o.GPUsPerNode, o.Split, metav1.Now())
+		if _, err := gpuNodes.UpdateStatus(ctx, gn, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+			return fmt.Errorf("publishing the status of GPUNode %s: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("Created nodes", "nodes", o.Nodes, "gpusPerNode", o.GPUsPerNode, "split", o.Split)
+	return nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// clusterEnv is one fresh control plane and what the bench knows of it.
+type clusterEnv struct {
+	cp *framework.ControlPlane
+	// dir holds the control plane's data and logs.
+	dir string
+	// schedulerName is the profile the pods ask for.
+	schedulerName string
+	// auditLog records the extender user's requests.
+	auditLog string
+	// extenderKubeconfig and extenderConfig are the extender user's.
+	extenderKubeconfig string
+	extenderConfig     *rest.Config
+}
+
+// startEnv starts a control plane in dir, with an audit log of the
+// extender user's requests and a namespace for the workload. On error the
+// control plane, if started, is stopped.
+func startEnv(ctx context.Context, dir, schedulerName string) (*clusterEnv, error) {
+	flags, auditLog, err := auditFlags(dir)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := framework.StartControlPlane(ctx, framework.Options{Dir: dir, APIServerFlags: flags})
+	if err != nil {
+		if cp != nil {
+			cp.Stop()
+		}
+		return nil, fmt.Errorf("starting the control plane in %s: %w", dir, err)
+	}
+	env := &clusterEnv{cp: cp, dir: dir, schedulerName: schedulerName, auditLog: auditLog}
+	env.extenderKubeconfig, env.extenderConfig, err = cp.NewUserKubeconfig(extenderUser, []string{"system:masters"})
+	if err != nil {
+		cp.Stop()
+		return nil, fmt.Errorf("creating the extender's identity: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+		cp.Stop()
+		return nil, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
+	}
+	klog.FromContext(ctx).Info("Started the control plane", "dir", dir, "kubeconfig", cp.KubeconfigPath)
+	return env, nil
+}
+
+// stop ends every process of the control plane.
+func (e *clusterEnv) stop() { e.cp.Stop() }

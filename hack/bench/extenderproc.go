@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// buildExtender builds ./scheduler into dir and returns the binary's path.
+func buildExtender(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "tessera-scheduler")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./scheduler")
+	cmd.Dir = framework.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the extender (go build ./scheduler; or give --extender-bin): %w\n%s", err, out)
+	}
+	klog.FromContext(ctx).Info("Built the extender", "binary", bin)
+	return bin, nil
+}
+
+// extenderProcess is Tessera's extender running as its own process, as
+// in a cluster, so that its memory is its own.
+type extenderProcess struct {
+	cmd     *exec.Cmd
+	url     string
+	logFile string
+	done    chan struct{}
+	err     error
+}
+
+// startExtender runs the extender binary against the kubeconfig on a free
+// loopback port, logging to dir, and waits until it is ready (its view
+// synced with the API server).
+func startExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir string, extra []string) (*extenderProcess, error) {
+	port, err := freeLoopbackPort()
+	if err != nil {
+		return nil, err
+	}
+	address := "127.0.0.1:" + strconv.Itoa(port)
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--listen-address=" + address,
+		"--scheduler-name=" + schedulerName,
+		// The bench writes each GPUNode's heartbeat once; a device plugin
+		// would refresh it while the run lasts.
+		"--heartbeat-max-age=24h",
+	}, extra...)
+	logFile := filepath.Join(dir, "tessera-scheduler.log")
+	f, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("starting the extender %s: %w", bin, err)
+	}
+	p := &extenderProcess{cmd: cmd, url: "http://" + address, logFile: logFile, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = f.Close()
+		close(p.done)
+	}()
+	klog.FromContext(ctx).Info("Started the extender", "pid", cmd.Process.Pid, "url", p.url, "log", logFile)
+	if err := p.waitReady(ctx, 5*time.Minute); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *extenderProcess) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		select {
+		case <-p.done:
+			return fmt.Errorf("the extender exited (%v) before it was ready; see %s", p.err, p.logFile)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the extender's /readyz (see %s): %w", p.logFile, context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *extenderProcess) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Memory returns the process's resident memory now and at its peak, from
+// /proc/<pid>/status (VmRSS and VmHWM).
+func (p *extenderProcess) Memory() (rss, peak int64, err error) {
+	return procMemory(p.cmd.Process.Pid)
+}
+
+// Stop ends the process: SIGTERM, then SIGKILL after ten seconds.
+func (p *extenderProcess) Stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// procMemory reads VmRSS and VmHWM, in bytes, of a process.
+func procMemory(pid int) (rss, peak int64, err error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		key, value, ok := strings.Cut(s.Text(), ":")
+		if !ok || (key != "VmRSS" && key != "VmHWM") {
+			continue
+		}
+		kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("parsing %s of process %d: %w", key, pid, err)
+		}
+		if key == "VmRSS" {
+			rss = kib << 10
+		} else {
+			peak = kib << 10
+		}
+	}
+	return rss, peak, s.Err()
+}
+
+// freeLoopbackPort returns a loopback TCP port that was free a moment ago.
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,151 @@
+// Command bench measures Tessera's scheduling against the ceilings it is
+// built on, on a real control plane (etcd, kube-apiserver, kube-scheduler
+// on loopback) with simulated GPU nodes, and prints one table:
+//
+//	a  kube-scheduler alone (pods ask for whole-GPU counts only)
+//	b  kube-scheduler with a no-op extender using the same verbs
+//	c  kube-scheduler with Tessera's extender, built from ./scheduler
+//
+// Each row runs on a fresh control plane. All pods are created first; the
+// row is timed from kube-scheduler's start to the last bind. With
+// --mode=scale it measures instead the extender's memory and filter
+// latency with many pods already placed. See docs/benchmark.md.
+//
+//	go run ./hack/bench                      # 1,000 nodes × 8 GPUs, 5,000 pods
+//	go run ./hack/bench --mode=scale --nodes=5000 --pods=40000
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		cancel()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
+		return fmt.Errorf("configuring logging: %w", err)
+	}
+	if err := DefaultMix().Validate(o.GPUsPerNode); err != nil {
+		return err
+	}
+	logger := klog.Background().WithName("bench")
+	ctx = klog.NewContext(ctx, logger)
+
+	base := o.Dir
+	if base == "" {
+		dir, err := os.MkdirTemp("", "tessera-bench-")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		base = dir
+	} else if err := os.MkdirAll(base, 0o755); err != nil {
+		return fmt.Errorf("--dir=%s: %w", base, err)
+	}
+
+	configPath := o.SchedulerConfig
+	if !filepath.IsAbs(configPath) {
+		configPath = filepath.Join(framework.RepoRoot(), configPath)
+	}
+	config, err := loadExtenderConfig(configPath)
+	if err != nil {
+		return err
+	}
+	logger.Info("Scheduler configuration for the extender rows", "source", config.Source, "schedulerName", config.SchedulerName)
+
+	bin := o.ExtenderBin
+	if bin == "" && (o.Mode == modeScale || o.wants(rowTessera)) {
+		if bin, err = buildExtender(ctx, base); err != nil {
+			return err
+		}
+	}
+
+	if o.Mode == modeScale {
+		res, err := runScale(ctx, o, base, bin, config)
+		if err != nil {
+			return err
+		}
+		return emit(out, o.Out, res)
+	}
+
+	r := &runner{o: o, base: base, extenderConfig: config, extenderBin: bin}
+	cpus := numCPU()
+	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %d CPUs",
+		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, DefaultMix(), cpus)}
+	var loads []string
+	for _, row := range []string{rowKubeScheduler, rowNoop, rowTessera} {
+		if !o.wants(row) {
+			continue
+		}
+		loads = append(loads, fmt.Sprintf("%s: %s", row, loadAverage()))
+		table.Rows = append(table.Rows, r.runRow(ctx, row))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	table.Notes = append(table.Notes, "load average (1, 5, 15 min) before each row: "+strings.Join(loads, "; "))
+	if err := emit(out, o.Out, table); err != nil {
+		return err
+	}
+	for _, row := range table.Rows {
+		if row.Err != nil {
+			return fmt.Errorf("row %s did not finish", row.Row)
+		}
+	}
+	return nil
+}
+
+// report is a table the bench prints.
+type report interface {
+	WriteText(io.Writer) error
+	WriteMarkdown(io.Writer) error
+}
+
+// emit prints the report and, if path is set, writes it there in Markdown.
+func emit(out io.Writer, path string, r report) error {
+	if err := r.WriteText(out); err != nil {
+		return err
+	}
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--out=%s: %w", path, err)
+	}
+	if err := r.WriteMarkdown(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("--out=%s: %w", path, err)
+	}
+	return f.Close()
+}

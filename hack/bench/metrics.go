@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Metric names the bench reads from the extender.
+const (
+	extenderDurationMetric = "tessera_extender_request_duration_seconds"
+	heapInuseMetric        = "go_memstats_heap_inuse_bytes"
+	heapAllocMetric        = "go_memstats_heap_alloc_bytes"
+)
+
+// scrape reads and parses a Prometheus text endpoint.
+func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	families, _, err := scrapeSized(ctx, url)
+	return families, err
+}
+
+// scrapeSized is scrape that also returns the size of the answer in bytes.
+func scrapeSized(ctx context.Context, url string) (map[string]*dto.MetricFamily, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, 0, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("scraping %s: %s: %.1024s", url, resp.Status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, fmt.Errorf("parsing the metrics of %s: %w", url, err)
+	}
+	return families, len(body), nil
+}
+
+// verbQuantiles are the median and 99th percentile of a request-duration
+// histogram with a verb label, by verb.
+func verbQuantiles(families map[string]*dto.MetricFamily, name string) map[string]Quantiles {
+	out := map[string]Quantiles{}
+	family, ok := families[name]
+	if !ok {
+		return out
+	}
+	for _, m := range family.GetMetric() {
+		h := m.GetHistogram()
+		if h == nil {
+			continue
+		}
+		verb := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "verb" {
+				verb = l.GetValue()
+			}
+		}
+		buckets := make([]Bucket, 0, len(h.GetBucket()))
+		for _, b := range h.GetBucket() {
+			buckets = append(buckets, Bucket{UpperBound: b.GetUpperBound(), CumulativeCount: b.GetCumulativeCount()})
+		}
+		out[verb] = histogramQuantiles(buckets, h.GetSampleCount())
+	}
+	return out
+}
+
+// gaugeValue is the value of an unlabelled gauge, or false if it is absent.
+func gaugeValue(families map[string]*dto.MetricFamily, name string) (float64, bool) {
+	family, ok := families[name]
+	if !ok || len(family.GetMetric()) == 0 {
+		return 0, false
+	}
+	m := family.GetMetric()[0]
+	switch {
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue(), true
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue(), true
+	}
+	return 0, false
+}

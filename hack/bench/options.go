@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+)
+
+// Row names, the values of --rows.
+const (
+	rowKubeScheduler = "a"
+	rowNoop          = "b"
+	rowTessera       = "c"
+)
+
+// Modes, the values of --mode.
+const (
+	modeThroughput = "throughput"
+	modeScale      = "scale"
+)
+
+// Limits of the flags: a loopback control plane on one machine holds at
+// most this many objects in reasonable time.
+const (
+	maxNodes       = 20000
+	maxGPUsPerNode = 16
+	maxSplit       = 100
+	maxPods        = 200000
+	maxProbes      = 100000
+)
+
+// Options are everything the bench's command line sets.
+type Options struct {
+	// Mode is throughput (rows a, b, c) or scale (the extender's memory and
+	// filter latency with many pods already placed).
+	Mode string
+	// Nodes, GPUsPerNode and Split size the cluster: every GPU is shared by
+	// at most Split containers, and a Node's allocatable nvidia.com/gpu is
+	// GPUsPerNode × Split, as HAMi's device plugin reports it.
+	Nodes       int
+	GPUsPerNode int
+	Split       int
+	// Pods is how many pods are scheduled (throughput) or already placed (scale).
+	Pods int
+	// Rows picks the rows of the throughput table, a subset of "a,b,c".
+	Rows []string
+	// ExtenderBin is a prebuilt extender binary; empty builds ./scheduler.
+	ExtenderBin string
+	// ExtenderArgs are extra flags for the extender.
+	ExtenderArgs []string
+	// SchedulerConfig is the KubeSchedulerConfiguration rows b and c start
+	// from; its extender urlPrefix is rewritten.
+	SchedulerConfig string
+	// Out is a file for the table in Markdown; empty for none.
+	Out string
+	// Dir keeps each control plane's logs and data; empty uses a temporary
+	// directory that is removed at the end.
+	Dir string
+	// Timeout bounds one row, from the scheduler's start to the last bind.
+	Timeout time.Duration
+	// Probes is how many filter calls the scale mode sends for its probe pod.
+	Probes int
+	// Workers is how many requests run at once while the bench creates objects.
+	Workers int
+	// Logs configures logging (-v, --logging-format).
+	Logs *logsapi.LoggingConfiguration
+}
+
+// NewOptions returns the defaults, sized for a 2-core machine.
+func NewOptions() *Options {
+	return &Options{
+		Mode:            modeThroughput,
+		Nodes:           1000,
+		GPUsPerNode:     8,
+		Split:           10,
+		Pods:            5000,
+		Rows:            []string{rowKubeScheduler, rowNoop, rowTessera},
+		SchedulerConfig: "deploy/scheduler/kube-scheduler-config.yaml",
+		Timeout:         20 * time.Minute,
+		Probes:          300,
+		Workers:         32,
+		Logs:            logsapi.NewLoggingConfiguration(),
+	}
+}
+
+// AddFlags registers the flags on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes.")
+	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Simulated GPU nodes (1 to %d).", maxNodes))
+	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
+	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
+	fs.IntVar(&o.Pods, "pods", o.Pods, fmt.Sprintf("Pods to schedule (throughput) or to place before the extender starts (scale) (1 to %d).", maxPods))
+	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera).")
+	fs.StringVar(&o.ExtenderBin, "extender-bin", o.ExtenderBin, "Prebuilt extender binary; empty builds ./scheduler into a temporary directory.")
+	fs.StringArrayVar(&o.ExtenderArgs, "extender-arg", o.ExtenderArgs, "Extra flag for the extender, such as --extender-arg=--kube-api-qps=1000; repeatable.")
+	fs.StringVar(&o.SchedulerConfig, "scheduler-config", o.SchedulerConfig, "KubeSchedulerConfiguration for rows b and c, relative to the repository root; its extender urlPrefix is rewritten. A built-in equivalent is used when the file does not exist.")
+	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
+	fs.StringVar(&o.Dir, "dir", o.Dir, "Keep every control plane's data and logs under this directory; empty uses a temporary one, removed at the end.")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Longest one row may take from the scheduler's start to the last bind.")
+	fs.IntVar(&o.Probes, "probes", o.Probes, fmt.Sprintf("Filter calls for the probe pod in scale mode (1 to %d).", maxProbes))
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Requests in flight while the bench creates nodes, pods and allocations (1 to 256).")
+	logsapi.AddFlags(o.Logs, fs)
+}
+
+// Validate reports the first flag out of its range, naming the flag and the limit.
+func (o *Options) Validate() error {
+	if o.Mode != modeThroughput && o.Mode != modeScale {
+		return fmt.Errorf("--mode=%q: must be %s or %s", o.Mode, modeThroughput, modeScale)
+	}
+	for _, c := range []struct {
+		flag     string
+		value    int
+		min, max int
+	}{
+		{"--nodes", o.Nodes, 1, maxNodes},
+		{"--gpus-per-node", o.GPUsPerNode, 4, maxGPUsPerNode},
+		{"--split", o.Split, 1, maxSplit},
+		{"--pods", o.Pods, 1, maxPods},
+		{"--probes", o.Probes, 1, maxProbes},
+		{"--workers", o.Workers, 1, 256},
+	} {
+		if c.value < c.min || c.value > c.max {
+			return fmt.Errorf("%s=%d: must be from %d to %d", c.flag, c.value, c.min, c.max)
+		}
+	}
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout=%s: must be positive", o.Timeout)
+	}
+	if len(o.Rows) == 0 {
+		return fmt.Errorf("--rows is empty: name at least one of a, b, c")
+	}
+	seen := map[string]bool{}
+	for _, r := range o.Rows {
+		if !slices.Contains([]string{rowKubeScheduler, rowNoop, rowTessera}, r) {
+			return fmt.Errorf("--rows=%s: unknown row %q, want a subset of a,b,c", strings.Join(o.Rows, ","), r)
+		}
+		if seen[r] {
+			return fmt.Errorf("--rows=%s: row %q is named twice", strings.Join(o.Rows, ","), r)
+		}
+		seen[r] = true
+	}
+	if capacity := o.Nodes * o.GPUsPerNode; o.Pods > capacity*o.Split {
+		return fmt.Errorf("--pods=%d: must be at most --nodes × --gpus-per-node × --split = %d, the cluster's share capacity", o.Pods, capacity*o.Split)
+	}
+	return nil
+}
+
+// wants reports whether the row is asked for.
+func (o *Options) wants(row string) bool { return slices.Contains(o.Rows, row) }

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+)
+
+// rowNames say what each row runs.
+func rowName(row string) string {
+	switch row {
+	case rowKubeScheduler:
+		return "kube-scheduler alone"
+	case rowNoop:
+		return "kube-scheduler + no-op extender"
+	default:
+		return "kube-scheduler + Tessera"
+	}
+}
+
+// runner runs the rows of the throughput table.
+type runner struct {
+	o *Options
+	// base holds one directory per row.
+	base string
+	// extenderConfig is the KubeSchedulerConfiguration of rows b and c.
+	extenderConfig schedulerConfig
+	// extenderBin is Tessera's extender, for row c.
+	extenderBin string
+}
+
+// runRow runs one row on a fresh control plane. A row that fails says why
+// in its Err, with what it measured until then.
+func (r *runner) runRow(ctx context.Context, row string) RowResult {
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
+	ctx = klog.NewContext(ctx, logger)
+	res := RowResult{Row: row, Name: rowName(row), Pods: r.o.Pods, APIRequests: -1}
+	if row != rowKubeScheduler {
+		res.APIRequests = 0
+	}
+	res.Err = r.measure(ctx, row, &res)
+	if res.Err != nil {
+		logger.Error(res.Err, "Row failed")
+	}
+	return res
+}
+
+func (r *runner) measure(ctx context.Context, row string, res *RowResult) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	// Everything the row started in the background ends before the control plane.
+	defer cancel()
+	env, err := startEnv(ctx, filepath.Join(r.base, "row-"+row), r.extenderConfig.SchedulerName)
+	if err != nil {
+		return err
+	}
+	defer env.stop()
+
+	if err := createNodes(ctx, env, r.o); err != nil {
+		return err
+	}
+	created, err := createPods(ctx, env, r.o, row == rowKubeScheduler)
+	if err != nil {
+		return err
+	}
+
+	binds := newBindRecorder(r.o.Pods)
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(env.cp.Kube, 0, informers.WithNamespace(benchNamespace))
+	pods := kubeFactory.Core().V1().Pods()
+	if _, err := pods.Informer().AddEventHandler(binds.handler()); err != nil {
+		return err
+	}
+	var kubelet *kubeletSim
+	tesseraFactory := externalversions.NewSharedInformerFactoryWithOptions(env.cp.Tessera, 0, externalversions.WithNamespace(benchNamespace))
+	if row == rowTessera {
+		allocations := tesseraFactory.Gpu().V1alpha1().GPUAllocations()
+		kubelet = newKubeletSim(env.cp.Tessera, pods.Lister(), allocations.Lister())
+		if _, err := allocations.Informer().AddEventHandler(kubelet.handler()); err != nil {
+			return err
+		}
+		if _, err := pods.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+			FilterFunc: podIsBound, Handler: kubelet.handler(),
+		}); err != nil {
+			return err
+		}
+	}
+	kubeFactory.Start(ctx.Done())
+	tesseraFactory.Start(ctx.Done())
+	// Informers and workers end with ctx, and before the control plane.
+	defer func() {
+		cancel()
+		kubeFactory.Shutdown()
+		tesseraFactory.Shutdown()
+		wg.Wait()
+	}()
+	for typ, ok := range kubeFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("syncing the informer for %v: %w", typ, context.Cause(ctx))
+		}
+	}
+	for typ, ok := range tesseraFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("syncing the informer for %v: %w", typ, context.Cause(ctx))
+		}
+	}
+	if kubelet != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kubelet.run(ctx, 8)
+		}()
+	}
+
+	config, err := r.extenderConfig.withoutExtenders()
+	if err != nil {
+		return err
+	}
+	var (
+		noop     *noopExtender
+		extender *extenderProcess
+	)
+	switch row {
+	case rowNoop:
+		kube, err := kubernetes.NewForConfig(env.extenderConfig)
+		if err != nil {
+			return err
+		}
+		if noop, err = newNoopExtender(kube); err != nil {
+			return err
+		}
+		url, err := noop.serve(ctx)
+		if err != nil {
+			return err
+		}
+		if config, err = r.extenderConfig.withExtenderURL(url); err != nil {
+			return err
+		}
+	case rowTessera:
+		started := time.Now()
+		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, r.o.ExtenderArgs)
+		if err != nil {
+			return err
+		}
+		defer extender.Stop()
+		logger.Info("Extender ready", "after", time.Since(started).Round(time.Millisecond))
+		if config, err = r.extenderConfig.withExtenderURL(extender.url); err != nil {
+			return err
+		}
+	}
+
+	logger.Info("Starting kube-scheduler", "config", config.Source, "load", loadAverage())
+	start := time.Now()
+	scheduler, err := env.cp.StartSchedulerProcess(config.YAML)
+	if err != nil {
+		return err
+	}
+	waitErr := waitAllBound(ctx, binds, r.o.Timeout, func() error {
+		if exited, err := scheduler.Exited(); exited {
+			return fmt.Errorf("kube-scheduler exited: %v", err)
+		}
+		if extender != nil {
+			if exited, err := extender.Exited(); exited {
+				return fmt.Errorf("the extender exited: %v; see %s", err, extender.logFile)
+			}
+		}
+		return nil
+	})
+
+	bound, last, latencies := binds.snapshot(created, start)
+	res.Bound = bound
+	if bound > 0 {
+		res.Duration = last.Sub(start)
+	}
+	res.Latency = sampleQuantiles(latencies)
+	_, _, rawLatencies := binds.snapshot(created, time.Time{})
+	rawQ := sampleQuantiles(rawLatencies)
+	logger.Info("Row measured", "bound", bound, "pods", r.o.Pods, "duration", res.Duration.Round(time.Millisecond),
+		"podsPerSecond", fmt.Sprintf("%.1f", res.Throughput()),
+		"createToBoundP50", rawQ.P50.Round(time.Millisecond), "createToBoundP99", rawQ.P99.Round(time.Millisecond))
+	if kubelet != nil {
+		logger.Info("Allocations completed by the simulated kubelet", "count", kubelet.completed.Load())
+	}
+
+	switch {
+	case noop != nil:
+		if res.Verbs, err = noop.quantiles(); err != nil {
+			return err
+		}
+	case extender != nil:
+		families, err := scrape(ctx, extender.url+"/metrics")
+		if err != nil {
+			return err
+		}
+		res.Verbs = verbQuantiles(families, extenderDurationMetric)
+		if _, res.PeakRSSBytes, err = extender.Memory(); err != nil {
+			return err
+		}
+	}
+	if row != rowKubeScheduler {
+		count, err := countRequestsInFile(env.auditLog, extenderUser)
+		if err != nil {
+			return err
+		}
+		res.APIRequests = count.Total
+		logger.Info("Extender API requests", "total", count.Total, "byKind", count.String())
+	}
+	if waitErr != nil {
+		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.o.Pods, waitErr, env.dir)
+	}
+	return nil
+}
+
+// waitAllBound waits until every pod is bound, the timeout passes, ctx
+// ends, or check, called every second, reports a failure.
+func waitAllBound(ctx context.Context, binds *bindRecorder, timeout time.Duration, check func() error) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-binds.allBound():
+			return nil
+		case <-deadline.C:
+			return fmt.Errorf("--timeout=%s passed", timeout)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-tick.C:
+			if err := check(); err != nil {
+				return err
+			}
+		}
+	}
+}

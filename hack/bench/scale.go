@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// probePodName is the unscheduled pod whose filter calls the scale mode times.
+const probePodName = "bench-probe"
+
+// ScaleResult is what the scale mode measured.
+type ScaleResult struct {
+	Nodes, GPUsPerNode, Pods int
+	// Load is the load average when the extender started.
+	Load string
+	// SyncTime is from the extender's start to its /readyz answering ok.
+	SyncTime time.Duration
+	// RSSAfterSync and PeakAfterSync are its memory a moment after it was ready.
+	RSSAfterSync, PeakAfterSync int64
+	// PeakAfterProbes is its peak memory after the filter and prioritize probes.
+	PeakAfterProbes int64
+	// PeakAfterScrape is its peak memory after one scrape of its /metrics,
+	// whose per-GPU and per-allocation series are built at scrape time.
+	PeakAfterScrape int64
+	// HeapInuse is go_memstats_heap_inuse_bytes at the scrape.
+	HeapInuse int64
+	// MetricsBytes is the size of that scrape.
+	MetricsBytes int
+	// Filter and Prioritize are the probe calls' round trips, measured by
+	// the bench; FilterServer is the extender's own histogram.
+	Filter, Prioritize, FilterServer Quantiles
+	// Feasible is how many of the nodes the first filter call returned.
+	Feasible int
+	// APIRequests is what the extender asked the API server, up to the scrape.
+	APIRequests RequestCount
+}
+
+// runScale places o.Pods pods with their allocations directly through the
+// API, then starts the extender and measures its memory and its filter
+// latency for one more pod over every node.
+func runScale(ctx context.Context, o *Options, base, bin string, config schedulerConfig) (*ScaleResult, error) {
+	logger := klog.FromContext(ctx)
+	env, err := startEnv(ctx, filepath.Join(base, "scale"), config.SchedulerName)
+	if err != nil {
+		return nil, err
+	}
+	defer env.stop()
+	if err := createNodes(ctx, env, o); err != nil {
+		return nil, err
+	}
+	if err := placePods(ctx, env, o); err != nil {
+		return nil, err
+	}
+	probe, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx,
+		newPod(probePodName, config.SchedulerName, DefaultMix()[0], false), metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("creating the probe pod: %w", err)
+	}
+
+	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, Load: loadAverage()}
+	started := time.Now()
+	extender, err := startExtender(ctx, bin, env.extenderKubeconfig, config.SchedulerName, env.dir, o.ExtenderArgs)
+	if err != nil {
+		return nil, err
+	}
+	defer extender.Stop()
+	res.SyncTime = time.Since(started)
+	logger.Info("Extender ready", "after", res.SyncTime.Round(time.Millisecond), "load", res.Load)
+	// Let the informers' last events settle before reading memory.
+	select {
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-time.After(2 * time.Second):
+	}
+	if res.RSSAfterSync, res.PeakAfterSync, err = extender.Memory(); err != nil {
+		return nil, err
+	}
+
+	names := make([]string, o.Nodes)
+	for i := range names {
+		names[i] = nodeName(i)
+	}
+	var feasible []string
+	res.Filter, feasible, err = probeFilter(ctx, extender.url, probe, names, o.Probes)
+	if err != nil {
+		return nil, err
+	}
+	res.Feasible = len(feasible)
+	if res.Prioritize, err = probePrioritize(ctx, extender.url, probe, feasible, o.Probes); err != nil {
+		return nil, err
+	}
+	if _, res.PeakAfterProbes, err = extender.Memory(); err != nil {
+		return nil, err
+	}
+
+	families, size, err := scrapeSized(ctx, extender.url+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	res.MetricsBytes = size
+	res.FilterServer = verbQuantiles(families, extenderDurationMetric)[verbFilter]
+	if v, ok := gaugeValue(families, heapInuseMetric); ok {
+		res.HeapInuse = int64(v)
+	}
+	if _, res.PeakAfterScrape, err = extender.Memory(); err != nil {
+		return nil, err
+	}
+	if res.APIRequests, err = countRequestsInFile(env.auditLog, extenderUser); err != nil {
+		return nil, err
+	}
+	logger.Info("Extender API requests", "total", res.APIRequests.Total, "byKind", res.APIRequests.String())
+	return res, nil
+}
+
+// placePods creates o.Pods pods already bound to nodes, each with the
+// GPUAllocation the extender would have written, marked Allocated.
+func placePods(ctx context.Context, env *clusterEnv, o *Options) error {
+	shapes := DefaultMix().Sequence(o.Pods)
+	p := newPlacer(o.Nodes, o.GPUsPerNode, o.Split)
+	type placed struct {
+		node    int
+		devices []gpuv1alpha1.DeviceAllocation
+	}
+	placements := make([]placed, o.Pods)
+	for i, s := range shapes {
+		node, devices, err := p.place(i, s)
+		if err != nil {
+			return err
+		}
+		placements[i] = placed{node, devices}
+	}
+	start := time.Now()
+	err := forEach(ctx, o.Pods, o.Workers, func(ctx context.Context, i int) error {
+		pod := newPod(podName(i), env.schedulerName, shapes[i], false)
+		pod.Spec.NodeName = nodeName(placements[i].node)
+		pod, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
+		if err != nil {
+			return fmt.Errorf("creating pod %s: %w", podName(i), err)
+		}
+		alloc, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).Create(ctx,
+			allocationFor(pod, placements[i].devices), metav1.CreateOptions{FieldManager: fieldManager})
+		if err != nil {
+			return fmt.Errorf("creating the allocation of pod %s: %w", pod.Name, err)
+		}
+		alloc.Status = allocatedStatus(alloc, metav1.Now())
+		if _, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).UpdateStatus(ctx, alloc,
+			metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+			return fmt.Errorf("marking the allocation of pod %s Allocated: %w", pod.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Placed pods with their allocations", "pods", o.Pods, "duration", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// allocationFor is the GPUAllocation the extender writes for a bound pod
+// whose one container got devices.
+func allocationFor(pod *corev1.Pod, devices []gpuv1alpha1.DeviceAllocation) *gpuv1alpha1.GPUAllocation {
+	var memory int64
+	for _, d := range devices {
+		memory += d.MemoryMiB
+	}
+	return &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))},
+		},
+		Spec: gpuv1alpha1.GPUAllocationSpec{
+			PodUID:   pod.UID,
+			NodeName: pod.Spec.NodeName,
+			Containers: []gpuv1alpha1.ContainerAllocation{{
+				Name: pod.Spec.Containers[0].Name, Kind: gpuv1alpha1.ContainerApp, Devices: devices,
+			}},
+			GPUCount:  int32(len(devices)),
+			MemoryMiB: memory,
+		},
+	}
+}
+
+// probeFilter sends n filter calls for the pod over the named nodes and
+// times each round trip. It returns the feasible nodes of the first.
+func probeFilter(ctx context.Context, url string, pod *corev1.Pod, names []string, n int) (Quantiles, []string, error) {
+	body, err := json.Marshal(&extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+	if err != nil {
+		return Quantiles{}, nil, err
+	}
+	var feasible []string
+	samples := make([]time.Duration, 0, n)
+	for i := range n {
+		var result extenderv1.ExtenderFilterResult
+		took, err := post(ctx, url+"/filter", body, &result)
+		if err != nil {
+			return Quantiles{}, nil, err
+		}
+		if result.Error != "" {
+			return Quantiles{}, nil, fmt.Errorf("filter for the probe pod answered: %s", result.Error)
+		}
+		if i == 0 && result.NodeNames != nil {
+			feasible = *result.NodeNames
+		}
+		samples = append(samples, took)
+	}
+	return sampleQuantiles(samples), feasible, nil
+}
+
+// probePrioritize sends n prioritize calls for the pod over the nodes and
+// times each round trip.
+func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, names []string, n int) (Quantiles, error) {
+	body, err := json.Marshal(&extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+	if err != nil {
+		return Quantiles{}, err
+	}
+	samples := make([]time.Duration, 0, n)
+	for range n {
+		var result extenderv1.HostPriorityList
+		took, err := post(ctx, url+"/prioritize", body, &result)
+		if err != nil {
+			return Quantiles{}, err
+		}
+		samples = append(samples, took)
+	}
+	return sampleQuantiles(samples), nil
+}
+
+// post sends a JSON body, decodes the 200 answer into out, and returns
+// the round trip's duration.
+func post(ctx context.Context, url string, body []byte, out any) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("POST %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(resp.Body)
+	took := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("POST %s: reading the answer: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("POST %s: %s: %s", url, resp.Status, data)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return 0, fmt.Errorf("POST %s: decoding the answer: %w", url, err)
+	}
+	return took, nil
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// Targets of issue 7 for the scale mode.
+const (
+	targetFilterP99 = "< 5 ms"
+	targetMemory    = "< 400 MiB"
+)
+
+// rows are the scale mode's measures, one per row: what, value, target.
+func (r *ScaleResult) rows() [][]string {
+	q := func(x Quantiles) string {
+		return formatDuration(x.P50, x.Count) + " / " + formatDuration(x.P99, x.Count)
+	}
+	return [][]string{
+		{"extender start to ready (informers synced)", formatDuration(r.SyncTime, 1), ""},
+		{"resident memory 2 s after ready", formatBytes(r.RSSAfterSync), ""},
+		{"peak resident memory (VmHWM) after sync", formatBytes(r.PeakAfterSync), targetMemory},
+		{fmt.Sprintf("peak resident memory after %d filter + %d prioritize probes", r.Filter.Count, r.Prioritize.Count), formatBytes(r.PeakAfterProbes), targetMemory},
+		{fmt.Sprintf("peak resident memory after one /metrics scrape (%.1f MiB of text)", float64(r.MetricsBytes)/(1<<20)), formatBytes(r.PeakAfterScrape), ""},
+		{"Go heap in use at the scrape", formatBytes(r.HeapInuse), ""},
+		{fmt.Sprintf("filter p50 / p99, %d nodes, round trip", r.Nodes), q(r.Filter), targetFilterP99},
+		{fmt.Sprintf("filter p50 / p99, %d nodes, extender histogram", r.Nodes), q(r.FilterServer), targetFilterP99},
+		{fmt.Sprintf("prioritize p50 / p99, %d feasible nodes, round trip", r.Feasible), q(r.Prioritize), ""},
+		{"API requests by the extender (sync, probes)", formatCount(r.APIRequests.Total), ""},
+	}
+}
+
+func (r *ScaleResult) title() string {
+	return fmt.Sprintf("Extender at scale: %d nodes × %d GPUs, %d pods placed (load average %s)", r.Nodes, r.GPUsPerNode, r.Pods, r.Load)
+}
+
+// WriteText writes the scale table with aligned columns.
+func (r *ScaleResult) WriteText(w io.Writer) error {
+	return writeGrid(w, r.title(), []string{"measure", "value", "target"}, r.rows(), r.notes(), false)
+}
+
+// WriteMarkdown writes the scale table in Markdown.
+func (r *ScaleResult) WriteMarkdown(w io.Writer) error {
+	return writeGrid(w, r.title(), []string{"measure", "value", "target"}, r.rows(), r.notes(), true)
+}
+
+func (r *ScaleResult) notes() []string {
+	if r.APIRequests.Total == 0 {
+		return nil
+	}
+	return []string{"extender API requests by kind: " + r.APIRequests.String()}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Verbs of a scheduler extender, in the order of the table.
+const (
+	verbFilter     = "filter"
+	verbPrioritize = "prioritize"
+	verbBind       = "bind"
+)
+
+func extenderVerbs() []string { return []string{verbFilter, verbPrioritize, verbBind} }
+
+// RowResult is what one row of the throughput table measured.
+type RowResult struct {
+	// Row is a, b or c; Name says what ran.
+	Row, Name string
+	// Pods were created; Bound of them were bound before the row ended.
+	Pods, Bound int
+	// Duration is from the scheduler's start to the last bind.
+	Duration time.Duration
+	// Latency is from each pod's creation, or the scheduler's start if
+	// later, to its bind.
+	Latency Quantiles
+	// Verbs are the extender's latencies by verb; nil without an extender.
+	Verbs map[string]Quantiles
+	// PeakRSSBytes is the extender process's peak resident memory; 0 when
+	// it was not measured (no extender, or one inside the bench).
+	PeakRSSBytes int64
+	// APIRequests is how many requests the extender made to the API
+	// server; -1 without an extender.
+	APIRequests int
+	// Err is why the row did not finish, if it did not.
+	Err error
+}
+
+// Throughput is pods bound per second of the row's duration.
+func (r RowResult) Throughput() float64 {
+	if r.Duration <= 0 {
+		return 0
+	}
+	return float64(r.Bound) / r.Duration.Seconds()
+}
+
+// Table is the throughput table: every row and Tessera's ratio to each.
+type Table struct {
+	// Title says what the workload was and where it ran.
+	Title string
+	Rows  []RowResult
+	// Notes are lines printed under the table, such as the load average.
+	Notes []string
+}
+
+func tableHeader() []string {
+	return []string{
+		"row", "scheduler", "bound", "pods/s", "Tessera ÷ row",
+		"latency p50", "latency p99",
+		"filter p50/p99", "prioritize p50/p99", "bind p50/p99",
+		"extender peak RSS", "extender API requests",
+	}
+}
+
+// cells renders the rows as text cells, one slice per row.
+func (t Table) cells() [][]string {
+	tessera, haveTessera := RowResult{}, false
+	for _, r := range t.Rows {
+		if r.Row == rowTessera && r.Err == nil {
+			tessera, haveTessera = r, true
+		}
+	}
+	out := make([][]string, 0, len(t.Rows))
+	for _, r := range t.Rows {
+		ratio := "—"
+		if haveTessera && r.Err == nil && r.Throughput() > 0 {
+			ratio = fmt.Sprintf("%.2f", tessera.Throughput()/r.Throughput())
+		}
+		row := []string{r.Row, r.Name, fmt.Sprintf("%d/%d", r.Bound, r.Pods)}
+		if r.Err != nil {
+			row = append(row, "failed", ratio)
+		} else {
+			row = append(row, fmt.Sprintf("%.1f", r.Throughput()), ratio)
+		}
+		row = append(row, formatDuration(r.Latency.P50, r.Latency.Count), formatDuration(r.Latency.P99, r.Latency.Count))
+		for _, verb := range extenderVerbs() {
+			q, ok := r.Verbs[verb]
+			if !ok {
+				row = append(row, "—")
+				continue
+			}
+			row = append(row, formatDuration(q.P50, q.Count)+" / "+formatDuration(q.P99, q.Count))
+		}
+		row = append(row, formatBytes(r.PeakRSSBytes), formatCount(r.APIRequests))
+		out = append(out, row)
+	}
+	return out
+}
+
+// WriteText writes the table with aligned columns, then why any row failed.
+func (t Table) WriteText(w io.Writer) error {
+	return writeGrid(w, t.Title, tableHeader(), t.cells(), t.notes(), false)
+}
+
+// WriteMarkdown writes the table as a Markdown table, then why any row failed.
+func (t Table) WriteMarkdown(w io.Writer) error {
+	return writeGrid(w, t.Title, tableHeader(), t.cells(), t.notes(), true)
+}
+
+func (t Table) notes() []string {
+	notes := append([]string(nil), t.Notes...)
+	for _, r := range t.Rows {
+		if r.Err != nil {
+			notes = append(notes, fmt.Sprintf("row %s failed: %v", r.Row, r.Err))
+		}
+	}
+	return notes
+}
+
+// writeGrid writes a title, a table and notes below it, as text with
+// aligned columns or as Markdown.
+func writeGrid(w io.Writer, title string, header []string, rows [][]string, notes []string, markdown bool) error {
+	var b strings.Builder
+	if title != "" {
+		b.WriteString(title + "\n")
+		if markdown {
+			b.WriteString("\n")
+		}
+	}
+	if markdown {
+		b.WriteString("| " + strings.Join(header, " | ") + " |\n")
+		b.WriteString("|" + strings.Repeat("---|", len(header)) + "\n")
+		for _, row := range rows {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
+	} else {
+		all := append([][]string{header}, rows...)
+		widths := make([]int, len(header))
+		for _, row := range all {
+			for i, c := range row {
+				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			}
+		}
+		for _, row := range all {
+			line := ""
+			for i, c := range row {
+				if i > 0 {
+					line += "  "
+				}
+				line += c + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			}
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n")
+	}
+	for _, n := range notes {
+		b.WriteString(n + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// formatDuration writes a latency in milliseconds, or "—" when nothing was observed.
+func formatDuration(d time.Duration, count uint64) string {
+	if count == 0 {
+		return "—"
+	}
+	ms := float64(d) / float64(time.Millisecond)
+	switch {
+	case ms >= 10000:
+		return fmt.Sprintf("%.1f s", ms/1000)
+	case ms >= 100:
+		return fmt.Sprintf("%.0f ms", ms)
+	case ms >= 1:
+		return fmt.Sprintf("%.1f ms", ms)
+	default:
+		return fmt.Sprintf("%.2f ms", ms)
+	}
+}
+
+// formatBytes writes a size in MiB, or "—" when it was not measured.
+func formatBytes(n int64) string {
+	if n <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+}
+
+// formatCount writes a count, or "—" for a negative one (not applicable).
+func formatCount(n int) string {
+	if n < 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d", n)
+}
