@@ -32,6 +32,10 @@ type engine struct {
 	chosen [MaxContainers]uint64
 	// pod is the pod's use of each GPU in the long-running phase.
 	pod [MaxDevices]use
+	// loads caches each GPU's load from the node's usage, for the GPUs in
+	// loaded.
+	loads  [MaxDevices]float64
+	loaded uint64
 
 	// longRunning lists the Sidecar and App containers in search order:
 	// Sidecars in the kubelet's order, then Apps hardest first.
@@ -81,9 +85,10 @@ func (e *engine) place(node *Node, req *Request, choose bool) bool {
 		e.candidates[c] = set
 	}
 	e.orderLongRunning()
-	if !choose && e.sidecars == 0 && e.numLong <= 1 {
-		// Containers that never run beside another of the pod's fit
-		// wherever each fits alone, which the candidates already say.
+	if !choose && e.sidecars == 0 && (e.numLong <= 1 || e.roomy()) {
+		// Containers that never run beside another of the pod's, or
+		// that could all run together on any GPU they fit, fit wherever
+		// each fits alone, which the candidates already say.
 		return true
 	}
 	if e.greedy() {
@@ -119,58 +124,6 @@ func validRequest(req *Request) bool {
 	return true
 }
 
-// orderLongRunning lists the Sidecar and App containers in search order.
-// Apps go hardest first, which helps greedy and prunes the search early;
-// equal Apps end up side by side, which the search uses to skip permutations.
-func (e *engine) orderLongRunning() {
-	cs := e.req.Containers
-	for c := range cs {
-		if cs[c].Kind == gpuv1alpha1.ContainerSidecar {
-			e.longRunning[e.numLong] = uint8(c)
-			e.numLong++
-		}
-	}
-	e.sidecars = e.numLong
-	for c := range cs {
-		if cs[c].Kind == gpuv1alpha1.ContainerInit || cs[c].Kind == gpuv1alpha1.ContainerSidecar {
-			continue
-		}
-		i := e.numLong
-		for ; i > e.sidecars && harder(&cs[c], &cs[e.longRunning[i-1]]); i-- {
-			e.longRunning[i] = e.longRunning[i-1]
-		}
-		e.longRunning[i] = uint8(c)
-		e.numLong++
-	}
-}
-
-// harder orders App containers for placement: exclusive first, then more
-// GPUs, whole memory, more memory, more cores.
-func harder(a, b *gpurequest.ContainerRequest) bool {
-	if ea, eb := a.Cores == gpurequest.MaxPercent, b.Cores == gpurequest.MaxPercent; ea != eb {
-		return ea
-	}
-	if a.Count != b.Count {
-		return a.Count > b.Count
-	}
-	if wa, wb := a.WholeMemory(), b.WholeMemory(); wa != wb {
-		return wa
-	}
-	if a.MemoryMiB != b.MemoryMiB {
-		return a.MemoryMiB > b.MemoryMiB
-	}
-	if a.MemoryPercent != b.MemoryPercent {
-		return a.MemoryPercent > b.MemoryPercent
-	}
-	return a.Cores > b.Cores
-}
-
-// sameRequest reports whether two App containers are interchangeable.
-func sameRequest(a, b *gpurequest.ContainerRequest) bool {
-	return a.Kind == gpuv1alpha1.ContainerApp && b.Kind == gpuv1alpha1.ContainerApp &&
-		a.Count == b.Count && a.MemoryMiB == b.MemoryMiB && a.MemoryPercent == b.MemoryPercent && a.Cores == b.Cores
-}
-
 // take gives GPU g to long-running container c.
 func (e *engine) take(c, g int) {
 	d := &e.node.Devices[g]
@@ -191,4 +144,27 @@ func (e *engine) sidecarUse(c, g int) use {
 		}
 	}
 	return u
+}
+
+// roomy reports whether every GPU could hold at once all the long-running
+// containers that fit it alone. Then any choice of GPUs for each of them
+// fits, and no search is needed to know that the pod fits.
+func (e *engine) roomy() bool {
+	for m := e.static; m != 0; m &= m - 1 {
+		g := bits.TrailingZeros64(m)
+		d := &e.node.Devices[g]
+		var all use
+		for i := range e.numLong {
+			c := int(e.longRunning[i])
+			if e.candidates[c]&(1<<g) == 0 {
+				continue
+			}
+			cr := &e.req.Containers[c]
+			if _, ok := check(d, cr, all, e.free); !ok {
+				return false
+			}
+			all.add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+		}
+	}
+	return true
 }

@@ -30,6 +30,10 @@ func TestFitProperties(t *testing.T) {
 
 		got, failure := Fit(n, req)
 		exists := bruteForce(n, req)
+		var f Failure
+		if feasible := Feasible(n, req, &f); feasible != (failure == nil) || (failure != nil && f != *failure) {
+			t.Fatalf("%s: Feasible() = %v, %+v; Fit failure %+v", name, feasible, f, failure)
+		}
 		if failure == nil {
 			fits++
 			choice := positions(t, n, got)

@@ -4,19 +4,25 @@ import "math/bits"
 
 // load is how busy GPU g is, as the GPU policy sees it: its allocated share
 // of memory plus that of cores, the pod's own containers included when
-// withPod is set.
+// withPod is set. The node's part is worked out once per placement.
 func (e *engine) load(g int, withPod bool) float64 {
 	d := &e.node.Devices[g]
-	var memory int64
-	var cores int32
+	if e.loaded&(1<<g) == 0 {
+		e.loaded |= 1 << g
+		e.loads[g] = 0
+		if !e.free {
+			e.loads[g] = fraction(d.UsedMemoryMiB, d.MemoryMiB) + fraction(int64(d.UsedCores), int64(d.Cores))
+		}
+	}
+	if !withPod || e.pod[g].shares == 0 {
+		return e.loads[g]
+	}
+	memory, cores := e.pod[g].memoryMiB, int64(e.pod[g].cores)
 	if !e.free {
-		memory, cores = d.UsedMemoryMiB, d.UsedCores
+		memory += d.UsedMemoryMiB
+		cores += int64(d.UsedCores)
 	}
-	if withPod {
-		memory += e.pod[g].memoryMiB
-		cores += e.pod[g].cores
-	}
-	return fraction(memory, d.MemoryMiB) + fraction(int64(cores), int64(d.Cores))
+	return fraction(memory, d.MemoryMiB) + fraction(cores, int64(d.Cores))
 }
 
 func fraction(used, capacity int64) float64 {
@@ -32,29 +38,28 @@ func fraction(used, capacity int64) float64 {
 // search can tell twins by looking at a neighbour. It returns how many it
 // listed.
 func (e *engine) rank(set uint64, out *[MaxDevices]uint8, withPod bool) int {
-	var loads [MaxDevices]float64
+	// keys sort ascending: the load, negated for binpack.
+	var keys [MaxDevices]float64
 	n := 0
 	for m := set; m != 0; m &= m - 1 {
 		g := bits.TrailingZeros64(m)
-		l := e.load(g, withPod)
-		i := n
-		for ; i > 0 && e.before(g, l, int(out[i-1]), loads[i-1], withPod); i-- {
-			out[i], loads[i] = out[i-1], loads[i-1]
+		k := e.load(g, withPod)
+		if e.binpack {
+			k = -k
 		}
-		out[i], loads[i] = uint8(g), l
+		i := n
+		for ; i > 0 && (k < keys[i-1] || (k == keys[i-1] && e.tieBefore(g, int(out[i-1]), withPod))); i-- {
+			out[i], keys[i] = out[i-1], keys[i-1]
+		}
+		out[i], keys[i] = uint8(g), k
 		n++
 	}
 	return n
 }
 
-// before reports whether GPU a (with load la) ranks ahead of b (load lb).
-func (e *engine) before(a int, la float64, b int, lb float64, withPod bool) bool {
-	if la != lb {
-		if e.binpack {
-			return la > lb
-		}
-		return la < lb
-	}
+// tieBefore orders GPUs a and b of equal load: by class when withPod is
+// not set, then by index, then by position.
+func (e *engine) tieBefore(a, b int, withPod bool) bool {
 	da, db := &e.node.Devices[a], &e.node.Devices[b]
 	if !withPod {
 		if c := e.compareClass(da, db); c != 0 {

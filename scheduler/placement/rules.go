@@ -66,9 +66,13 @@ func check(d *Device, c *gpurequest.ContainerRequest, p use, free bool) (Reason,
 	if !free {
 		usedMemory, usedCores, usedShares = d.UsedMemoryMiB, d.UsedCores, d.UsedShares
 	}
-	cores := coresOn(c, d)
+	alone := exclusive(c, d)
+	cores := c.Cores
+	if alone {
+		cores = d.Cores
+	}
 	switch {
-	case exclusive(c, d) && (usedMemory != 0 || usedCores != 0 || usedShares != 0 || p.shares != 0):
+	case alone && (usedMemory != 0 || usedCores != 0 || usedShares != 0 || p.shares != 0):
 		return ReasonExclusiveTaken, false
 	case int64(usedShares)+int64(p.shares) >= int64(d.ShareLimit):
 		return ReasonShareLimit, false
