@@ -112,21 +112,37 @@ func (e *Extender) commit(ctx context.Context, pod *corev1.Pod, node string, con
 	}
 
 	alloc, err := e.createAllocation(ctx, pod, node, containers)
-	if err == nil {
-		err = e.postBinding(ctx, pod, node)
-		if err != nil {
-			undoCtx, cancel := detach(ctx)
-			if derr := e.deleteAllocation(undoCtx, alloc.Namespace, alloc.Name, alloc.UID); derr != nil {
-				// The orphan sweep deletes it once the pod is gone; until
-				// then its GPUs stay counted, never over-committed.
-				klog.FromContext(ctx).Error(derr, "Removing the allocation of a failed bind")
-			}
-			cancel()
-		}
-	}
 	if err != nil {
 		e.Gate.Release(node, pod.UID)
+		return err
 	}
+	e.Gate.Attach(node, pod.UID, alloc.UID)
+	err = e.postBinding(ctx, pod, node)
+	if err == nil {
+		return nil
+	}
+
+	// A binding whose answer was lost (the request was cancelled, the
+	// connection dropped) may still have been made: the pod decides.
+	undoCtx, cancel := detach(ctx)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	current, gerr := e.Kube.CoreV1().Pods(pod.Namespace).Get(undoCtx, pod.Name, metav1.GetOptions{})
+	switch {
+	case gerr == nil && current.UID == pod.UID && current.Spec.NodeName == node:
+		logger.Info("Binding answered with an error but was made", "err", err)
+		return nil
+	case gerr != nil && !apierrors.IsNotFound(gerr):
+		// Unknown whether the pod is bound: the allocation stays, so its
+		// GPUs stay counted. A later bind of the pod replaces it; the
+		// orphan sweep deletes it once the pod is gone.
+		logger.Error(gerr, "Reading the pod after a failed binding; keeping its allocation")
+		return err
+	}
+	if derr := e.deleteAllocation(undoCtx, alloc.Namespace, alloc.Name, alloc.UID); derr != nil {
+		logger.Error(derr, "Removing the allocation of a failed bind")
+	}
+	e.Gate.Release(node, pod.UID)
 	return err
 }
 

@@ -27,9 +27,11 @@ type nodeQueue struct {
 	waiters []*waiter
 }
 
+// holder is the node's in-flight pod and, once known, its allocation.
 type holder struct {
-	uid   types.UID
-	since time.Time
+	uid        types.UID
+	allocation types.UID
+	since      time.Time
 }
 
 type waiter struct {
@@ -90,9 +92,19 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 	}
 }
 
-// Release ends the in-flight state of the pod's allocation on the node, so
-// the next bind may go ahead. Releasing a pod that is not in flight there
-// does nothing.
+// Attach records which GPUAllocation the node's in-flight pod got, so that
+// events about an older allocation of the same pod do not end its turn.
+func (g *Gate) Attach(node string, uid, allocation types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if q, ok := g.nodes[node]; ok && q.holder != nil && q.holder.uid == uid {
+		q.holder.allocation = allocation
+	}
+}
+
+// Release ends the pod's turn on the node, whatever its allocation, so the
+// next bind may go ahead: the bind failed, or the pod is gone. Releasing a
+// pod that is not in flight there does nothing.
 func (g *Gate) Release(node string, uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -100,21 +112,37 @@ func (g *Gate) Release(node string, uid types.UID) {
 	if !ok || q.holder == nil || q.holder.uid != uid {
 		return
 	}
-	q.holder = nil
-	g.wakeHead(q)
-	g.forgetIfIdle(node, q)
+	g.free(node, q)
+}
+
+// ReleaseAllocation ends the pod's turn on the node if its in-flight
+// allocation is the given one: it was served, failed or was deleted.
+func (g *Gate) ReleaseAllocation(node string, uid, allocation types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q, ok := g.nodes[node]
+	if !ok || q.holder == nil || q.holder.uid != uid || q.holder.allocation != allocation {
+		return
+	}
+	g.free(node, q)
 }
 
 // Observe records an allocation found in flight on the node, such as a
 // pending one listed after a restart, since the given time. It changes
 // nothing when the node already has an allocation in flight.
-func (g *Gate) Observe(node string, uid types.UID, since time.Time) {
+func (g *Gate) Observe(node string, uid, allocation types.UID, since time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q := g.queue(node)
 	if q.holder == nil {
-		q.holder = &holder{uid: uid, since: since}
+		q.holder = &holder{uid: uid, allocation: allocation, since: since}
 	}
+}
+
+func (g *Gate) free(node string, q *nodeQueue) {
+	q.holder = nil
+	g.wakeHead(q)
+	g.forgetIfIdle(node, q)
 }
 
 // InFlight returns the UID of the node's in-flight allocation, if any has

@@ -153,7 +153,7 @@ func TestGate(t *testing.T) {
 		{
 			name: "observed allocation blocks like an acquired one",
 			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
-				g.Observe("n", "old", clk.Now())
+				g.Observe("n", "old", "alloc-old", clk.Now())
 				b := acquireAsync(t.Context(), g, "n", "b")
 				waitQueued(t, g, "n", 1)
 				expectWaiting(t, b, "b")
@@ -164,8 +164,47 @@ func TestGate(t *testing.T) {
 		{
 			name: "observed allocation older than the time-to-live does not block",
 			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
-				g.Observe("n", "old", clk.Now().Add(-2*ttl))
+				g.Observe("n", "old", "alloc-old", clk.Now().Add(-2*ttl))
 				expectDone(t, acquireAsync(t.Context(), g, "n", "b"), "b")
+			},
+		},
+		{
+			name: "served allocation ends the turn",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				g.Attach("n", "a", "alloc-a")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				g.ReleaseAllocation("n", "a", "alloc-a")
+				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "an older allocation of the in-flight pod does not end its turn",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				// After a restart: the pod's stale allocation is observed, then
+				// its new bind takes the turn and writes a new allocation.
+				g.Observe("n", "a", "alloc-stale", clk.Now())
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				g.Attach("n", "a", "alloc-new")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				g.ReleaseAllocation("n", "a", "alloc-stale")
+				expectWaiting(t, b, "b after the stale allocation went")
+				g.ReleaseAllocation("n", "a", "alloc-new")
+				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "an allocation event before the bind attached its allocation does not end the turn",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				g.ReleaseAllocation("n", "a", "alloc-stale")
+				expectWaiting(t, b, "b")
+				g.Release("n", "a")
+				expectDone(t, b, "b")
 			},
 		},
 		{

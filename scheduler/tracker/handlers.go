@@ -46,7 +46,7 @@ func (t *Tracker) allocationHandler(logger klog.Logger) cache.ResourceEventHandl
 		DeleteFunc: func(obj any) {
 			if a, ok := unwrap(obj).(*gpuv1alpha1.GPUAllocation); ok {
 				t.view.ReleaseAllocation(a)
-				t.gate.Release(a.Spec.NodeName, a.Spec.PodUID)
+				t.gate.ReleaseAllocation(a.Spec.NodeName, a.Spec.PodUID, a.UID)
 			}
 		},
 	}
@@ -59,14 +59,14 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 		if _, ok := t.view.ReleaseAllocation(a); ok {
 			logger.V(2).Info("Released GPUs of failed allocation", "allocation", klog.KObj(a), "node", node, "message", a.Status.Message)
 		}
-		t.gate.Release(node, uid)
+		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
 	}
 	pod, err := t.pods.Pods(a.Namespace).Get(a.Name)
 	switch {
 	case err == nil && pod.UID == uid && podDone(pod):
 		t.view.ReleaseAllocation(a)
-		t.gate.Release(node, uid)
+		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
 	case err == nil && pod.UID != uid, errors.IsNotFound(err):
 		// Probably an orphan. Until that is confirmed its GPUs count as
@@ -75,9 +75,9 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 	}
 	t.view.Place(a)
 	if a.Status.Phase == gpuv1alpha1.AllocationAllocated {
-		t.gate.Release(node, uid)
+		t.gate.ReleaseAllocation(node, uid, a.UID)
 	} else {
-		t.gate.Observe(node, uid, a.CreationTimestamp.Time)
+		t.gate.Observe(node, uid, a.UID, a.CreationTimestamp.Time)
 	}
 }
 

@@ -27,12 +27,12 @@ type devicePlugin struct {
 	mu         sync.Mutex
 	pending    map[string]map[string]bool // node -> allocation keys not yet served
 	violations []string
-	served     int
+	servedAt   map[string]time.Time // allocation key -> when it was marked Allocated
 }
 
 func startDevicePlugin(t *testing.T, cp *framework.ControlPlane) *devicePlugin {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &devicePlugin{pending: map[string]map[string]bool{}}
+	p := &devicePlugin{pending: map[string]map[string]bool{}, servedAt: map[string]time.Time{}}
 	factory := externalversions.NewSharedInformerFactory(cp.Tessera, 0)
 	informer := factory.Gpu().V1alpha1().GPUAllocations().Informer()
 	work := make(chan *gpuv1alpha1.GPUAllocation, 1000)
@@ -142,7 +142,7 @@ func (p *devicePlugin) serve(ctx context.Context, t *testing.T, cp *framework.Co
 		cur.Status.AllocatedTime = &now
 		if _, err = client.UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "e2e-device-plugin"}); err == nil {
 			p.mu.Lock()
-			p.served++
+			p.servedAt[a.Namespace+"/"+a.Name] = time.Now()
 			p.mu.Unlock()
 			return
 		}
@@ -157,4 +157,11 @@ func (p *devicePlugin) Violations() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.violations...)
+}
+
+// ServedAt returns when the allocation was marked Allocated.
+func (p *devicePlugin) ServedAt(namespace, name string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.servedAt[namespace+"/"+name]
 }
