@@ -82,7 +82,7 @@ type Failure struct {
 	// Total is the number of GPUs on the node.
 	Total int32
 	// Fit is the number of GPUs that fit each of the pod's containers on
-	// its own.
+	// its own, NUMA binding included.
 	Fit int32
 	// Counts holds, for each reason, the number of GPUs that fail for it.
 	Counts [NumReasons]int32
