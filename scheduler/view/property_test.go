@@ -1,0 +1,84 @@
+package view
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+)
+
+// TestIncrementalUsageMatchesRecount applies random sequences of informer
+// events and binds and checks, after each, that every GPU's usage equals a
+// recount of the holds of the pods the view has on it: nothing is counted
+// twice or left behind.
+func TestIncrementalUsageMatchesRecount(t *testing.T) {
+	nodes := []string{"n0", "n1", "n2"}
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		v := New()
+		allocations := map[types.UID]*gpuv1alpha1.GPUAllocation{}
+		for step := range 200 {
+			node := nodes[rng.IntN(len(nodes))]
+			pod := types.UID(fmt.Sprintf("pod%d", rng.IntN(12)))
+			c := containers(int64(1+rng.IntN(8))*1000, int32(rng.IntN(5))*10, fmt.Sprintf("%s-gpu%d", node, rng.IntN(2)))
+			switch rng.IntN(8) {
+			case 0:
+				v.SetGPUNode(gpuNode(node, 2))
+			case 1:
+				v.DeleteGPUNode(node)
+			case 2, 3:
+				a := allocation(string(pod), types.UID(fmt.Sprintf("a%d-%d", seed, step)), pod, node, c)
+				allocations[pod] = a
+				v.Place(a)
+			case 4:
+				v.Reserve(pod, "ns", string(pod), node, now, fitOn(c, nil))
+			case 5:
+				v.Release(pod)
+			case 6:
+				if a, ok := allocations[pod]; ok {
+					v.ReleaseAllocation(a)
+				}
+			case 7:
+				v.Reserve(pod, "ns", string(pod), node, now, fitOn(nil, fmt.Errorf("no fit")))
+			}
+			checkRecount(t, v, seed, step)
+			if t.Failed() {
+				return
+			}
+		}
+	}
+}
+
+func checkRecount(t *testing.T, v *View, seed uint64, step int) {
+	t.Helper()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for name, n := range v.nodes {
+		fresh := placement.Node{Name: name, Devices: append([]placement.Device(nil), n.Placement.Devices...)}
+		for i := range fresh.Devices {
+			d := &fresh.Devices[i]
+			d.UsedMemoryMiB, d.UsedCores, d.UsedShares = 0, 0, 0
+		}
+		for uid, p := range n.pods {
+			if v.pods[uid] != p || p.Node != name {
+				t.Errorf("seed %d step %d: node %s lists pod %s that the view has elsewhere", seed, step, name, uid)
+			}
+			fresh.Add(p.holds)
+		}
+		for i := range fresh.Devices {
+			if got, want := n.Placement.Devices[i], fresh.Devices[i]; got != want {
+				t.Errorf("seed %d step %d: %s usage %d MiB/%d cores/%d shares, recount %d/%d/%d", seed, step,
+					got.UUID, got.UsedMemoryMiB, got.UsedCores, got.UsedShares, want.UsedMemoryMiB, want.UsedCores, want.UsedShares)
+			}
+		}
+	}
+	for uid, p := range v.pods {
+		if n, ok := v.nodes[p.Node]; !ok || n.pods[uid] != p {
+			t.Errorf("seed %d step %d: pod %s is not on its node %s", seed, step, uid, p.Node)
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package view
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+var now = time.Unix(1_700_000_000, 0)
+
+func gpuNode(name string, gpus int, cordoned ...string) *gpuv1alpha1.GPUNode {
+	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	gn.Spec.CordonedDevices = cordoned
+	for i := range gpus {
+		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
+			UUID: fmt.Sprintf("%s-gpu%d", name, i), Index: int32(i), Model: "A100",
+			MemoryMiB: 80000, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+		})
+	}
+	hb := metav1.NewTime(now)
+	gn.Status.LastHeartbeatTime = &hb
+	return gn
+}
+
+// containers gives one app container memoryMiB and cores on each listed GPU.
+func containers(memoryMiB int64, cores int32, uuids ...string) []gpuv1alpha1.ContainerAllocation {
+	c := gpuv1alpha1.ContainerAllocation{Name: "main", Kind: gpuv1alpha1.ContainerApp}
+	for _, u := range uuids {
+		c.Devices = append(c.Devices, gpuv1alpha1.DeviceAllocation{UUID: u, MemoryMiB: memoryMiB, Cores: cores})
+	}
+	return []gpuv1alpha1.ContainerAllocation{c}
+}
+
+func allocation(name string, uid, podUID types.UID, node string, c []gpuv1alpha1.ContainerAllocation) *gpuv1alpha1.GPUAllocation {
+	return &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: uid},
+		Spec:       gpuv1alpha1.GPUAllocationSpec{PodUID: podUID, NodeName: node, Containers: c},
+	}
+}
+
+// fitOn returns a FitFunc that places the given containers, or fails.
+func fitOn(c []gpuv1alpha1.ContainerAllocation, err error) FitFunc {
+	return func(*Node) ([]gpuv1alpha1.ContainerAllocation, error) { return c, err }
+}
+
+// usage is one GPU's used memory, cores and shares.
+type usage struct {
+	memory       int64
+	cores, share int32
+}
+
+func usageOf(t *testing.T, v *View, node string, gpu int) usage {
+	t.Helper()
+	var u usage
+	found := false
+	v.Read([]string{node}, "", func(_ string, n *Node) {
+		if n == nil || gpu >= len(n.Placement.Devices) {
+			return
+		}
+		d := n.Placement.Devices[gpu]
+		u, found = usage{d.UsedMemoryMiB, d.UsedCores, d.UsedShares}, true
+	})
+	if !found {
+		t.Fatalf("node %s GPU %d not in the view", node, gpu)
+	}
+	return u
+}
+
+func TestView(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, v *View)
+		want usage // on n1-gpu0 at the end
+	}{
+		{
+			name: "allocation applies its holds",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0")))
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "an allocation delivered twice counts once",
+			run: func(t *testing.T, v *View) {
+				a := allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0"))
+				v.Place(a)
+				a.Status.Phase = gpuv1alpha1.AllocationAllocated
+				v.Place(a)
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "the allocation replaces the reservation of its bind",
+			run: func(t *testing.T, v *View) {
+				c := containers(1000, 10, "n1-gpu0")
+				if _, _, err := v.Reserve("p1", "ns", "p", "n1", now, fitOn(c, nil)); err != nil {
+					t.Fatal(err)
+				}
+				v.Place(allocation("p", "a1", "p1", "n1", c))
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "release frees the pod",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0")))
+				if _, ok := v.Release("p1"); !ok {
+					t.Error("Release found nothing")
+				}
+			},
+		},
+		{
+			name: "releasing an allocation frees it",
+			run: func(t *testing.T, v *View) {
+				a := allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0"))
+				v.Place(a)
+				v.ReleaseAllocation(a)
+			},
+		},
+		{
+			name: "releasing an allocation frees the reservation that created it",
+			run: func(t *testing.T, v *View) {
+				c := containers(1000, 10, "n1-gpu0")
+				v.Reserve("p1", "ns", "p", "n1", now, fitOn(c, nil))
+				v.ReleaseAllocation(allocation("p", "a1", "p1", "n1", c))
+			},
+		},
+		{
+			name: "a replaced allocation's events leave the new reservation alone",
+			run: func(t *testing.T, v *View) {
+				stale := allocation("p", "a-old", "p1", "n1", containers(5000, 50, "n1-gpu0"))
+				v.Place(stale)
+				_, replaced, err := v.Reserve("p1", "ns", "p", "n1", now, fitOn(containers(1000, 10, "n1-gpu0"), nil))
+				if err != nil || replaced == nil || replaced.AllocationUID != "a-old" {
+					t.Fatalf("Reserve replaced %+v, err %v; want the stale allocation", replaced, err)
+				}
+				v.Place(stale)             // a late update of the stale allocation
+				v.ReleaseAllocation(stale) // and its deletion
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "a failed fit leaves the view as it was",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0")))
+				if _, _, err := v.Reserve("p1", "ns", "p", "n1", now, fitOn(nil, errors.New("no"))); err == nil {
+					t.Fatal("Reserve succeeded")
+				}
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "the fit does not see the pod's own earlier hold",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(70000, 10, "n1-gpu0")))
+				var seen int64 = -1
+				v.Reserve("p1", "ns", "p", "n1", now, func(n *Node) ([]gpuv1alpha1.ContainerAllocation, error) {
+					seen = n.Placement.Devices[0].UsedMemoryMiB
+					return containers(2000, 10, "n1-gpu0"), nil
+				})
+				if seen != 0 {
+					t.Errorf("fit saw %d MiB used, want 0", seen)
+				}
+			},
+			want: usage{2000, 10, 1},
+		},
+		{
+			name: "a reservation on another node moves the pod",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0")))
+				v.Reserve("p1", "ns", "p", "n2", now, fitOn(containers(1000, 10, "n2-gpu0"), nil))
+				if u := usageOf(t, v, "n2", 0); u != (usage{1000, 10, 1}) {
+					t.Errorf("n2 usage = %+v", u)
+				}
+			},
+		},
+		{
+			name: "a dropped reservation is freed only if it is still the pod's hold",
+			run: func(t *testing.T, v *View) {
+				c := containers(1000, 10, "n1-gpu0")
+				v.Reserve("p1", "ns", "p", "n1", now, fitOn(c, nil))
+				if v.ReleaseReservation("p1", now.Add(time.Second)) {
+					t.Error("released a reservation made at another time")
+				}
+				v.Place(allocation("p", "a1", "p1", "n1", c))
+				if v.ReleaseReservation("p1", now) {
+					t.Error("released a hold that is an allocation now")
+				}
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "read without a pod leaves out its usage",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0")))
+				v.Read([]string{"n1"}, "p1", func(_ string, n *Node) {
+					if u := n.Placement.Devices[0].UsedMemoryMiB; u != 0 {
+						t.Errorf("read without p1 sees %d MiB", u)
+					}
+				})
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "GPUNode update keeps the usage",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0")))
+				v.SetGPUNode(gpuNode("n1", 2, "n1-gpu1"))
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "GPUNode deleted and back re-applies the holds",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a1", "p1", "n1", containers(1000, 10, "n1-gpu0")))
+				v.DeleteGPUNode("n1")
+				v.Read([]string{"n1"}, "", func(_ string, n *Node) {
+					if n == nil || n.HasGPUNode || len(n.Placement.Devices) != 0 {
+						t.Errorf("deleted node still offers GPUs: %+v", n)
+					}
+				})
+				v.SetGPUNode(gpuNode("n1", 2))
+			},
+			want: usage{1000, 10, 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := New()
+			v.SetGPUNode(gpuNode("n1", 2))
+			v.SetGPUNode(gpuNode("n2", 2))
+			tc.run(t, v)
+			if got := usageOf(t, v, "n1", 0); got != tc.want {
+				t.Errorf("n1-gpu0 usage = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSetGPUNode(t *testing.T) {
+	v := New()
+	gn := gpuNode("n1", 3, "n1-gpu2")
+	gn.Status.Devices[1].Health = gpuv1alpha1.GPUUnhealthy
+	gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionFalse, Reason: "KubeletGone", Message: "kubelet socket is gone"}}
+	v.SetGPUNode(gn)
+	v.Read([]string{"n1", "absent"}, "", func(name string, n *Node) {
+		if name == "absent" {
+			if n != nil {
+				t.Errorf("unknown node read as %+v", n)
+			}
+			return
+		}
+		d := n.Placement.Devices
+		switch {
+		case !n.HasGPUNode:
+			t.Error("HasGPUNode = false")
+		case !n.Heartbeat.Equal(now):
+			t.Errorf("heartbeat = %v, want %v", n.Heartbeat, now)
+		case n.NotReady != "kubelet socket is gone":
+			t.Errorf("NotReady = %q", n.NotReady)
+		case len(d) != 3 || !d[0].Healthy || d[1].Healthy || d[0].Cordoned || !d[2].Cordoned:
+			t.Errorf("devices = %+v", d)
+		}
+	})
+}
+
+func TestDeletedNodeWithoutPodsIsForgotten(t *testing.T) {
+	v := New()
+	v.SetGPUNode(gpuNode("n1", 1))
+	v.DeleteGPUNode("n1")
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if len(v.nodes) != 0 {
+		t.Errorf("view keeps %d nodes", len(v.nodes))
+	}
+}
