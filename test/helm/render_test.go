@@ -1,0 +1,346 @@
+package helm
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+const testNamespace = "tessera-system"
+
+func defaults() render {
+	return render{release: "tessera", namespace: testNamespace}
+}
+
+// variants are value sets that exercise the chart's conditional parts; each
+// must render, and each is applied to a real API server.
+func variants() map[string]render {
+	return map[string]render{
+		"defaults": defaults(),
+		"everything on": {release: "full", namespace: "tessera-full", values: map[string]any{
+			"image":            map[string]any{"tag": "v0.2.0-rc.1", "pullPolicy": "Always"},
+			"imagePullSecrets": []any{map[string]any{"name": "registry"}},
+			"crds":             map[string]any{"keep": false},
+			"schedulerName":    "gpu-scheduler",
+			"resourceNames": map[string]any{
+				"count": "example.com/vgpu", "memory": "example.com/vgpu-memory",
+				"memoryPercentage": "example.com/vgpu-memory-percentage", "cores": "example.com/vgpu-cores",
+			},
+			"scheduler": map[string]any{
+				"replicas": 3, "priorityClassName": "system-cluster-critical",
+				"nodeSelector": map[string]any{"node-role.kubernetes.io/control-plane": ""},
+				"tolerations":  []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
+				"extender": map[string]any{"defaultNodePolicy": "spread", "defaultGPUPolicy": "binpack",
+					"bindWaitTimeout": "40s", "httpTimeout": "1m", "heartbeatMaxAge": "1m30s"},
+			},
+			"webhook": map[string]any{"replicas": 3, "failurePolicy": "Ignore", "excludedNamespaces": []any{"kube-system", "monitoring"}},
+			"devicePlugin": map[string]any{
+				"splitCount": 4, "memoryScaling": 1.5, "coreScaling": 2, "libraryPath": "/usr/local/vgpu/libvgpu.so",
+				"privileged": true, "runtimeClassName": "nvidia", "heartbeatPeriod": "30s",
+				"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+					"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{
+						"key": "nvidia.com/gpu.product", "operator": "In", "values": []any{"NVIDIA-A100-SXM4-40GB"}}}}}}}},
+			},
+			"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
+		}},
+		"minimal": {release: "min", namespace: "tessera-min", values: map[string]any{
+			"crds":         map[string]any{"install": false},
+			"scheduler":    map[string]any{"leaderElection": false},
+			"webhook":      map[string]any{"replicas": 1, "excludedNamespaces": []any{}},
+			"devicePlugin": map[string]any{"restrictToOwnNode": false},
+		}},
+	}
+}
+
+func TestLint(t *testing.T) {
+	// --strict turns Helm's warnings, such as a template that renders
+	// badly formed YAML under some values, into failures.
+	if out, err := helm(t, "lint", "--strict", chartDir()); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for name, v := range variants() {
+		t.Run(name, func(t *testing.T) {
+			if out, err := helm(t, v.args(t, true)...); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+		})
+	}
+}
+
+func TestVariantsRender(t *testing.T) {
+	for name, v := range variants() {
+		t.Run(name, func(t *testing.T) {
+			objs := v.mustTemplate(t)
+			kinds := map[string]int{}
+			for _, o := range objs {
+				kinds[o.GetKind()]++
+			}
+			// Every part of Tessera is there, whatever the values.
+			for kind, want := range map[string]int{"Deployment": 2, "DaemonSet": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1} {
+				if kinds[kind] != want {
+					t.Errorf("%d %s rendered, want %d", kinds[kind], kind, want)
+				}
+			}
+			wantCRDs := 2
+			if crds, _ := v.values["crds"].(map[string]any); crds != nil && crds["install"] == false {
+				wantCRDs = 0
+			}
+			if kinds["CustomResourceDefinition"] != wantCRDs {
+				t.Errorf("%d CRDs rendered, want %d", kinds["CustomResourceDefinition"], wantCRDs)
+			}
+		})
+	}
+}
+
+// TestValuesRefused pins that a bad value stops `helm template` (and so
+// `helm install`) with a message that names the value.
+func TestValuesRefused(t *testing.T) {
+	tests := []struct {
+		name        string
+		values      map[string]any
+		kubeVersion string
+		want        []string
+	}{
+		{
+			name:   "negative scheduler replicas",
+			values: map[string]any{"scheduler": map[string]any{"replicas": -1}},
+			want:   []string{"/scheduler/replicas", "minimum"},
+		},
+		{
+			name:   "negative webhook replicas",
+			values: map[string]any{"webhook": map[string]any{"replicas": -2}},
+			want:   []string{"/webhook/replicas", "minimum"},
+		},
+		{
+			name:   "unknown node policy",
+			values: map[string]any{"scheduler": map[string]any{"extender": map[string]any{"defaultNodePolicy": "pack"}}},
+			want:   []string{"/scheduler/extender/defaultNodePolicy", "binpack", "spread"},
+		},
+		{
+			name:   "unknown GPU policy",
+			values: map[string]any{"scheduler": map[string]any{"extender": map[string]any{"defaultGPUPolicy": "random"}}},
+			want:   []string{"/scheduler/extender/defaultGPUPolicy", "binpack", "spread"},
+		},
+		{
+			name:   "split count below 1",
+			values: map[string]any{"devicePlugin": map[string]any{"splitCount": 0}},
+			want:   []string{"/devicePlugin/splitCount", "minimum"},
+		},
+		{
+			name:   "split count above the API's share limit",
+			values: map[string]any{"devicePlugin": map[string]any{"splitCount": 2000}},
+			want:   []string{"/devicePlugin/splitCount", "maximum"},
+		},
+		{
+			name:   "zero memory scaling",
+			values: map[string]any{"devicePlugin": map[string]any{"memoryScaling": 0}},
+			want:   []string{"/devicePlugin/memoryScaling"},
+		},
+		{
+			name:   "misspelt key",
+			values: map[string]any{"devicePlugin": map[string]any{"splitcount": 4}},
+			want:   []string{"/devicePlugin", "splitcount"},
+		},
+		{
+			name:   "unknown failure policy",
+			values: map[string]any{"webhook": map[string]any{"failurePolicy": "Never"}},
+			want:   []string{"/webhook/failurePolicy", "Fail", "Ignore"},
+		},
+		{
+			name:   "webhook timeout above the API server's limit",
+			values: map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}},
+			want:   []string{"/webhook/timeoutSeconds", "maximum"},
+		},
+		{
+			name:   "duration without a unit",
+			values: map[string]any{"scheduler": map[string]any{"extender": map[string]any{"httpTimeout": "30"}}},
+			want:   []string{"/scheduler/extender/httpTimeout"},
+		},
+		{
+			name:   "resource name without a domain",
+			values: map[string]any{"resourceNames": map[string]any{"cores": "gpucores"}},
+			want:   []string{"/resourceNames/cores", "gpucores"},
+		},
+		{
+			name:   "relative library path",
+			values: map[string]any{"devicePlugin": map[string]any{"libraryPath": "vgpu/libvgpu.so"}},
+			want:   []string{"/devicePlugin/libraryPath"},
+		},
+		{
+			name:   "port out of range",
+			values: map[string]any{"devicePlugin": map[string]any{"metricsPort": 70000}},
+			want:   []string{"/devicePlugin/metricsPort", "maximum"},
+		},
+		{
+			name:   "replicas without leader election",
+			values: map[string]any{"scheduler": map[string]any{"replicas": 2, "leaderElection": false}},
+			want:   []string{"scheduler.replicas is 2", "scheduler.leaderElection"},
+		},
+		{
+			name:   "bind wait not shorter than the extender timeout",
+			values: map[string]any{"scheduler": map[string]any{"extender": map[string]any{"bindWaitTimeout": "1m", "httpTimeout": "45s"}}},
+			want:   []string{"scheduler.extender.bindWaitTimeout 1m", "scheduler.extender.httpTimeout 45s"},
+		},
+		{
+			name:   "heartbeat age below two periods",
+			values: map[string]any{"scheduler": map[string]any{"extender": map[string]any{"heartbeatMaxAge": "20s"}}},
+			want:   []string{"scheduler.extender.heartbeatMaxAge 20s", "devicePlugin.heartbeatPeriod 15s"},
+		},
+		{
+			name:   "one resource name twice",
+			values: map[string]any{"resourceNames": map[string]any{"memory": "nvidia.com/gpu"}},
+			want:   []string{"resourceNames must be four different names"},
+		},
+		{
+			name:        "kube-scheduler newer than the cluster",
+			kubeVersion: "1.36.3",
+			want:        []string{"scheduler.kubeScheduler.image.tag v1.37.2", "v1.36.3"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := defaults()
+			r.values, r.kubeVersion = tt.values, tt.kubeVersion
+			_, err := r.template(t)
+			if err == nil {
+				t.Fatalf("the chart rendered with %v, want an error", tt.values)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not mention %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+// TestCRDCopiesMatchDeploy keeps deploy/crds the single source of the
+// CRDs: the chart's copies must be the same files, byte for byte.
+func TestCRDCopiesMatchDeploy(t *testing.T) {
+	source := filepath.Join(framework.RepoRoot(), "deploy", "crds")
+	copies := filepath.Join(chartDir(), "files", "crds")
+	names := func(dir string) []string {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range files {
+			out = append(out, filepath.Base(f))
+		}
+		sort.Strings(out)
+		return out
+	}
+	want, got := names(source), names(copies)
+	fix := "run: rm -f deploy/helm/tessera/files/crds/*.yaml && cp deploy/crds/*.yaml deploy/helm/tessera/files/crds/"
+	if len(want) == 0 {
+		t.Fatalf("no CRDs in %s", source)
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("the chart holds CRDs %v, deploy/crds holds %v; %s", got, want, fix)
+	}
+	for _, name := range want {
+		a, err := os.ReadFile(filepath.Join(source, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(copies, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("the chart's %s differs from deploy/crds/%s; %s", name, name, fix)
+		}
+	}
+
+	// What the chart installs is those CRDs, plus its labels and the keep
+	// annotation.
+	objs := defaults().mustTemplate(t)
+	for _, crd := range find(objs, "CustomResourceDefinition") {
+		if crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s lacks helm.sh/resource-policy: keep", crd.GetName())
+		}
+		spec, _, _ := unstructured.NestedMap(crd.Object, "spec")
+		var found bool
+		for _, name := range want {
+			data, _ := os.ReadFile(filepath.Join(source, name))
+			var source map[string]any
+			if err := yaml.Unmarshal(data, &source); err != nil {
+				t.Fatal(err)
+			}
+			if source["metadata"].(map[string]any)["name"] == crd.GetName() {
+				found = true
+				if !reflect.DeepEqual(normalize(t, source["spec"]), normalize(t, spec)) {
+					t.Errorf("the rendered CRD %s has a spec other than deploy/crds/%s", crd.GetName(), name)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("rendered CRD %s is not in deploy/crds", crd.GetName())
+		}
+	}
+}
+
+// TestSchedulerConfigMatchesDeploy checks that the chart's
+// KubeSchedulerConfiguration is deploy/scheduler's plus leader election.
+func TestSchedulerConfigMatchesDeploy(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	got := schedulerConfig(t, defaults().mustTemplate(t))
+	election, ok := got["leaderElection"].(map[string]any)
+	if !ok {
+		t.Fatalf("the chart's scheduler configuration has no leaderElection: %v", got)
+	}
+	if election["leaderElect"] != true || election["resourceNamespace"] != testNamespace || election["resourceName"] != "tessera-scheduler" {
+		t.Errorf("leaderElection = %v, want leaderElect true on lease %s/tessera-scheduler", election, testNamespace)
+	}
+	delete(got, "leaderElection")
+	if !reflect.DeepEqual(got, want) {
+		gotYAML, _ := yaml.Marshal(got)
+		t.Errorf("the chart's KubeSchedulerConfiguration differs from deploy/scheduler/kube-scheduler-config.yaml:\nchart:\n%s\ndeploy:\n%s", gotYAML, data)
+	}
+}
+
+// schedulerConfig returns the KubeSchedulerConfiguration in the rendered
+// scheduler ConfigMap.
+func schedulerConfig(t testing.TB, objs []*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	cm := findOne(t, objs, "ConfigMap", "-scheduler")
+	text, _, _ := unstructured.NestedString(cm.Object, "data", "kube-scheduler-config.yaml")
+	var config map[string]any
+	if err := yaml.Unmarshal([]byte(text), &config); err != nil {
+		t.Fatalf("decoding the scheduler configuration: %v\n%s", err, text)
+	}
+	return config
+}
+
+// normalize round-trips a decoded document through JSON, so that numbers
+// decoded as int64 and as float64 compare equal.
+func normalize(t testing.TB, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
