@@ -28,19 +28,27 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 	if len(req.ContainerRequests) == 0 {
 		return &pluginapi.AllocateResponse{}, nil
 	}
-	alloc, err := a.findInFlight(ctx)
+	alloc, live, err := a.findInFlight(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
 		logger := klog.LoggerWithValues(klog.FromContext(ctx), "gpuAllocation", klog.KObj(alloc))
 		resp, served, err := a.plan(ctx, alloc, req)
-		if err != nil {
-			var pe planError
-			if errors.As(err, &pe) {
-				logger.Info("Allocation failed", "reason", pe.msg)
-				return nil, a.fail(ctx, alloc, pe)
+		var pe planError
+		switch {
+		case errors.As(err, &pe) && !live:
+			// The cache may lag the plugin's own last write: decide
+			// only on what the API server holds.
+			if alloc, err = a.refresh(ctx, alloc); err != nil {
+				return nil, err
 			}
+			live = true
+			continue
+		case errors.As(err, &pe):
+			logger.Info("Allocation failed", "reason", pe.msg)
+			return nil, a.fail(ctx, alloc, pe)
+		case err != nil:
 			return nil, status.Errorf(codes.Unavailable, "allocating GPUs of pod %s/%s: %v", alloc.Namespace, alloc.Name, err)
 		}
 		updated := alloc.DeepCopy()
@@ -55,23 +63,31 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 		case err == nil:
 			logger.Info("Allocated GPUs", "containers", served, "phase", updated.Status.Phase)
 			return resp, nil
-		case apierrors.IsConflict(err) && attempt < maxWriteAttempts:
+		case (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < maxWriteAttempts:
 			// The cache was behind, or someone else wrote: read it again
 			// and choose the containers anew.
-			fresh, gerr := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).Get(ctx, alloc.Name, metav1.GetOptions{})
-			if gerr != nil {
-				return nil, a.readError(alloc, gerr)
+			if alloc, err = a.refresh(ctx, alloc); err != nil {
+				return nil, err
 			}
-			if !inFlight(fresh, a.cfg.NodeName) {
-				return nil, status.Errorf(codes.FailedPrecondition, "GPUAllocation %s/%s is %s, not pending: %s",
-					alloc.Namespace, alloc.Name, fresh.Status.Phase, fresh.Status.Message)
-			}
-			alloc = fresh
-		case apierrors.IsNotFound(err):
-			return nil, a.readError(alloc, err)
+			live = true
 		default:
 			return nil, status.Errorf(codes.Unavailable, "recording the allocation of pod %s/%s: %v", alloc.Namespace, alloc.Name, err)
 		}
+	}
+}
+
+// refresh reads the allocation from the API server. When it is no longer in
+// flight (served, failed or deleted since the cache saw it), the node's
+// in-flight allocation is looked for on the API server instead.
+func (a *Allocator) refresh(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation) (*gpuv1alpha1.GPUAllocation, error) {
+	fresh, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).Get(ctx, alloc.Name, metav1.GetOptions{})
+	switch {
+	case err == nil && inFlight(fresh, a.cfg.NodeName):
+		return fresh, nil
+	case err == nil || apierrors.IsNotFound(err):
+		return a.findInFlightLive(ctx)
+	default:
+		return nil, status.Errorf(codes.Unavailable, "reading GPUAllocation %s/%s: %v", alloc.Namespace, alloc.Name, err)
 	}
 }
 
@@ -161,13 +177,6 @@ func (a *Allocator) fail(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, 
 		alloc = fresh
 	}
 	return status.Error(pe.code, pe.msg)
-}
-
-func (a *Allocator) readError(alloc *gpuv1alpha1.GPUAllocation, err error) error {
-	if apierrors.IsNotFound(err) {
-		return status.Errorf(codes.NotFound, "GPUAllocation %s/%s was deleted while its GPUs were being allocated (its pod is gone)", alloc.Namespace, alloc.Name)
-	}
-	return status.Errorf(codes.Unavailable, "reading GPUAllocation %s/%s: %v", alloc.Namespace, alloc.Name, err)
 }
 
 func (a *Allocator) now() *metav1.Time {

@@ -2,15 +2,19 @@ package allocator
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
@@ -53,7 +57,7 @@ func dev(uuid string, index int32, memory int64, cores int32) gpuv1alpha1.Device
 
 func testAllocation(name string, uid types.UID, node string, containers ...gpuv1alpha1.ContainerAllocation) *gpuv1alpha1.GPUAllocation {
 	return &gpuv1alpha1.GPUAllocation{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(testNow)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.NewTime(testNow), ResourceVersion: "1"},
 		Spec:       gpuv1alpha1.GPUAllocationSpec{PodUID: uid, NodeName: node, Containers: containers},
 	}
 }
@@ -69,12 +73,21 @@ type unitHarness struct {
 
 func newUnitHarness(t *testing.T, pods []*corev1.Pod, allocs []*gpuv1alpha1.GPUAllocation, resp ResponseConfig) *unitHarness {
 	t.Helper()
+	return newStaleHarness(t, pods, allocs, allocs, resp)
+}
+
+// newStaleHarness is newUnitHarness with a cache that holds other versions
+// of the allocations than the API server.
+func newStaleHarness(t *testing.T, pods []*corev1.Pod, apiAllocs, cachedAllocs []*gpuv1alpha1.GPUAllocation, resp ResponseConfig) *unitHarness {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var tObjs, kObjs []runtime.Object
 	allocIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	podIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, a := range allocs {
+	for _, a := range apiAllocs {
 		tObjs = append(tObjs, a)
+	}
+	for _, a := range cachedAllocs {
 		if err := allocIndexer.Add(a); err != nil {
 			t.Fatal(err)
 		}
@@ -89,6 +102,7 @@ func newUnitHarness(t *testing.T, pods []*corev1.Pod, allocs []*gpuv1alpha1.GPUA
 	// the generated apply configurations, which they lack; the simple
 	// clientset serves these unit tests.
 	h := &unitHarness{tessera: tesserafake.NewSimpleClientset(tObjs...), kube: kubefake.NewClientset(kObjs...), ctx: ctx} //nolint:staticcheck
+	h.tessera.PrependReactor("update", "gpuallocations", h.optimisticConcurrency)
 	h.alloc = New(Config{
 		NodeName:      testNode,
 		Tessera:       h.tessera,
@@ -102,6 +116,29 @@ func newUnitHarness(t *testing.T, pods []*corev1.Pod, allocs []*gpuv1alpha1.GPUA
 		Response:      resp,
 	})
 	return h
+}
+
+// optimisticConcurrency makes status updates of the fake clientset fail
+// with a conflict when they carry another resourceVersion than the stored
+// object, as the API server does; the simple fake would accept them.
+func (h *unitHarness) optimisticConcurrency(action k8stesting.Action) (bool, runtime.Object, error) {
+	update, ok := action.(k8stesting.UpdateAction)
+	if !ok || update.GetSubresource() != "status" {
+		return false, nil, nil
+	}
+	obj := update.GetObject().(*gpuv1alpha1.GPUAllocation).DeepCopy()
+	gvr := gpuv1alpha1.SchemeGroupVersion.WithResource("gpuallocations")
+	stored, err := h.tessera.Tracker().Get(gvr, obj.Namespace, obj.Name)
+	if err != nil {
+		return true, nil, err
+	}
+	storedRV := stored.(*gpuv1alpha1.GPUAllocation).ResourceVersion
+	if obj.ResourceVersion != storedRV {
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), obj.Name, fmt.Errorf("resourceVersion %q is not the stored %q", obj.ResourceVersion, storedRV))
+	}
+	rv, _ := strconv.Atoi(storedRV)
+	obj.ResourceVersion = strconv.Itoa(rv + 1)
+	return true, obj, h.tessera.Tracker().Update(gvr, obj, obj.Namespace)
 }
 
 // stored returns the allocation as the API server holds it.

@@ -53,19 +53,27 @@ func pick(all []*gpuv1alpha1.GPUAllocation, node string) (*gpuv1alpha1.GPUAlloca
 
 // findInFlight returns a copy of the node's in-flight allocation, from the
 // cache or, when the cache has none yet, from the API server for at most
-// the lookup timeout.
-func (a *Allocator) findInFlight(ctx context.Context) (*gpuv1alpha1.GPUAllocation, error) {
+// the lookup timeout. live says that the copy was read from the API server.
+func (a *Allocator) findInFlight(ctx context.Context) (alloc *gpuv1alpha1.GPUAllocation, live bool, err error) {
 	logger := klog.FromContext(ctx)
 	cached, err := a.cfg.Allocations.List(labels.Everything())
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
+		return nil, false, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
 	}
 	if found, n := pick(cached, a.cfg.NodeName); found != nil {
 		if n > 1 {
 			logger.Info("More than one GPUAllocation in flight on the node; serving the oldest", "count", n, "gpuAllocation", klog.KObj(found))
 		}
-		return found.DeepCopy(), nil
+		return found.DeepCopy(), false, nil
 	}
+	alloc, err = a.findInFlightLive(ctx)
+	return alloc, err == nil, err
+}
+
+// findInFlightLive reads the node's in-flight allocation from the API
+// server, waiting at most the lookup timeout for one to appear.
+func (a *Allocator) findInFlightLive(ctx context.Context) (*gpuv1alpha1.GPUAllocation, error) {
+	logger := klog.FromContext(ctx)
 
 	var (
 		found   *gpuv1alpha1.GPUAllocation

@@ -20,7 +20,7 @@ func (a *Allocator) Preferred(ctx context.Context, req *pluginapi.PreferredAlloc
 	defer a.mu.Unlock()
 	logger := klog.FromContext(ctx)
 	var wanted [][]string
-	if alloc, err := a.findInFlight(ctx); err != nil {
+	if alloc, _, err := a.findInFlight(ctx); err != nil {
 		logger.Info("No allocation to steer the kubelet's device choice", "err", err)
 	} else {
 		for _, c := range unserved(alloc) {

@@ -1,0 +1,66 @@
+package allocator
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// TestAllocateDecidesOnTheAPIServerNotAStaleCache pins that a cache behind
+// the plugin's own writes never fails or misserves an allocation.
+func TestAllocateDecidesOnTheAPIServerNotAStaleCache(t *testing.T) {
+	twoContainers := testAllocation("p", "uid-p", testNode,
+		container("init", gpuv1alpha1.ContainerInit, dev("GPU-a", 0, 1000, 0)),
+		container("main", gpuv1alpha1.ContainerApp, dev("GPU-a", 0, 2000, 0), dev("GPU-b", 1, 2000, 0)))
+	initServed := twoContainers.DeepCopy()
+	initServed.Status = gpuv1alpha1.GPUAllocationStatus{Phase: gpuv1alpha1.AllocationPending, ServedContainers: []string{"init"}}
+	initServed.ResourceVersion = "2"
+	allocated := testAllocation("old", "uid-old", testNode, container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 500, 0)))
+	cachedOld := allocated.DeepCopy()
+	cachedOld.CreationTimestamp = metav1.NewTime(testNow.Add(-1))
+	allocated.Status = gpuv1alpha1.GPUAllocationStatus{Phase: gpuv1alpha1.AllocationAllocated, ServedContainers: []string{"main"}}
+	allocated.ResourceVersion = "2"
+
+	tests := []struct {
+		name       string
+		api        []*gpuv1alpha1.GPUAllocation
+		cached     []*gpuv1alpha1.GPUAllocation
+		req        []int
+		wantEnv    string
+		wantServed map[string][]string
+	}{
+		{
+			name: "cache has not seen the init container served",
+			api:  []*gpuv1alpha1.GPUAllocation{initServed}, cached: []*gpuv1alpha1.GPUAllocation{twoContainers},
+			req: []int{2}, wantEnv: "GPU-a,GPU-b",
+			wantServed: map[string][]string{"p": {"init", "main"}},
+		},
+		{
+			name: "cache still shows the previous pod in flight and not the next one",
+			api:  []*gpuv1alpha1.GPUAllocation{allocated, twoContainers}, cached: []*gpuv1alpha1.GPUAllocation{cachedOld},
+			req: []int{1}, wantEnv: "GPU-a",
+			wantServed: map[string][]string{"p": {"init"}, "old": {"main"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newStaleHarness(t, []*corev1.Pod{testPod("p", "uid-p"), testPod("old", "uid-old")}, tt.api, tt.cached, ResponseConfig{})
+			resp, err := h.alloc.Allocate(h.ctx, request(tt.req...))
+			if err != nil {
+				t.Fatalf("Allocate: %v", err)
+			}
+			if got := resp.ContainerResponses[0].Envs[EnvVisibleDevices]; got != tt.wantEnv {
+				t.Errorf("visible devices %q, want %q", got, tt.wantEnv)
+			}
+			for name, want := range tt.wantServed {
+				if got := h.stored(t, name).Status.ServedContainers; !reflect.DeepEqual(got, want) {
+					t.Errorf("%s served %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+}
