@@ -191,17 +191,31 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		logger.Info("Allocations completed by the simulated kubelet", "count", kubelet.completed.Load())
 	}
 
+	// A bind is observed in the histogram just after the pod is bound, so
+	// the last ones may not be in it yet when the watch reports the bind.
+	verbs := func() (map[string]Quantiles, error) { return nil, nil }
 	switch {
 	case noop != nil:
-		if res.Verbs, err = noop.quantiles(); err != nil {
-			return err
-		}
+		verbs = noop.quantiles
 	case extender != nil:
-		families, err := scrape(ctx, extender.url+"/metrics")
-		if err != nil {
+		verbs = func() (map[string]Quantiles, error) {
+			families, err := scrape(ctx, extender.url+"/metrics")
+			if err != nil {
+				return nil, err
+			}
+			return verbQuantiles(families, extenderDurationMetric), nil
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if res.Verbs, err = verbs(); err != nil {
 			return err
 		}
-		res.Verbs = verbQuantiles(families, extenderDurationMetric)
+		if res.Verbs == nil || res.Verbs[verbBind].Count >= uint64(bound) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if extender != nil {
 		if _, res.PeakRSSBytes, err = extender.Memory(); err != nil {
 			return err
 		}

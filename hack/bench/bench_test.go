@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// TestSmoke runs every row on a tiny cluster against a real control plane
+// and checks that each bound every pod and measured what its row measures.
+// It asserts no timing: the numbers come from the full-size runs.
+func TestSmoke(t *testing.T) {
+	logger, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
+	defer cancel()
+	o := NewOptions()
+	o.Nodes, o.Pods, o.Timeout, o.Workers = 5, 20, 3*time.Minute, 8
+	config, err := loadExtenderConfig(framework.RepoRoot() + "/" + o.SchedulerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildExtender(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
+
+	for _, row := range []string{rowKubeScheduler, rowNoop, rowTessera} {
+		t.Run(rowName(row), func(t *testing.T) {
+			res := r.runRow(ctx, row)
+			if res.Err != nil {
+				t.Fatalf("row %s: %v", row, res.Err)
+			}
+			if res.Bound != o.Pods || res.Duration <= 0 || res.Latency.Count != uint64(o.Pods) {
+				t.Errorf("row %s bound %d of %d pods in %s with %d latencies", row, res.Bound, o.Pods, res.Duration, res.Latency.Count)
+			}
+			switch row {
+			case rowKubeScheduler:
+				if res.Verbs != nil || res.APIRequests != -1 {
+					t.Errorf("kube-scheduler alone has extender measures: %+v", res)
+				}
+			case rowNoop:
+				// The no-op extender makes exactly one request per pod: its binding.
+				if res.APIRequests != o.Pods || res.Verbs[verbBind].Count != uint64(o.Pods) {
+					t.Errorf("no-op extender: %d API requests and %d binds, want %d each", res.APIRequests, res.Verbs[verbBind].Count, o.Pods)
+				}
+			case rowTessera:
+				if res.Verbs[verbFilter].Count == 0 || res.Verbs[verbBind].Count < uint64(o.Pods) {
+					t.Errorf("Tessera's histograms: %+v", res.Verbs)
+				}
+				// At least an allocation and a binding per pod.
+				if res.APIRequests < 2*o.Pods || res.PeakRSSBytes <= 0 {
+					t.Errorf("Tessera made %d API requests with peak memory %d", res.APIRequests, res.PeakRSSBytes)
+				}
+			}
+		})
+	}
+	logger.Info("Smoke run done")
+}
+
+func TestRunRefusesBadFlags(t *testing.T) {
+	err := run(context.Background(), []string{"--nodes=0"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--nodes=0: must be from 1 to 20000") {
+		t.Fatalf("run = %v, want an error naming --nodes and its limit", err)
+	}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(o *Options)
+		wantErr string
+	}{
+		{name: "defaults are valid", mutate: func(*Options) {}},
+		{name: "scale mode is valid", mutate: func(o *Options) { o.Mode = modeScale; o.Nodes = 5000; o.Pods = 40000 }},
+		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput or scale`},
+		{name: "no nodes", mutate: func(o *Options) { o.Nodes = 0 }, wantErr: "--nodes=0: must be from 1 to 20000"},
+		{name: "too many GPUs per node", mutate: func(o *Options) { o.GPUsPerNode = 17 }, wantErr: "--gpus-per-node=17: must be from 4 to 16"},
+		{name: "too few GPUs per node for the 4-GPU shapes", mutate: func(o *Options) { o.GPUsPerNode = 2 }, wantErr: "--gpus-per-node=2: must be from 4 to 16"},
+		{name: "split over the limit", mutate: func(o *Options) { o.Split = 101 }, wantErr: "--split=101: must be from 1 to 100"},
+		{name: "more pods than shares", mutate: func(o *Options) { o.Nodes = 1; o.Pods = 81 }, wantErr: "--pods=81: must be at most --nodes × --gpus-per-node × --split = 80"},
+		{name: "unknown row", mutate: func(o *Options) { o.Rows = []string{"a", "d"} }, wantErr: `--rows=a,d: unknown row "d"`},
+		{name: "row named twice", mutate: func(o *Options) { o.Rows = []string{"b", "b"} }, wantErr: `row "b" is named twice`},
+		{name: "no rows", mutate: func(o *Options) { o.Rows = nil }, wantErr: "--rows is empty"},
+		{name: "zero timeout", mutate: func(o *Options) { o.Timeout = 0 }, wantErr: "--timeout=0s: must be positive"},
+		{name: "negative timeout", mutate: func(o *Options) { o.Timeout = -time.Second }, wantErr: "--timeout=-1s"},
+		{name: "no workers", mutate: func(o *Options) { o.Workers = 0 }, wantErr: "--workers=0: must be from 1 to 256"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			tt.mutate(o)
+			err := o.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

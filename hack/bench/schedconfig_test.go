@@ -1,0 +1,88 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+func TestParseExtenderConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		yaml     string
+		wantName string
+		wantErr  string
+	}{
+		{name: "the built-in configuration", yaml: builtinExtenderConfig, wantName: "tessera-scheduler"},
+		{name: "two profiles are refused", yaml: "profiles:\n- schedulerName: a\n- schedulerName: b\nextenders:\n- urlPrefix: x\n", wantErr: "2 profiles"},
+		{name: "a profile without a name is refused", yaml: "profiles:\n- {}\nextenders:\n- urlPrefix: x\n", wantErr: "schedulerName is empty"},
+		{name: "no extender is refused", yaml: "profiles:\n- schedulerName: a\n", wantErr: "no extenders"},
+		{name: "not YAML", yaml: "profiles: [", wantErr: "decoding"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseExtenderConfig([]byte(tt.yaml), "test")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parse = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.SchedulerName != tt.wantName {
+				t.Fatalf("parse = %+v, %v; want scheduler %q", got, err, tt.wantName)
+			}
+		})
+	}
+}
+
+// TestDeployedConfigIsUsable reads the KubeSchedulerConfiguration that
+// deploy/ ships, as rows b and c do.
+func TestDeployedConfigIsUsable(t *testing.T) {
+	path := filepath.Join(framework.RepoRoot(), NewOptions().SchedulerConfig)
+	config, err := loadExtenderConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.SchedulerName != "tessera-scheduler" {
+		t.Errorf("profile %q, want tessera-scheduler", config.SchedulerName)
+	}
+}
+
+func TestRewrites(t *testing.T) {
+	base, err := parseExtenderConfig([]byte(builtinExtenderConfig+"percentageOfNodesToScore: 100\n"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func(c schedulerConfig) map[string]any {
+		m := map[string]any{}
+		if err := yaml.Unmarshal([]byte(c.YAML), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+
+	withURL, err := base.withExtenderURL("http://127.0.0.1:4242")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := decode(withURL)["extenders"].([]any)[0].(map[string]any)
+	if ext["urlPrefix"] != "http://127.0.0.1:4242" || ext["bindVerb"] != "bind" || ext["nodeCacheCapable"] != true {
+		t.Errorf("extender after the URL rewrite: %v", ext)
+	}
+
+	alone, err := base.withoutExtenders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decode(alone)
+	if _, ok := m["extenders"]; ok {
+		t.Errorf("extenders left in %s", alone.YAML)
+	}
+	if m["percentageOfNodesToScore"] != float64(100) || alone.SchedulerName != base.SchedulerName {
+		t.Errorf("the rest of the configuration changed: %s", alone.YAML)
+	}
+}
