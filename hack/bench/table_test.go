@@ -44,14 +44,14 @@ func TestTableCells(t *testing.T) {
 			},
 		},
 		{
-			name: "no ratio without a Tessera row",
+			name:  "no ratio without a Tessera row",
 			table: Table{Rows: []RowResult{{Row: "a", Name: "kube-scheduler alone", Pods: 1, Bound: 1, Duration: time.Second, APIRequests: -1}}},
-			want: [][]string{{"a", "kube-scheduler alone", "1/1", "1.0", "—", "—", "—", "—", "—", "—", "—", "—"}},
+			want:  [][]string{{"a", "kube-scheduler alone", "1/1", "1.0", "—", "—", "—", "—", "—", "—", "—", "—"}},
 		},
 		{
-			name: "a failed row shows what was bound and no rate",
+			name:  "a failed row shows what was bound and no rate",
 			table: Table{Rows: []RowResult{{Row: "c", Name: "kube-scheduler + Tessera", Pods: 10, Bound: 3, Duration: time.Second, APIRequests: 12, Err: errors.New("timeout")}}},
-			want: [][]string{{"c", "kube-scheduler + Tessera", "3/10", "failed", "—", "—", "—", "—", "—", "—", "—", "12"}},
+			want:  [][]string{{"c", "kube-scheduler + Tessera", "3/10", "failed", "—", "—", "—", "—", "—", "—", "—", "12"}},
 		},
 	}
 	for _, tt := range tests {
