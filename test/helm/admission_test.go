@@ -1,0 +1,183 @@
+package helm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// nodeNameExtra is the user extra in which a pod-bound service account
+// token carries the pod's node.
+const nodeNameExtra = "authentication.kubernetes.io/node-name"
+
+// pluginClient acts as the device plugin's service account, running on
+// node (none when empty), through impersonation.
+func pluginClient(t testing.TB, cp *framework.ControlPlane, namespace, serviceAccount, node string) versioned.Interface {
+	t.Helper()
+	config := rest.CopyConfig(cp.Config)
+	config.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + serviceAccount,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	if node != "" {
+		config.Impersonate.Extra = map[string][]string{nodeNameExtra: {node}}
+	}
+	client, err := versioned.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// checkOwnNodePolicy checks that the installed ValidatingAdmissionPolicy
+// holds a device plugin to its own node's GPUNode and allocations.
+func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.ControlPlane, namespace, serviceAccount string) {
+	onA := pluginClient(t, cp, namespace, serviceAccount, "node-a")
+	onB := pluginClient(t, cp, namespace, serviceAccount, "node-b")
+	nowhere := pluginClient(t, cp, namespace, serviceAccount, "")
+	gpuNode := func(name string) *gpuv1alpha1.GPUNode {
+		return &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+
+	// The API server loads a new policy a moment after it is created;
+	// until then a write it should refuse goes through and is undone here.
+	var refusal error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, refusal = onA.GpuV1alpha1().GPUNodes().Create(ctx, gpuNode("node-b"), metav1.CreateOptions{})
+		if refusal == nil {
+			return false, cp.Tessera.GpuV1alpha1().GPUNodes().Delete(ctx, "node-b", metav1.DeleteOptions{})
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the device plugin on node-a could still create GPUNode node-b after a minute: %v", err)
+	}
+	if !strings.Contains(refusal.Error(), "the device plugin on node node-a may write only GPUNode node-a, not node-b") {
+		t.Errorf("creating another node's GPUNode was refused with %q, want the policy's message", refusal)
+	}
+
+	created, err := onA.GpuV1alpha1().GPUNodes().Create(ctx, gpuNode("node-a"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the device plugin on node-a could not create its own GPUNode: %v", err)
+	}
+	updated, err := onA.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("the device plugin on node-a could not write its GPUNode's status: %v", err)
+	}
+	if _, err := onB.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "may write only GPUNode node-b, not node-a") {
+		t.Errorf("the device plugin on node-b writing node-a's status: got %v, want the policy's refusal", err)
+	}
+	if _, err := nowhere.GpuV1alpha1().GPUNodes().Create(ctx, gpuNode("node-c"), metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "credentials name no node") {
+		t.Errorf("a device plugin credential without a node creating a GPUNode: got %v, want the policy's refusal", err)
+	}
+
+	// An allocation placed on node-b: only node-b's plugin may serve it.
+	createNamespace(ctx, t, cp, "team-a")
+	alloc := &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "team-a"},
+		Spec: gpuv1alpha1.GPUAllocationSpec{
+			PodUID: "0f4bfbc4-64c9-4d2e-9c49-0d3f1d7a5c11", NodeName: "node-b", GPUCount: 1, MemoryMiB: 4000,
+			Containers: []gpuv1alpha1.ContainerAllocation{{
+				Name: "main", Kind: gpuv1alpha1.ContainerApp,
+				Devices: []gpuv1alpha1.DeviceAllocation{{UUID: "GPU-b-0", Index: 0, MemoryMiB: 4000, Cores: 30}},
+			}},
+		},
+	}
+	alloc, err = cp.Tessera.GpuV1alpha1().GPUAllocations("team-a").Create(ctx, alloc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating an allocation: %v", err)
+	}
+	alloc.Status.Phase = gpuv1alpha1.AllocationAllocated
+	if _, err := onA.GpuV1alpha1().GPUAllocations("team-a").UpdateStatus(ctx, alloc, metav1.UpdateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "may write only allocations on its node, not team-a/job on node node-b") {
+		t.Errorf("the device plugin on node-a serving an allocation on node-b: got %v, want the policy's refusal", err)
+	}
+	if _, err := onB.GpuV1alpha1().GPUAllocations("team-a").UpdateStatus(ctx, alloc, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("the device plugin on node-b could not serve an allocation on node-b: %v", err)
+	}
+}
+
+// checkWebhookSelection creates pods with the webhook configured but not
+// running: the API server must call it (and so, with failurePolicy Fail,
+// refuse the pod) exactly for pods that ask for a Tessera resource outside
+// the excluded namespaces and opt-outs.
+func checkWebhookSelection(ctx context.Context, t *testing.T, cp *framework.ControlPlane, releaseNamespace string) {
+	createNamespace(ctx, t, cp, "workloads")
+	optedOut := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "opted-out", Labels: map[string]string{"tessera.dev/webhook": "disabled"}}}
+	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, optedOut, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpumem": resource.MustParse("4000")}
+	pod := func(name, namespace string, limits corev1.ResourceList, initLimits corev1.ResourceList, labels map[string]string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "main", Image: "registry.example/app:1", Resources: corev1.ResourceRequirements{Limits: limits},
+			}}},
+		}
+		if initLimits != nil {
+			p.Spec.InitContainers = []corev1.Container{{
+				Name: "prepare", Image: "registry.example/prepare:1", Resources: corev1.ResourceRequirements{Limits: initLimits},
+			}}
+		}
+		return p
+	}
+
+	// Wait until the API server has loaded the webhook configurations: a
+	// GPU pod is then refused, since nothing answers at the webhook Service.
+	var refusal error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, refusal = cp.Kube.CoreV1().Pods("workloads").Create(ctx, pod("gpu", "workloads", gpu, nil, nil), metav1.CreateOptions{})
+		if refusal == nil {
+			return false, cp.Kube.CoreV1().Pods("workloads").Delete(ctx, "gpu", metav1.DeleteOptions{})
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("a GPU pod was still created without the webhook after a minute: %v", err)
+	}
+	if !strings.Contains(refusal.Error(), `"mutate.pods.gpu.tessera.dev"`) {
+		t.Errorf("the GPU pod was refused with %q, want a failed call to the webhook", refusal)
+	}
+
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		sent bool
+	}{
+		{"a pod that asks for no GPU", pod("cpu", "workloads", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, nil, nil), false},
+		{"a pod with no resources", pod("bare", "workloads", nil, nil, nil), false},
+		{"a GPU request in an init container", pod("init", "workloads", nil, corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}, nil), true},
+		{"a GPU count only", pod("count", "workloads", corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}, nil, nil), true},
+		{"GPU cores only", pod("cores", "workloads", corev1.ResourceList{"nvidia.com/gpucores": resource.MustParse("30")}, nil, nil), true},
+		{"a GPU pod labelled to opt out", pod("labelled", "workloads", gpu, nil, map[string]string{"tessera.dev/webhook": "disabled"}), false},
+		{"a GPU pod in an opted-out namespace", pod("gpu", "opted-out", gpu, nil, nil), false},
+		{"a GPU pod in the release namespace", pod("gpu", releaseNamespace, gpu, nil, nil), false},
+		{"a GPU pod in kube-system", pod("gpu", "kube-system", gpu, nil, nil), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := cp.Kube.CoreV1().Pods(tt.pod.Namespace).Create(ctx, tt.pod, metav1.CreateOptions{})
+			sent := err != nil && strings.Contains(err.Error(), "gpu.tessera.dev")
+			if err != nil && !sent {
+				t.Fatalf("creating the pod: %v", err)
+			}
+			if sent != tt.sent {
+				t.Errorf("sent to the webhook = %v, want %v (error: %v)", sent, tt.sent, err)
+			}
+		})
+	}
+}

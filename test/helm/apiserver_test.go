@@ -1,0 +1,258 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+const fieldManager = "tessera-chart-test"
+
+// TestChartOnAPIServer applies what the chart renders to a real
+// kube-apiserver (whose CRDs the framework installs from deploy/crds), runs
+// the real kube-scheduler on the rendered configuration, and checks the
+// installed RBAC, admission policy and webhook selection.
+func TestChartOnAPIServer(t *testing.T) {
+	cp := framework.Start(t, framework.Options{})
+	ctx := context.Background()
+	installServiceMonitorStandIn(ctx, t, cp)
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := newMapper(t, cp)
+
+	for name, v := range variants() {
+		t.Run("dry-run apply/"+name, func(t *testing.T) {
+			createNamespace(ctx, t, cp, v.namespace)
+			applied := 0
+			for _, obj := range v.mustTemplate(t) {
+				apply(ctx, t, dyn, mapper, v.namespace, obj, true)
+				applied++
+			}
+			t.Logf("%d objects accepted by the API server (dry run)", applied)
+		})
+	}
+
+	t.Run("kube-scheduler accepts the rendered configuration", func(t *testing.T) {
+		for name, v := range variants() {
+			config, err := yaml.Marshal(schedulerConfig(t, v.mustTemplate(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// StartScheduler fails the test if kube-scheduler exits, as it
+			// does on a configuration it cannot decode or validate.
+			p := cp.StartScheduler(t, string(config))
+			t.Logf("%s: kube-scheduler v1.37.2 serving with the chart's configuration", name)
+			p.Stop()
+		}
+	})
+
+	// The default release, installed for real, for the checks below.
+	release := defaults()
+	createNamespace(ctx, t, cp, release.namespace)
+	objs := release.mustTemplate(t)
+	for _, obj := range objs {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			continue // the framework's, from the same files
+		}
+		apply(ctx, t, dyn, mapper, release.namespace, obj, false)
+	}
+
+	t.Run("RBAC as the API server decides it", func(t *testing.T) {
+		checkAccess(ctx, t, cp, release.namespace, objs)
+	})
+	t.Run("device plugin writes only its own node", func(t *testing.T) {
+		checkOwnNodePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "DaemonSet", "-device-plugin"))
+	})
+	t.Run("only GPU pods are sent to the webhook", func(t *testing.T) {
+		checkWebhookSelection(ctx, t, cp, release.namespace)
+	})
+}
+
+func newMapper(t testing.TB, cp *framework.ControlPlane) meta.RESTMapper {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := restmapper.GetAPIGroupResources(dc)
+	if err != nil {
+		t.Fatalf("discovering API resources: %v", err)
+	}
+	return restmapper.NewDiscoveryRESTMapper(groups)
+}
+
+func createNamespace(ctx context.Context, t testing.TB, cp *framework.ControlPlane, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// apply server-side applies one rendered object. A namespaced object must
+// name the release namespace itself (or kube-system, where the scheduler's
+// authentication-reader binding lives), since `kubectl apply` of the
+// rendered YAML would otherwise put it in the current namespace.
+func apply(ctx context.Context, t testing.TB, dyn dynamic.Interface, mapper meta.RESTMapper, namespace string, obj *unstructured.Unstructured, dryRun bool) {
+	t.Helper()
+	gvk := obj.GroupVersionKind()
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		t.Errorf("%s %s: the API server does not serve it: %v", gvk, obj.GetName(), err)
+		return
+	}
+	var client dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		if ns := obj.GetNamespace(); ns != namespace && ns != metav1.NamespaceSystem {
+			t.Errorf("%s %s is in namespace %q, want the release namespace %q", gvk.Kind, obj.GetName(), ns, namespace)
+			return
+		}
+		client = dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+	} else if obj.GetNamespace() != "" {
+		t.Errorf("cluster-scoped %s %s names namespace %q", gvk.Kind, obj.GetName(), obj.GetNamespace())
+	}
+	opts := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	// Force: the CRDs exist already, created by the framework; taking
+	// over their fields is what a first `helm install` does too.
+	if _, err := client.Apply(ctx, obj.GetName(), obj, opts); err != nil {
+		t.Errorf("applying %s %s: %v", gvk.Kind, obj.GetName(), err)
+	}
+}
+
+// installServiceMonitorStandIn serves monitoring.coreos.com/v1
+// ServiceMonitor, so that the optional ServiceMonitor can be applied. The
+// Prometheus Operator's own CRD is not in this module's dependencies; this
+// one accepts any spec, so the test also checks the ServiceMonitor's
+// selector and port against the rendered Service (TestServiceMonitor).
+func installServiceMonitorStandIn(ctx context.Context, t testing.TB, cp *framework.ControlPlane) {
+	t.Helper()
+	client, err := apiextensionsclient.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	preserve := true
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "monitoring.coreos.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve,
+				}},
+			}},
+		},
+	}
+	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating the ServiceMonitor stand-in CRD: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cp.Kube.Discovery().ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the ServiceMonitor stand-in to be served: %v", err)
+	}
+}
+
+// checkAccess asks the API server's authorizer what each Tessera service
+// account may do, with the chart's roles installed.
+func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, namespace string, objs []*unstructured.Unstructured) {
+	plugin := serviceAccountOf(t, objs, "DaemonSet", "-device-plugin")
+	scheduler := serviceAccountOf(t, objs, "Deployment", "-scheduler")
+	webhook := serviceAccountOf(t, objs, "Deployment", "-webhook")
+	webhookConfig := findOne(t, objs, "MutatingWebhookConfiguration", "").GetName()
+	lease := findOne(t, objs, "Deployment", "-scheduler").GetName()
+	const gpu = "gpu.tessera.dev"
+	tests := []struct {
+		sa                                   string
+		verb, group, resource, sub, ns, name string
+		allowed                              bool
+	}{
+		{plugin, "create", gpu, "gpunodes", "", "", "", true},
+		{plugin, "patch", gpu, "gpunodes", "status", "", "node-a", true},
+		{plugin, "update", gpu, "gpuallocations", "status", "team-a", "job", true},
+		{plugin, "watch", gpu, "gpuallocations", "", "", "", true},
+		{plugin, "list", "", "pods", "", "", "", true},
+		{plugin, "update", gpu, "gpunodes", "", "", "node-a", false}, // spec is the administrator's
+		{plugin, "patch", gpu, "gpunodes", "", "", "node-a", false},
+		{plugin, "delete", gpu, "gpunodes", "", "", "node-a", false},
+		{plugin, "create", gpu, "gpuallocations", "", "team-a", "", false},
+		{plugin, "delete", gpu, "gpuallocations", "", "team-a", "job", false},
+		{plugin, "update", gpu, "gpuallocations", "", "team-a", "job", false},
+		{plugin, "create", "", "pods", "", "team-a", "", false},
+		{plugin, "patch", "", "nodes", "", "", "node-a", false},
+		{plugin, "get", "", "secrets", "", namespace, "", false},
+
+		{scheduler, "create", gpu, "gpuallocations", "", "team-a", "", true},
+		{scheduler, "delete", gpu, "gpuallocations", "", "team-a", "job", true},
+		{scheduler, "update", gpu, "gpuallocations", "status", "team-a", "job", true},
+		{scheduler, "create", "", "pods", "binding", "team-a", "job", true},
+		{scheduler, "create", "events.k8s.io", "events", "", "team-a", "", true},
+		{scheduler, "update", "coordination.k8s.io", "leases", "", namespace, lease, true},
+		{scheduler, "update", gpu, "gpunodes", "status", "", "node-a", false},
+		{scheduler, "patch", gpu, "gpunodes", "", "", "node-a", false},
+		{scheduler, "update", "coordination.k8s.io", "leases", "", namespace, "someone-else", false},
+		{scheduler, "get", "", "secrets", "", "team-a", "", false},
+
+		{webhook, "list", gpu, "gpunodes", "", "", "", true},
+		{webhook, "watch", "", "namespaces", "", "", "", true},
+		{webhook, "update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", webhookConfig, true},
+		{webhook, "update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "", webhookConfig, true},
+		{webhook, "get", "", "secrets", "", namespace, webhookConfig + "-tls", true},
+		{webhook, "create", "", "secrets", "", namespace, "", true},
+		{webhook, "update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "another-webhook", false},
+		{webhook, "create", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "", false},
+		{webhook, "get", "", "secrets", "", namespace, "another-secret", false},
+		{webhook, "create", "", "secrets", "", "team-a", "", false},
+		{webhook, "update", gpu, "gpunodes", "status", "", "node-a", false},
+		{webhook, "create", "", "pods", "", "team-a", "", false},
+	}
+	for _, tt := range tests {
+		resource := tt.resource
+		if tt.sub != "" {
+			resource += "/" + tt.sub
+		}
+		want := map[bool]string{true: "may", false: "may not"}[tt.allowed]
+		t.Run(fmt.Sprintf("%s %s %s %s", tt.sa, want, tt.verb, resource), func(t *testing.T) {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   "system:serviceaccount:" + namespace + ":" + tt.sa,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: tt.verb, Group: tt.group, Resource: tt.resource, Subresource: tt.sub, Namespace: tt.ns, Name: tt.name,
+				},
+			}}
+			got, err := cp.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Allowed != tt.allowed {
+				t.Errorf("allowed = %v, want %v (%s)", got.Status.Allowed, tt.allowed, got.Status.Reason)
+			}
+		})
+	}
+}
