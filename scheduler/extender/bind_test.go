@@ -1,0 +1,250 @@
+package extender
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/metrics"
+)
+
+func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
+	return &extenderv1.ExtenderBindingArgs{PodName: pod.Name, PodNamespace: pod.Namespace, PodUID: pod.UID, Node: node}
+}
+
+func TestBindSuccess(t *testing.T) {
+	f := newFixture(t)
+	pod := f.addPod(podSpec("p", nil, "nvidia.com/gpu=2", "nvidia.com/gpumem=10000", "nvidia.com/gpucores=20"))
+	outcome, err := f.ext.Bind(t.Context(), bindArgs(pod, "a100-1"))
+	if err != nil || outcome != metrics.ResultSuccess {
+		t.Fatalf("Bind = %s, %v", outcome, err)
+	}
+
+	a, err := f.tessera.GpuV1alpha1().GPUAllocations("ns").Get(t.Context(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.GetControllerOf(a)
+	switch {
+	case owner == nil || owner.Kind != "Pod" || owner.UID != pod.UID || owner.Name != "p":
+		t.Errorf("owner = %+v, want the pod as controller", owner)
+	case a.Spec.PodUID != pod.UID || a.Spec.NodeName != "a100-1" || a.Spec.GPUCount != 2 || a.Spec.MemoryMiB != 20000:
+		t.Errorf("spec = %+v", a.Spec)
+	case len(a.Spec.Containers) != 1 || len(a.Spec.Containers[0].Devices) != 2 || a.Spec.Containers[0].Devices[0].Cores != 20:
+		t.Errorf("containers = %+v", a.Spec.Containers)
+	case a.Status.Phase != gpuv1alpha1.AllocationPending:
+		t.Errorf("phase = %q, want Pending", a.Status.Phase)
+	}
+	bound, _ := f.kube.CoreV1().Pods("ns").Get(t.Context(), "p", metav1.GetOptions{})
+	if bound.Spec.NodeName != "a100-1" {
+		t.Errorf("pod bound to %q", bound.Spec.NodeName)
+	}
+	if got := f.usage("a100-1"); !reflect.DeepEqual(got, []int64{10000, 10000}) {
+		t.Errorf("view usage = %v, want the reservation on both GPUs", got)
+	}
+	if uid, ok := f.gate.InFlight("a100-1"); !ok || uid != pod.UID {
+		t.Errorf("in flight = %q, %v; want the pod", uid, ok)
+	}
+	if ev := f.events(); len(ev) != 1 || !strings.Contains(ev[0], "Normal GPUAllocated") || !strings.Contains(ev[0], "a100-1-gpu0") {
+		t.Errorf("events = %v", ev)
+	}
+
+	// The informer then delivers the allocation: it replaces the reservation.
+	f.view.Place(a)
+	if got := f.usage("a100-1"); !reflect.DeepEqual(got, []int64{10000, 10000}) {
+		t.Errorf("usage after the informer = %v, want it counted once", got)
+	}
+}
+
+func TestBindFailures(t *testing.T) {
+	gpuPod := func() *corev1.Pod { return podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000") }
+	tests := []struct {
+		name       string
+		setup      func(f *fixture) *extenderv1.ExtenderBindingArgs
+		wantError  string
+		wantResult string
+		wantEvent  string
+		wantUsage  []int64 // on a100-1 afterwards
+	}{
+		{
+			name: "node no longer fits",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				f.place("a", "uid-a", "a100-1-gpu0", 75000, 0)
+				f.place("b", "uid-b", "a100-1-gpu1", 75000, 0)
+				return bindArgs(f.addPod(gpuPod()), "a100-1")
+			},
+			wantError: "node a100-1 no longer fits pod ns/p: 0/2 GPUs fit: 2 not enough memory", wantResult: metrics.ResultUnschedulable,
+			wantEvent: "Warning FailedGPUPlacement", wantUsage: []int64{75000, 75000},
+		},
+		{
+			name: "stale heartbeat",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				return bindArgs(f.addPod(gpuPod()), "stale")
+			},
+			wantError: "device plugin heartbeat is stale", wantResult: metrics.ResultUnschedulable,
+			wantEvent: "Warning FailedGPUPlacement", wantUsage: []int64{0, 0},
+		},
+		{
+			name: "binding refused: the allocation is deleted and the GPUs freed",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					if action.GetSubresource() == "binding" {
+						return true, nil, errors.New("node is being deleted")
+					}
+					return false, nil, nil
+				})
+				return bindArgs(f.addPod(gpuPod()), "a100-1")
+			},
+			wantError: "binding pod ns/p to node a100-1: node is being deleted", wantResult: metrics.ResultError,
+			wantEvent: "Warning FailedGPUPlacement", wantUsage: []int64{0, 0},
+		},
+		{
+			name: "allocation cannot be created",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				f.tessera.PrependReactor("create", "gpuallocations", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(gpuv1alpha1.SchemeGroupVersion.WithResource("gpuallocations").GroupResource(), "p", errors.New("quota"))
+				})
+				return bindArgs(f.addPod(gpuPod()), "a100-1")
+			},
+			wantError: "creating GPU allocation ns/p", wantResult: metrics.ResultError,
+			wantEvent: "Warning FailedGPUPlacement", wantUsage: []int64{0, 0},
+		},
+		{
+			name: "node busy with another in-flight allocation past the bind wait",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				f.gate.Observe("a100-1", "uid-other", "alloc-other", epoch)
+				return bindArgs(f.addPod(gpuPod()), "a100-1")
+			},
+			wantError: "waiting for the in-flight allocation on node a100-1: bind wait timeout of 100ms passed", wantResult: metrics.ResultError,
+			wantEvent: "Warning FailedGPUPlacement", wantUsage: []int64{0, 0},
+		},
+		{
+			name: "pod already bound",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				p := gpuPod()
+				p.Spec.NodeName = "a100-2"
+				return bindArgs(f.addPod(p), "a100-1")
+			},
+			wantError: "pod ns/p is already bound to node a100-2", wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
+		},
+		{
+			name: "unknown pod",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				return bindArgs(gpuPod(), "a100-1")
+			},
+			wantError: `pods "p" not found`, wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
+		},
+		{
+			name: "pod replaced by another of the same name",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				args := bindArgs(f.addPod(gpuPod()), "a100-1")
+				args.PodUID = "uid-old"
+				return args
+			},
+			wantError: "pod ns/p has UID uid-p, not uid-old", wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
+		},
+		{
+			name: "missing fields are named",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				return &extenderv1.ExtenderBindingArgs{PodName: "p"}
+			},
+			wantError: "[PodNamespace: Required value, PodUID: Required value, Node: Required value]", wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
+		},
+		{
+			name: "not synced yet",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				f.ready = false
+				return bindArgs(f.addPod(gpuPod()), "a100-1")
+			},
+			wantError: "extender is not ready", wantResult: metrics.ResultError, wantUsage: []int64{0, 0},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			args := tc.setup(f)
+			outcome, err := f.ext.Bind(t.Context(), args)
+			if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+				t.Fatalf("err = %v, want %q", err, tc.wantError)
+			}
+			if outcome != tc.wantResult {
+				t.Errorf("result = %s, want %s", outcome, tc.wantResult)
+			}
+			if got := f.usage("a100-1"); !reflect.DeepEqual(got, tc.wantUsage) {
+				t.Errorf("a100-1 usage = %v, want %v", got, tc.wantUsage)
+			}
+			if _, err := f.tessera.GpuV1alpha1().GPUAllocations("ns").Get(t.Context(), "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("allocation left behind: %v", err)
+			}
+			if uid, ok := f.gate.InFlight("a100-1"); ok && uid == types.UID("uid-p") {
+				t.Error("the failed pod is still in flight")
+			}
+			ev := f.events()
+			if tc.wantEvent == "" && len(ev) > 0 || tc.wantEvent != "" && (len(ev) != 1 || !strings.Contains(ev[0], tc.wantEvent)) {
+				t.Errorf("events = %v, want %q", ev, tc.wantEvent)
+			}
+		})
+	}
+}
+
+func TestBindReplacesStaleAllocations(t *testing.T) {
+	tests := []struct {
+		name  string
+		stale func(f *fixture) *gpuv1alpha1.GPUAllocation
+	}{
+		{
+			name: "the pod's own allocation from an unfinished bind",
+			stale: func(f *fixture) *gpuv1alpha1.GPUAllocation {
+				return f.place("p", "uid-p", "a100-1-gpu0", 70000, 0)
+			},
+		},
+		{
+			name: "an orphan of an earlier pod of the same name the view does not hold",
+			stale: func(f *fixture) *gpuv1alpha1.GPUAllocation {
+				a := f.place("p", "uid-earlier", "a100-1-gpu0", 70000, 0)
+				f.view.ReleaseAllocation(a)
+				return a
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			stale := tc.stale(f)
+			if err := f.tessera.Tracker().Add(stale); err != nil {
+				t.Fatal(err)
+			}
+			pod := f.addPod(podSpec("p", map[string]string{"tessera.dev/gpu-policy": "binpack"}, "nvidia.com/gpu=1", "nvidia.com/gpumem=20000"))
+			if _, err := f.ext.Bind(t.Context(), bindArgs(pod, "a100-1")); err != nil {
+				t.Fatal(err)
+			}
+			a, err := f.tessera.GpuV1alpha1().GPUAllocations("ns").Get(t.Context(), "p", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Spec.PodUID != pod.UID || a.Spec.MemoryMiB != 20000 {
+				t.Errorf("allocation = %+v, want the new one", a.Spec)
+			}
+			used := f.usage("a100-1")
+			if used[0]+used[1] != 20000 {
+				t.Errorf("usage = %v, want only the new 20000 MiB", used)
+			}
+			// A late event about the stale allocation changes nothing.
+			f.view.Place(stale)
+			f.view.ReleaseAllocation(stale)
+			if again := f.usage("a100-1"); !reflect.DeepEqual(again, used) {
+				t.Errorf("usage after stale events = %v, want %v", again, used)
+			}
+		})
+	}
+}

@@ -1,0 +1,168 @@
+package extender
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	tesserafake "github.com/tessera-gpu/tessera/generated/clientset/versioned/fake"
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+var epoch = time.Unix(1_700_000_000, 0)
+
+// fixture is an extender over fake clients and a view with these nodes:
+// a100-1 and a100-2 with two 80 GB GPUs each, t4 with one 15 GB GPU,
+// stale (heartbeat 3 minutes old) and notready (device plugin not ready).
+type fixture struct {
+	t        *testing.T
+	ext      *Extender
+	view     *view.View
+	gate     *inflight.Gate
+	clock    *clocktesting.FakeClock
+	kube     *kubefake.Clientset
+	tessera  *tesserafake.Clientset
+	pods     cache.Indexer
+	recorder *events.FakeRecorder
+	ready    bool
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{
+		t: t, view: view.New(), clock: clocktesting.NewFakeClock(epoch),
+		// The generated NewClientset lacks the schema of Tessera's types
+		// that its field management needs.
+		kube: kubefake.NewClientset(), tessera: tesserafake.NewSimpleClientset(),
+		recorder: events.NewFakeRecorder(100), ready: true,
+	}
+	f.gate = inflight.NewGate(f.clock, time.Minute)
+	podInformer := informers.NewSharedInformerFactory(f.kube, 0).Core().V1().Pods()
+	f.pods = podInformer.Informer().GetIndexer()
+	f.ext = New(Config{
+		View: f.view, Gate: f.gate, Clock: f.clock, Kube: f.kube, Tessera: f.tessera,
+		Pods: podInformer.Lister(), Recorder: f.recorder,
+		ResourceNames:     gpurequest.DefaultResourceNames(),
+		DefaultNodePolicy: gpurequest.Binpack, DefaultGPUPolicy: gpurequest.Spread,
+		HeartbeatMaxAge: time.Minute, BindWaitTimeout: 100 * time.Millisecond,
+		Ready: func() bool { return f.ready },
+	})
+	// Bindings set the pod's node, as the API server does.
+	f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		b := action.(clienttesting.CreateAction).GetObject().(*corev1.Binding)
+		obj, err := f.kube.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), b.Namespace, b.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		p := obj.(*corev1.Pod).DeepCopy()
+		p.Spec.NodeName = b.Target.Name
+		return true, nil, f.kube.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, b.Namespace)
+	})
+	f.gpuNode("a100-1", epoch, "", 80000, 80000)
+	f.gpuNode("a100-2", epoch, "", 80000, 80000)
+	f.gpuNode("t4", epoch, "", 15000)
+	f.gpuNode("stale", epoch.Add(-3*time.Minute), "", 80000)
+	f.gpuNode("notready", epoch, "kubelet is gone", 80000)
+	return f
+}
+
+func (f *fixture) gpuNode(name string, heartbeat time.Time, notReady string, memories ...int64) {
+	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for i, m := range memories {
+		model := "NVIDIA A100-SXM4-80GB"
+		if m < 20000 {
+			model = "Tesla T4"
+		}
+		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
+			UUID: fmt.Sprintf("%s-gpu%d", name, i), Index: int32(i), Model: model,
+			MemoryMiB: m, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy,
+		})
+	}
+	hb := metav1.NewTime(heartbeat)
+	gn.Status.LastHeartbeatTime = &hb
+	if notReady != "" {
+		gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionFalse, Reason: "NotServing", Message: notReady}}
+	}
+	f.view.SetGPUNode(gn)
+}
+
+// podSpec builds a pod whose one container asks for these resources, such
+// as "nvidia.com/gpumem=10000".
+func podSpec(name string, annotations map[string]string, resources ...string) *corev1.Pod {
+	limits := corev1.ResourceList{}
+	for _, r := range resources {
+		k, v, _ := strings.Cut(r, "=")
+		limits[corev1.ResourceName(k)] = resource.MustParse(v)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: limits}}}},
+	}
+}
+
+// addPod puts a pod in the API and the cache.
+func (f *fixture) addPod(p *corev1.Pod) *corev1.Pod {
+	if err := f.kube.Tracker().Add(p); err != nil {
+		f.t.Fatal(err)
+	}
+	f.pods.Add(p)
+	return p
+}
+
+// place records an allocation on one GPU for a pod, as the informer would.
+func (f *fixture) place(podName string, uid types.UID, gpu string, memoryMiB int64, cores int32) *gpuv1alpha1.GPUAllocation {
+	node := gpu[:strings.LastIndex(gpu, "-")]
+	a := &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: "ns", UID: types.UID("alloc-" + podName)},
+		Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: uid, NodeName: node, Containers: []gpuv1alpha1.ContainerAllocation{{
+			Name: "main", Kind: gpuv1alpha1.ContainerApp, Devices: []gpuv1alpha1.DeviceAllocation{{UUID: gpu, MemoryMiB: memoryMiB, Cores: cores}},
+		}}},
+	}
+	f.view.Place(a)
+	return a
+}
+
+// usage returns the memory used on every GPU of the node.
+func (f *fixture) usage(node string) []int64 {
+	var out []int64
+	f.view.Read([]string{node}, "", func(_ string, n *view.Node) {
+		if n == nil {
+			return
+		}
+		for _, d := range n.Placement.Devices {
+			out = append(out, d.UsedMemoryMiB)
+		}
+	})
+	return out
+}
+
+// events drains the recorded events.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
