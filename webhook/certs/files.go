@@ -29,7 +29,7 @@ type FileSource struct {
 	interval          time.Duration
 	clock             clock.WithTicker
 
-	mu               sync.Mutex
+	mu                sync.Mutex
 	lastCert, lastKey []byte
 }
 
