@@ -3,6 +3,7 @@ package placement
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
@@ -35,11 +36,10 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 		b.Run(name+"/feasible", func(b *testing.B) {
 			var f Failure
 			b.ReportAllocs()
+			defer reportCPUTime(b)()
 			for b.Loop() {
-				feasible := 0
 				for _, n := range cluster {
 					if Feasible(n, tc.req, &f) {
-						feasible++
 						_ = Score(n, tc.req, gpurequest.Binpack)
 					}
 				}
@@ -47,6 +47,7 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 		})
 		b.Run(name+"/fit", func(b *testing.B) {
 			b.ReportAllocs()
+			defer reportCPUTime(b)()
 			for b.Loop() {
 				for _, n := range cluster {
 					if _, failure := Fit(n, tc.req); failure == nil {
@@ -77,6 +78,21 @@ func BenchmarkFitSearch(b *testing.B) {
 	for b.Loop() {
 		if _, f := Fit(n, req); f != nil {
 			b.Fatal(f)
+		}
+	}
+}
+
+// reportCPUTime locks the benchmark to one OS thread and, when the returned
+// function runs at its end, reports the thread's CPU time per op as
+// cpu-ns/op: on a busy machine wall time also counts waiting for a CPU.
+func reportCPUTime(b *testing.B) func() {
+	runtime.LockOSThread()
+	start, ok := threadCPUTime()
+	return func() {
+		end, _ := threadCPUTime()
+		runtime.UnlockOSThread()
+		if ok && b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }

@@ -25,8 +25,9 @@ type engine struct {
 
 	// static is the set of GPUs passing health, cordon, type and UUID.
 	static uint64
-	// candidates[c] is the set of GPUs container c fits on its own,
-	// counting NUMA binding.
+	// alone[c] is the set of GPUs container c fits on its own, and
+	// candidates[c] those of them left by NUMA binding.
+	alone      [MaxContainers]uint64
 	candidates [MaxContainers]uint64
 	// chosen[c] is the set of GPUs given to container c.
 	chosen [MaxContainers]uint64
@@ -61,20 +62,27 @@ func (e *engine) place(node *Node, req *Request, choose bool) bool {
 		e.outcome = DetailInvalidRequest
 		return false
 	}
+	filters := hasFilters(&req.Selection)
 	for g := range node.Devices {
-		if _, ok := staticReason(&node.Devices[g], &req.Selection); ok {
+		d := &node.Devices[g]
+		if d.Healthy && !d.Cordoned && !filters {
+			e.static |= 1 << g
+		} else if _, ok := staticReason(d, &req.Selection); ok {
 			e.static |= 1 << g
 		}
 	}
 	for c := range req.Containers {
 		cr := &req.Containers[c]
-		var set uint64
-		for m := e.static; m != 0; m &= m - 1 {
-			g := bits.TrailingZeros64(m)
-			if _, ok := check(&node.Devices[g], cr, use{}, e.free); ok {
-				set |= 1 << g
+		set, seen := e.sameShape(c)
+		if !seen {
+			for m := e.static; m != 0; m &= m - 1 {
+				g := bits.TrailingZeros64(m)
+				if _, ok := check(&node.Devices[g], cr, use{}, e.free); ok {
+					set |= 1 << g
+				}
 			}
 		}
+		e.alone[c] = set
 		if req.Selection.NUMABind {
 			set = e.numaFit(set, cr.Count)
 		}
@@ -106,6 +114,20 @@ func (e *engine) place(node *Node, req *Request, choose bool) bool {
 		e.outcome = DetailTogether
 	}
 	return false
+}
+
+// sameShape returns the GPUs an earlier container asking the same memory
+// and cores fits on its own, before NUMA binding, which do not depend on
+// the count. Pods often repeat a container's request.
+func (e *engine) sameShape(c int) (uint64, bool) {
+	cr := &e.req.Containers[c]
+	for k := range c {
+		o := &e.req.Containers[k]
+		if o.MemoryMiB == cr.MemoryMiB && o.MemoryPercent == cr.MemoryPercent && o.Cores == cr.Cores {
+			return e.alone[k], true
+		}
+	}
+	return 0, false
 }
 
 // validRequest checks the limits the engine's fixed arrays rely on, for a
@@ -154,16 +176,18 @@ func (e *engine) roomy() bool {
 		g := bits.TrailingZeros64(m)
 		d := &e.node.Devices[g]
 		var all use
+		alone := false
 		for i := range e.numLong {
 			c := int(e.longRunning[i])
 			if e.candidates[c]&(1<<g) == 0 {
 				continue
 			}
 			cr := &e.req.Containers[c]
-			if _, ok := check(d, cr, all, e.free); !ok {
-				return false
-			}
 			all.add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+			alone = alone || exclusive(cr, d)
+		}
+		if _, ok := room(d, all, alone, e.free); all.shares > 1 && !ok {
+			return false
 		}
 	}
 	return true

@@ -93,6 +93,11 @@ func (e *engine) enough(set uint64, count int32) bool {
 // enough of them. It reports false when set has too few.
 func (e *engine) pick(c int, set uint64, longRunning bool) bool {
 	count := int(e.req.Containers[c].Count)
+	if count == 1 && set != 0 {
+		// One GPU from any NUMA node: the best, without sorting the rest.
+		e.give(c, e.best(set), longRunning)
+		return true
+	}
 	var ranked [MaxDevices]uint8
 	n := e.rank(set, &ranked, true)
 	numaBind := e.req.Selection.NUMABind
@@ -114,14 +119,20 @@ func (e *engine) pick(c int, set uint64, longRunning bool) bool {
 		if numaBind && e.node.Devices[g].NUMANode != numa {
 			continue
 		}
-		if longRunning {
-			e.take(c, g)
-		} else {
-			e.chosen[c] |= 1 << g
-		}
+		e.give(c, g, longRunning)
 		count--
 	}
 	return true
+}
+
+// give gives GPU g to container c; a long-running container's use is
+// added to the pod's.
+func (e *engine) give(c, g int, longRunning bool) {
+	if longRunning {
+		e.take(c, g)
+	} else {
+		e.chosen[c] |= 1 << g
+	}
 }
 
 // numaFit keeps the GPUs of set whose NUMA node has at least count GPUs in set.

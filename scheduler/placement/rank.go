@@ -57,6 +57,22 @@ func (e *engine) rank(set uint64, out *[MaxDevices]uint8, withPod bool) int {
 	return n
 }
 
+// best is the GPU of set, which must not be empty, that rank would list first.
+func (e *engine) best(set uint64) int {
+	best, bestKey := -1, 0.0
+	for m := set; m != 0; m &= m - 1 {
+		g := bits.TrailingZeros64(m)
+		k := e.load(g, true)
+		if e.binpack {
+			k = -k
+		}
+		if best < 0 || k < bestKey || (k == bestKey && e.tieBefore(g, best, true)) {
+			best, bestKey = g, k
+		}
+	}
+	return best
+}
+
 // tieBefore orders GPUs a and b of equal load: by class when withPod is
 // not set, then by index, then by position.
 func (e *engine) tieBefore(a, b int, withPod bool) bool {

@@ -10,7 +10,7 @@ import (
 type use struct {
 	memoryMiB int64
 	cores     int32
-	shares    int32
+	shares    int16 // at most MaxContainers
 	// zeroCores is set when one of them asks for no cores, which a GPU
 	// whose cores are fully taken does not accept.
 	zeroCores bool
@@ -39,6 +39,11 @@ func coresOn(c *gpurequest.ContainerRequest, d *Device) int32 {
 	return c.Cores
 }
 
+// hasFilters reports whether the selection filters GPUs by type or UUID.
+func hasFilters(sel *gpurequest.Selection) bool {
+	return len(sel.Types)+len(sel.ExcludeTypes)+len(sel.UUIDs)+len(sel.ExcludeUUIDs) > 0
+}
+
 // staticReason checks what no placement changes: health, cordon and the
 // pod's type and UUID filters.
 func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
@@ -59,28 +64,37 @@ func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
 
 // check decides whether container c fits device d, which already carries
 // the node's usage (ignored when free) and the pod's own use p of the same
-// phase. It applies the rules in Reason order and returns the first broken.
+// phase.
 func check(d *Device, c *gpurequest.ContainerRequest, p use, free bool) (Reason, bool) {
-	var usedMemory int64
-	var usedCores, usedShares int32
-	if !free {
-		usedMemory, usedCores, usedShares = d.UsedMemoryMiB, d.UsedCores, d.UsedShares
-	}
 	alone := exclusive(c, d)
 	cores := c.Cores
 	if alone {
 		cores = d.Cores
 	}
+	p.add(c.MemoryOn(d.MemoryMiB), cores)
+	return room(d, p, alone, free)
+}
+
+// room decides whether device d, with the node's usage (ignored when free),
+// has room for a set of the pod's containers running at once that together
+// use u, one of them asking for the GPU alone when alone is set. It applies
+// the rules in Reason order and returns the first broken.
+func room(d *Device, u use, alone, free bool) (Reason, bool) {
+	var usedMemory int64
+	var usedCores, usedShares int32
+	if !free {
+		usedMemory, usedCores, usedShares = d.UsedMemoryMiB, d.UsedCores, d.UsedShares
+	}
 	switch {
-	case alone && (usedMemory != 0 || usedCores != 0 || usedShares != 0 || p.shares != 0):
+	case alone && (usedMemory != 0 || usedCores != 0 || usedShares != 0 || u.shares > 1):
 		return ReasonExclusiveTaken, false
-	case int64(usedShares)+int64(p.shares) >= int64(d.ShareLimit):
+	case int64(usedShares)+int64(u.shares) > int64(d.ShareLimit):
 		return ReasonShareLimit, false
-	case usedMemory+p.memoryMiB+c.MemoryOn(d.MemoryMiB) > d.MemoryMiB:
+	case usedMemory+u.memoryMiB > d.MemoryMiB:
 		return ReasonMemory, false
 	}
-	total := int64(usedCores) + int64(p.cores) + int64(cores)
-	if total > int64(d.Cores) || ((p.zeroCores || cores == 0) && total >= int64(d.Cores)) {
+	total := int64(usedCores) + int64(u.cores)
+	if total > int64(d.Cores) || (u.zeroCores && total >= int64(d.Cores)) {
 		return ReasonCores, false
 	}
 	return 0, true
