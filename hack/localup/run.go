@@ -52,6 +52,10 @@ func run(ctx context.Context, o options) error {
 	if err := c.startScheduler(ctx); err != nil {
 		return err
 	}
+	say("Starting Tessera's admission webhook (self-managed certificates)")
+	if err := c.startWebhook(ctx); err != nil {
+		return err
+	}
 	say("Starting %d simulated GPU nodes (device plugin and node agent each)", len(simNodes()))
 	if err := c.startNodes(ctx); err != nil {
 		return err
