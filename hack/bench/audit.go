@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // extenderUser is the user the extender (Tessera's or the no-op one)
@@ -17,12 +18,13 @@ import (
 // records that user's requests only.
 const extenderUser = "tessera-bench-extender"
 
-// auditPolicy logs one event per request of the extender's user, when the
-// request arrives, and nothing for anyone else, so the log costs the API
-// server next to nothing.
+// auditPolicy logs the requests of the extender's user, when each arrives
+// (to count them) and when it completes (to time them, with the object's
+// name), and nothing for anyone else, so the log costs the API server
+// next to nothing.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["ResponseStarted", "ResponseComplete", "Panic"]
+omitStages: ["ResponseStarted", "Panic"]
 rules:
 - level: Metadata
   users: ["` + extenderUser + `"]
@@ -48,7 +50,7 @@ func auditFlags(dir string) ([]string, string, error) {
 	}, log, nil
 }
 
-// auditEvent is the part of an audit event the count needs.
+// auditEvent is the part of an audit event the bench reads.
 type auditEvent struct {
 	Stage string `json:"stage"`
 	Verb  string `json:"verb"`
@@ -58,7 +60,26 @@ type auditEvent struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
+	RequestReceived time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp  time.Time `json:"stageTimestamp"`
+}
+
+// readAudit calls fn for each event of user in an audit log (JSON lines).
+func readAudit(r io.Reader, user string, fn func(e *auditEvent)) error {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for line := 1; s.Scan(); line++ {
+		var e auditEvent
+		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
+			return fmt.Errorf("audit log line %d: %w", line, err)
+		}
+		if e.User.Username == user {
+			fn(&e)
+		}
+	}
+	return s.Err()
 }
 
 // RequestCount is how many requests a user made, in all and by verb and resource.
@@ -87,18 +108,12 @@ func (c RequestCount) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// countRequests counts the requests of user in an audit log (JSON lines).
+// countRequests counts the requests of user in an audit log.
 func countRequests(r io.Reader, user string) (RequestCount, error) {
 	count := RequestCount{ByKind: map[string]int{}}
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for line := 1; s.Scan(); line++ {
-		var e auditEvent
-		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
-			return count, fmt.Errorf("audit log line %d: %w", line, err)
-		}
-		if e.Stage != "RequestReceived" || e.User.Username != user {
-			continue
+	err := readAudit(r, user, func(e *auditEvent) {
+		if e.Stage != "RequestReceived" {
+			return
 		}
 		kind := e.Verb
 		if e.ObjectRef != nil {
@@ -109,8 +124,8 @@ func countRequests(r io.Reader, user string) (RequestCount, error) {
 		}
 		count.Total++
 		count.ByKind[kind]++
-	}
-	return count, s.Err()
+	})
+	return count, err
 }
 
 // countRequestsInFile is countRequests on a file.

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +32,10 @@ type kubeletSim struct {
 	allocations gpulisters.GPUAllocationLister
 	queue       workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	completed   atomic.Int64
+
+	mu sync.Mutex
+	// allocatedAt is when each allocation was marked Allocated, by name.
+	allocatedAt map[string]time.Time
 }
 
 func newKubeletSim(tessera versioned.Interface, pods corelisters.PodLister, allocations gpulisters.GPUAllocationLister) *kubeletSim {
@@ -37,6 +43,7 @@ func newKubeletSim(tessera versioned.Interface, pods corelisters.PodLister, allo
 		tessera:     tessera,
 		pods:        pods,
 		allocations: allocations,
+		allocatedAt: map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](5*time.Millisecond, time.Second),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "kubelet-sim"}),
@@ -115,7 +122,17 @@ func (k *kubeletSim) complete(ctx context.Context, name cache.ObjectName) error 
 		return fmt.Errorf("marking allocation %s Allocated: %w", name, err)
 	}
 	k.completed.Add(1)
+	k.mu.Lock()
+	k.allocatedAt[name.Name] = time.Now()
+	k.mu.Unlock()
 	return nil
+}
+
+// allocated returns when each allocation was marked Allocated, by name.
+func (k *kubeletSim) allocated() map[string]time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return maps.Clone(k.allocatedAt)
 }
 
 // allocatedStatus is the status the device plugin writes once the kubelet

@@ -15,6 +15,7 @@ import (
 // Metric names the bench reads from the extender.
 const (
 	extenderDurationMetric = "tessera_extender_request_duration_seconds"
+	bindQueueWaitMetric    = "tessera_extender_bind_queue_wait_seconds"
 	heapInuseMetric        = "go_memstats_heap_inuse_bytes"
 	heapAllocMetric        = "go_memstats_heap_alloc_bytes"
 )
@@ -77,6 +78,12 @@ func verbQuantiles(families map[string]*dto.MetricFamily, name string) map[strin
 		out[verb] = histogramQuantiles(buckets, h.GetSampleCount())
 	}
 	return out
+}
+
+// histogramOf is the median and 99th percentile of an unlabelled
+// histogram, or zero if it is absent.
+func histogramOf(families map[string]*dto.MetricFamily, name string) Quantiles {
+	return verbQuantiles(families, name)[""]
 }
 
 // gaugeValue is the value of an unlabelled gauge, or false if it is absent.

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -203,6 +205,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 			if err != nil {
 				return nil, err
 			}
+			res.BindQueueWait = histogramOf(families, bindQueueWaitMetric)
 			return verbQuantiles(families, extenderDurationMetric), nil
 		}
 	}
@@ -227,6 +230,14 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		}
 		res.APIRequests = count.Total
 		logger.Info("Extender API requests", "total", count.Total, "byKind", count.String())
+	}
+	if kubelet != nil {
+		cycle, err := r.bindCycle(env, pods.Lister(), kubelet)
+		if err != nil {
+			return err
+		}
+		res.Cycle = &cycle
+		logger.Info("Bind cycle on a node", "cycle", cycle.String())
 	}
 	if waitErr != nil {
 		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.o.Pods, waitErr, env.dir)
@@ -255,4 +266,26 @@ func waitAllBound(ctx context.Context, binds *bindRecorder, timeout time.Duratio
 			}
 		}
 	}
+}
+
+// bindCycle times the steps of Tessera's binds from the audit log, the
+// pods' nodes and the simulated kubelet's records.
+func (r *runner) bindCycle(env *clusterEnv, pods corelisters.PodLister, kubelet *kubeletSim) (BindCycle, error) {
+	timelines := map[string]*podTimeline{}
+	list, err := pods.List(labels.Everything())
+	if err != nil {
+		return BindCycle{}, err
+	}
+	for _, p := range list {
+		timelines[p.Name] = &podTimeline{node: p.Spec.NodeName}
+	}
+	for name, at := range kubelet.allocated() {
+		if p, ok := timelines[name]; ok {
+			p.allocated = at
+		}
+	}
+	if err := timelinesFromAudit(env.auditLog, extenderUser, timelines); err != nil {
+		return BindCycle{}, err
+	}
+	return bindCycle(timelines), nil
 }

@@ -30,6 +30,12 @@ type RowResult struct {
 	Latency Quantiles
 	// Verbs are the extender's latencies by verb; nil without an extender.
 	Verbs map[string]Quantiles
+	// BindQueueWait is how long Tessera's binds waited for the allocation
+	// ahead of them on their node; zero for other rows.
+	BindQueueWait Quantiles
+	// Cycle is where the time between two binds to one node goes; nil
+	// for other rows.
+	Cycle *BindCycle
 	// PeakRSSBytes is the extender process's peak resident memory; 0 when
 	// it was not measured (no extender, or one inside the bench).
 	PeakRSSBytes int64
@@ -114,6 +120,13 @@ func (t Table) WriteMarkdown(w io.Writer) error {
 func (t Table) notes() []string {
 	notes := append([]string(nil), t.Notes...)
 	for _, r := range t.Rows {
+		if r.BindQueueWait.Count > 0 {
+			notes = append(notes, fmt.Sprintf("row %s: binds waited for their node's previous allocation p50 %s, p99 %s (in bind p50/p99)",
+				r.Row, formatDuration(r.BindQueueWait.P50, r.BindQueueWait.Count), formatDuration(r.BindQueueWait.P99, r.BindQueueWait.Count)))
+		}
+		if r.Cycle != nil {
+			notes = append(notes, fmt.Sprintf("row %s: one node's bind cycle: %s", r.Row, r.Cycle))
+		}
 		if r.Err != nil {
 			notes = append(notes, fmt.Sprintf("row %s failed: %v", r.Row, r.Err))
 		}
