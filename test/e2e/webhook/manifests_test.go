@@ -1,0 +1,133 @@
+package webhook
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/webhook/admission"
+	"github.com/tessera-gpu/tessera/webhook/app"
+)
+
+// loadShipped reads the webhook configurations in deploy/webhook, refusing
+// unknown fields so that a typo there fails here.
+func loadShipped(t testing.TB) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	dir := filepath.Join(framework.RepoRoot(), "deploy", "webhook")
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	for file, obj := range map[string]any{"mutatingwebhookconfiguration.yaml": m, "validatingwebhookconfiguration.yaml": v} {
+		raw, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	return m, v
+}
+
+// shippedWebhook is what both configurations' webhooks share.
+type shippedWebhook struct {
+	name              string
+	clientConfig      admissionregistrationv1.WebhookClientConfig
+	rules             []admissionregistrationv1.RuleWithOperations
+	failurePolicy     *admissionregistrationv1.FailurePolicyType
+	sideEffects       *admissionregistrationv1.SideEffectClass
+	timeoutSeconds    *int32
+	versions          []string
+	namespaceSelector *metav1.LabelSelector
+	objectSelector    *metav1.LabelSelector
+	matchConditions   []admissionregistrationv1.MatchCondition
+}
+
+func shippedWebhooks(t testing.TB) []shippedWebhook {
+	m, v := loadShipped(t)
+	var out []shippedWebhook
+	for _, w := range m.Webhooks {
+		out = append(out, shippedWebhook{w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds,
+			w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions})
+	}
+	for _, w := range v.Webhooks {
+		out = append(out, shippedWebhook{w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.SideEffects, w.TimeoutSeconds,
+			w.AdmissionReviewVersions, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions})
+	}
+	return out
+}
+
+// TestShippedConfigurations pins what the manifests must say for the
+// daemon's defaults to work; the end-to-end tests prove the rest.
+func TestShippedConfigurations(t *testing.T) {
+	m, v := loadShipped(t)
+	defaults := app.NewOptions()
+	if m.Name != defaults.MutatingWebhookConfiguration || v.Name != defaults.ValidatingWebhookConfiguration {
+		t.Errorf("configuration names %q and %q, want the webhook's defaults %q and %q",
+			m.Name, v.Name, defaults.MutatingWebhookConfiguration, defaults.ValidatingWebhookConfiguration)
+	}
+	if len(m.Webhooks) != 1 || len(v.Webhooks) != 1 {
+		t.Fatalf("want one webhook in each configuration, got %d and %d", len(m.Webhooks), len(v.Webhooks))
+	}
+	if p := m.Webhooks[0].ReinvocationPolicy; p == nil || *p != admissionregistrationv1.IfNeededReinvocationPolicy {
+		t.Errorf("mutating reinvocationPolicy = %v, want IfNeeded", p)
+	}
+	optOut := labels.Set{admission.DefaultOptOutLabel: admission.DefaultOptOutValue}
+	for _, w := range shippedWebhooks(t) {
+		t.Run(w.name, func(t *testing.T) {
+			if w.failurePolicy == nil || *w.failurePolicy != admissionregistrationv1.Fail {
+				t.Errorf("failurePolicy = %v, want Fail", w.failurePolicy)
+			}
+			if w.sideEffects == nil || *w.sideEffects != admissionregistrationv1.SideEffectClassNone {
+				t.Errorf("sideEffects = %v, want None", w.sideEffects)
+			}
+			if w.timeoutSeconds == nil || *w.timeoutSeconds > 10 {
+				t.Errorf("timeoutSeconds = %v, want set and at most 10", w.timeoutSeconds)
+			}
+			if !slices.Equal(w.versions, []string{"v1"}) {
+				t.Errorf("admissionReviewVersions = %v, want [v1]", w.versions)
+			}
+			if s := w.clientConfig.Service; s == nil || s.Name != defaults.ServiceName || s.Namespace != defaults.Namespace {
+				t.Errorf("clientConfig.service = %+v, want %s/%s", s, defaults.Namespace, defaults.ServiceName)
+			}
+			if len(w.clientConfig.CABundle) != 0 {
+				t.Error("caBundle is set; the self-managed webhook writes it")
+			}
+			if len(w.rules) != 1 || !slices.Equal(w.rules[0].Resources, []string{"pods"}) ||
+				!slices.Equal(w.rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+				t.Errorf("rules = %+v, want pod CREATE only", w.rules)
+			}
+			nsSel, err := metav1.LabelSelectorAsSelector(w.namespaceSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ns := range []string{"kube-system", defaults.Namespace} {
+				if nsSel.Matches(labels.Set{"kubernetes.io/metadata.name": ns}) {
+					t.Errorf("namespaceSelector selects %s", ns)
+				}
+			}
+			if nsSel.Matches(optOut) {
+				t.Error("namespaceSelector selects an opted-out namespace")
+			}
+			if !nsSel.Matches(labels.Set{"kubernetes.io/metadata.name": "team-a"}) {
+				t.Error("namespaceSelector skips an ordinary namespace")
+			}
+			objSel, err := metav1.LabelSelectorAsSelector(w.objectSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if objSel.Matches(optOut) || !objSel.Matches(labels.Set{"app": "x"}) {
+				t.Error("objectSelector must skip opted-out pods and only them")
+			}
+			if len(w.matchConditions) != 1 {
+				t.Errorf("want one matchCondition selecting GPU pods, got %d", len(w.matchConditions))
+			}
+		})
+	}
+}

@@ -1,0 +1,250 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/webhook/admission"
+	"github.com/tessera-gpu/tessera/webhook/certs"
+)
+
+// Dependencies are what the server talks to. Kube and Tessera are
+// required; the rest default.
+type Dependencies struct {
+	Kube    kubernetes.Interface
+	Tessera versioned.Interface
+	// Clock drives certificate reloads and renewals; nil: the real clock.
+	Clock clock.WithTicker
+	// Listener, when set, is used instead of listening on
+	// Options.ListenAddress, so a test can pick a free port first.
+	Listener net.Listener
+}
+
+// Server is the admission webhook daemon.
+type Server struct {
+	opts     *Options
+	deps     Dependencies
+	registry *prometheus.Registry
+	mux      *http.ServeMux
+	tls      certs.Source
+	// runCerts keeps the certificate fresh until ctx ends.
+	runCerts func(ctx context.Context)
+	// certsReady reports an error until the certificate can be trusted.
+	certsReady func() error
+
+	kubeInformers   informers.SharedInformerFactory
+	gpuInformers    externalversions.SharedInformerFactory
+	informersSynced []cache.InformerSynced
+	synced          atomic.Bool
+}
+
+// NewServer checks the options and builds the server; a certificate file
+// that cannot be read fails here.
+func NewServer(opts *Options, deps Dependencies) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Kube == nil || deps.Tessera == nil {
+		return nil, errors.New("the Kubernetes and Tessera clients are required")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	s := &Server{opts: opts, deps: deps, registry: prometheus.NewRegistry(), mux: http.NewServeMux()}
+
+	s.kubeInformers = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
+		informers.WithTransform(stripManagedFields))
+	s.gpuInformers = externalversions.NewSharedInformerFactoryWithOptions(deps.Tessera, 0,
+		externalversions.WithTransform(stripManagedFields))
+	namespaces := s.kubeInformers.Core().V1().Namespaces()
+	gpuNodes := s.gpuInformers.Gpu().V1alpha1().GPUNodes()
+	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced}
+	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister())
+	if err != nil {
+		return nil, err
+	}
+
+	if err := s.setUpTLS(); err != nil {
+		return nil, err
+	}
+	metrics, err := admission.NewMetrics(s.registry)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		certs.NewExpiryCollector(s.tls),
+	} {
+		if err := s.registry.Register(c); err != nil {
+			return nil, fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+
+	s.mux.Handle("/mutate", admission.NewHandler(admission.WebhookMutate, admitter.Mutate, opts.MaxRequestBytes, metrics, deps.Clock))
+	s.mux.Handle("/validate", admission.NewHandler(admission.WebhookValidate, admitter.Validate, opts.MaxRequestBytes, metrics, deps.Clock))
+	s.addOperationalEndpoints(s.mux)
+	return s, nil
+}
+
+func (s *Server) setUpTLS() error {
+	switch s.opts.TLSMode {
+	case TLSModeFiles:
+		src, err := certs.NewFileSource(s.opts.CertFile, s.opts.KeyFile, s.opts.ReloadInterval, s.deps.Clock)
+		if err != nil {
+			return fmt.Errorf("loading the serving certificate: %w", err)
+		}
+		s.tls, s.runCerts, s.certsReady = src, src.Run, func() error { return nil }
+	case TLSModeSelfManaged:
+		cfg, err := s.opts.selfManagedConfig()
+		if err != nil {
+			return err
+		}
+		src, err := certs.NewSelfManaged(cfg, s.deps.Kube, s.deps.Clock)
+		if err != nil {
+			return err
+		}
+		s.tls, s.runCerts, s.certsReady = src, src.Run, src.Ready
+	}
+	return nil
+}
+
+// addOperationalEndpoints adds /healthz, /readyz and /metrics.
+func (s *Server) addOperationalEndpoints(mux *http.ServeMux) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := s.ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
+}
+
+// ready reports what still keeps the webhook from answering correctly.
+func (s *Server) ready() error {
+	var errs []error
+	if !s.synced.Load() {
+		errs = append(errs, errors.New("namespace and GPUNode informers have not synced"))
+	}
+	if err := s.certsReady(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Run serves until ctx ends, then lets in-flight reviews finish within the
+// shutdown timeout.
+func (s *Server) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+
+	s.kubeInformers.Start(ctx.Done())
+	s.gpuInformers.Start(ctx.Done())
+	defer s.kubeInformers.Shutdown()
+	defer s.gpuInformers.Shutdown()
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), s.informersSynced...) {
+			s.synced.Store(true)
+			logger.Info("Informers synced")
+		}
+	}()
+	certsDone := make(chan struct{})
+	go func() { defer close(certsDone); s.runCerts(ctx) }()
+	// Stop the informers and the certificate loop, then wait for the loop.
+	defer func() { <-certsDone }()
+	defer cancel()
+
+	ln := s.deps.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.opts.ListenAddress); err != nil {
+			return fmt.Errorf("listening on %s: %w", s.opts.ListenAddress, err)
+		}
+	}
+	servers := []*http.Server{s.httpServer(ctx, s.mux)}
+	servers[0].TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.tls.GetCertificate}
+	errc := make(chan error, 2)
+	logger.Info("Serving admission webhooks", "address", ln.Addr().String(), "tlsMode", s.opts.TLSMode)
+	go func() { errc <- servers[0].ServeTLS(ln, "", "") }()
+
+	if s.opts.MetricsAddress != "" {
+		plain := http.NewServeMux()
+		s.addOperationalEndpoints(plain)
+		srv := s.httpServer(ctx, plain)
+		srv.Addr = s.opts.MetricsAddress
+		servers = append(servers, srv)
+		logger.Info("Serving metrics over plain HTTP", "address", s.opts.MetricsAddress)
+		go func() { errc <- srv.ListenAndServe() }()
+	}
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		err = fmt.Errorf("serving: %w", err)
+	}
+	shutdownCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer stop()
+	for _, srv := range servers {
+		if serr := srv.Shutdown(shutdownCtx); serr != nil {
+			logger.Error(serr, "Shutting down the HTTP server")
+		}
+	}
+	return err
+}
+
+// httpServer returns a server whose requests carry the daemon's logger but
+// are not cancelled with it: Shutdown lets them finish.
+func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
+	base := context.WithoutCancel(ctx)
+	return &http.Server{
+		Handler:           h,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          log.New(errorLogWriter{klog.FromContext(ctx)}, "", 0),
+	}
+}
+
+// stripManagedFields drops what the webhook never reads from cached objects.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// errorLogWriter sends net/http's own messages, such as failed TLS
+// handshakes, to the structured log.
+type errorLogWriter struct{ logger klog.Logger }
+
+func (w errorLogWriter) Write(p []byte) (int, error) {
+	w.logger.V(2).Info("HTTP server", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
