@@ -1,0 +1,170 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/config"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+const gpuResource = "nvidia.com/gpu"
+
+// kubelet is the kubelet's device manager and the pods it treats as active.
+type kubelet struct {
+	mgr *devicemanager.ManagerImpl
+
+	mu   sync.Mutex
+	pods []*corev1.Pod
+}
+
+// checkPluginDir refuses to run beside a real kubelet, whose socket
+// directory the device manager would take over.
+func checkPluginDir(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("the kubelet device manager serves %s: run this test as root", pluginapi.KubeletSocket)
+	}
+	if conn, err := net.DialTimeout("unix", pluginapi.KubeletSocket, time.Second); err == nil {
+		conn.Close()
+		t.Fatalf("a kubelet is serving %s on this machine; run this test where none runs", pluginapi.KubeletSocket)
+	}
+	if err := os.MkdirAll(pluginapi.DevicePluginPath, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(filepath.Join(pluginapi.DevicePluginPath, "kubelet_internal_checkpoint")) })
+}
+
+// startKubelet starts a device manager, as the kubelet does at start-up:
+// it cleans the socket directory and serves kubelet.sock.
+func startKubelet(t *testing.T, logger klog.Logger, pods []*corev1.Pod) *kubelet {
+	t.Helper()
+	mgr, err := devicemanager.NewManagerImpl(logger, nil, topologymanager.NewFakeManager(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubelet{mgr: mgr, pods: pods}
+	ready := config.NewSourcesReady(func(sets.Set[string]) bool { return true })
+	if err := mgr.Start(logger, k.activePods, ready, containermap.NewContainerMap(), sets.New[string]()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mgr.Stop(logger) })
+	return k
+}
+
+func (k *kubelet) activePods() []*corev1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]*corev1.Pod(nil), k.pods...)
+}
+
+// waitForDevices waits until the kubelet has n healthy devices of the resource.
+func (k *kubelet) waitForDevices(t *testing.T, logger klog.Logger, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		capacity, allocatable, _ := k.mgr.GetCapacity(logger)
+		c, a := capacity[gpuResource], allocatable[gpuResource]
+		if c.Value() == n && a.Value() == n {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	capacity, allocatable, _ := k.mgr.GetCapacity(logger)
+	t.Fatalf("kubelet sees capacity %v allocatable %v, want %d %s", capacity, allocatable, n, gpuResource)
+}
+
+// admit allocates the pod's containers in the kubelet's order, init
+// containers first, and returns the options of each GPU container.
+func (k *kubelet) admit(ctx context.Context, pod *corev1.Pod) (map[string]*devicemanager.DeviceRunContainerOptions, error) {
+	k.mu.Lock()
+	k.pods = append(k.pods, pod)
+	k.mu.Unlock()
+	var all []*corev1.Container
+	for i := range pod.Spec.InitContainers {
+		all = append(all, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		all = append(all, &pod.Spec.Containers[i])
+	}
+	for _, c := range all {
+		if err := k.mgr.Allocate(ctx, pod, c, lifecycle.AddOperation); err != nil {
+			return nil, fmt.Errorf("allocating container %s: %w", c.Name, err)
+		}
+	}
+	out := map[string]*devicemanager.DeviceRunContainerOptions{}
+	for _, c := range all {
+		opts, err := k.mgr.GetDeviceRunContainerOptions(ctx, pod, c)
+		if err != nil {
+			return nil, fmt.Errorf("container options of %s: %w", c.Name, err)
+		}
+		if opts != nil && len(opts.Envs) > 0 {
+			out[c.Name] = opts
+		}
+	}
+	return out, nil
+}
+
+func gpus(n int64) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Limits: corev1.ResourceList{gpuResource: *resource.NewQuantity(n, resource.DecimalSI)}}
+}
+
+// bind creates the pod, bound to the node, and the GPUAllocation the
+// scheduler extender would have written for it.
+func bind(ctx context.Context, t *testing.T, cp *framework.ControlPlane, node string, pod *corev1.Pod, containers ...gpuv1alpha1.ContainerAllocation) *corev1.Pod {
+	t.Helper()
+	pod.Namespace = metav1.NamespaceDefault
+	pod.Spec.NodeName = node
+	pod, err := cp.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(containers) == 0 {
+		return pod
+	}
+	_, err = cp.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace).Create(ctx, &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+		Spec:       gpuv1alpha1.GPUAllocationSpec{PodUID: pod.UID, NodeName: node, Containers: containers},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func placed(name string, kind gpuv1alpha1.ContainerKind, devices ...gpuv1alpha1.DeviceAllocation) gpuv1alpha1.ContainerAllocation {
+	return gpuv1alpha1.ContainerAllocation{Name: name, Kind: kind, Devices: devices}
+}
+
+func slice(uuid string, index int32, memoryMiB int64, cores int32) gpuv1alpha1.DeviceAllocation {
+	return gpuv1alpha1.DeviceAllocation{UUID: uuid, Index: index, MemoryMiB: memoryMiB, Cores: cores}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
