@@ -1,0 +1,240 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/webhook/app"
+)
+
+// runningWebhook is the webhook daemon running in process for one test.
+type runningWebhook struct {
+	base   string // https://127.0.0.1:port
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startWebhook runs the daemon with opts on a fresh loopback port and waits
+// until it reports ready. It is stopped when the test ends.
+func startWebhook(t *testing.T, cp *framework.ControlPlane, opts *app.Options) *runningWebhook {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startWebhookOn(t, cp, opts, ln)
+}
+
+// startWebhookOn runs the daemon on ln.
+func startWebhookOn(t *testing.T, cp *framework.ControlPlane, opts *app.Options, ln net.Listener) *runningWebhook {
+	t.Helper()
+	opts.ListenAddress = ln.Addr().String()
+	server, err := app.NewServer(opts, app.Dependencies{Kube: cp.Kube, Tessera: cp.Tessera, Listener: ln})
+	if err != nil {
+		t.Fatalf("creating the webhook server: %v", err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	w := &runningWebhook{base: "https://" + ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	go func() { w.done <- server.Run(ctx) }()
+	t.Cleanup(w.stop)
+	return w
+}
+
+func (w *runningWebhook) stop() {
+	if w.cancel != nil {
+		w.cancel()
+		<-w.done
+		w.cancel = nil
+	}
+}
+
+// insecure is how the kubelet probes an HTTPS endpoint: without verifying.
+var insecure = &http.Client{
+	Timeout:   5 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // a probe, as the kubelet's
+}
+
+func (w *runningWebhook) get(t testing.TB, path string) (int, string) {
+	t.Helper()
+	resp, err := insecure.Get(w.base + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func (w *runningWebhook) waitReady(ctx context.Context, t testing.TB) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		var code int
+		code, last = w.get(t, "/readyz")
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("the webhook did not become ready: %s", last)
+	}
+}
+
+// requests returns tessera_webhook_requests_total for webhook and result.
+func (w *runningWebhook) requests(t testing.TB, webhook, result string) int {
+	t.Helper()
+	code, body := w.get(t, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", code, body)
+	}
+	re := regexp.MustCompile(`(?m)^tessera_webhook_requests_total\{result="` + result + `",webhook="` + webhook + `"\} (\d+)$`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no tessera_webhook_requests_total for %s/%s in /metrics", webhook, result)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// sentToWebhook counts every review either webhook has answered.
+func (w *runningWebhook) sentToWebhook(t testing.TB) int {
+	n := 0
+	for _, webhook := range []string{"mutate", "validate"} {
+		for _, result := range []string{"allowed", "patched", "denied", "bad_request", "error"} {
+			n += w.requests(t, webhook, result)
+		}
+	}
+	return n
+}
+
+// installShipped creates the shipped webhook configurations with their
+// clientConfig pointed at base, trusting caBundle (nil: none yet).
+func installShipped(ctx context.Context, t testing.TB, kube kubernetes.Interface, base string, caBundle []byte) {
+	t.Helper()
+	m, v := loadShipped(t)
+	point := func(c *admissionregistrationv1.WebhookClientConfig) {
+		url := base + *c.Service.Path
+		*c = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}
+	}
+	for i := range m.Webhooks {
+		point(&m.Webhooks[i].ClientConfig)
+	}
+	for i := range v.Webhooks {
+		point(&v.Webhooks[i].ClientConfig)
+	}
+	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, m, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("installing the shipped MutatingWebhookConfiguration: %v", err)
+	}
+	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, v, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("installing the shipped ValidatingWebhookConfiguration: %v", err)
+	}
+}
+
+// setCABundle replaces the caBundle of the installed configurations.
+func setCABundle(ctx context.Context, t testing.TB, kube kubernetes.Interface, caBundle []byte) {
+	t.Helper()
+	m, v := loadShipped(t)
+	mc := kube.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	mutating, err := mc.Get(ctx, m.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range mutating.Webhooks {
+		mutating.Webhooks[i].ClientConfig.CABundle = caBundle
+	}
+	if _, err := mc.Update(ctx, mutating, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vc := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	validating, err := vc.Get(ctx, v.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range validating.Webhooks {
+		validating.Webhooks[i].ClientConfig.CABundle = caBundle
+	}
+	if _, err := vc.Update(ctx, validating, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createNamespace(ctx context.Context, t testing.TB, kube kubernetes.Interface, name string, labels map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// createGPUNode publishes one node's GPUs, as its device plugin would.
+func createGPUNode(ctx context.Context, t testing.TB, cp *framework.ControlPlane, name string, memoryMiB int64) {
+	t.Helper()
+	n, err := cp.Tessera.GpuV1alpha1().GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Devices = []gpuv1alpha1.GPUDevice{{
+		UUID: "GPU-" + name + "-0", Model: "NVIDIA L4", MemoryMiB: memoryMiB, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+	}}
+	n.Status.GPUCount = 1
+	if _, err := cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// warningRecorder keeps the warnings the API server sends a client, as
+// kubectl prints them.
+type warningRecorder struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+var _ rest.WarningHandler = (*warningRecorder)(nil)
+
+func (r *warningRecorder) HandleWarningHeader(code int, _ string, text string) {
+	if code != 299 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warnings = append(r.warnings, text)
+}
+
+func (r *warningRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.warnings
+	r.warnings = nil
+	return w
+}
+
+// clientWithWarnings is a client whose warnings land in the recorder.
+func clientWithWarnings(t testing.TB, cp *framework.ControlPlane) (kubernetes.Interface, *warningRecorder) {
+	t.Helper()
+	rec := &warningRecorder{}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WarningHandler = rec
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, rec
+}
