@@ -3,6 +3,7 @@ package helm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,43 @@ func TestChartOnAPIServer(t *testing.T) {
 	t.Run("only GPU pods are sent to the webhook", func(t *testing.T) {
 		checkWebhookSelection(ctx, t, cp, release.namespace)
 	})
+	t.Run("helm install, upgrade and uninstall", func(t *testing.T) {
+		checkHelmLifecycle(ctx, t, cp)
+	})
+}
+
+// checkHelmLifecycle installs, upgrades and uninstalls a release with Helm
+// itself, which reads the cluster's version and applies the objects in its
+// own order. The CRDs are left out: the framework's already exist, and a
+// second owner is what crds.install=false is for.
+func checkHelmLifecycle(ctx context.Context, t *testing.T, cp *framework.ControlPlane) {
+	const release, namespace = "lifecycle", "tessera-lifecycle"
+	kube := []string{"--kubeconfig", stampedKubeconfig(t, cp), "--namespace", namespace}
+	out, err := helm(t, append([]string{"install", release, chartDir(), "--create-namespace", "--set", "crds.install=false"}, kube...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "kubectl get gpuallocations -A") || !strings.Contains(out, "nothing enforces them") {
+		t.Errorf("the install's notes lack the first steps and the missing-library warning:\n%s", out)
+	}
+	configMap := release + "-tessera-device-plugin"
+	if _, err := helm(t, append([]string{"upgrade", release, chartDir(), "--reuse-values", "--set", "devicePlugin.splitCount=4"}, kube...)...); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cp.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, configMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["config.yaml"], "splitCount: 4\n") {
+		t.Errorf("after the upgrade the device plugin's configuration is\n%s\nwant splitCount: 4", cm.Data["config.yaml"])
+	}
+	if _, err := helm(t, append([]string{"uninstall", release, "--wait"}, kube...)...); err != nil {
+		t.Fatal(err)
+	}
+	role := release + "-tessera-device-plugin"
+	if _, err := cp.Kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole %s after uninstall: %v, want it gone", role, err)
+	}
 }
 
 func newMapper(t testing.TB, cp *framework.ControlPlane) meta.RESTMapper {
