@@ -234,3 +234,23 @@ func asJSON(t testing.TB, p *corev1.Pod) map[string]any {
 	}
 	return m
 }
+
+func TestPointerEscapes(t *testing.T) {
+	tests := []struct {
+		name   string
+		tokens []string
+		want   string
+	}{
+		{"plain tokens", []string{"spec", "schedulerName"}, "/spec/schedulerName"},
+		{"slash in a resource name", []string{"limits", "nvidia.com/gpu"}, "/limits/nvidia.com~1gpu"},
+		{"tilde before slash", []string{"a~/b"}, "/a~0~1b"},
+		{"tilde and one", []string{"~1"}, "/~01"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pointer(tc.tokens...); got != tc.want {
+				t.Errorf("pointer(%q) = %q, want %q", tc.tokens, got, tc.want)
+			}
+		})
+	}
+}

@@ -26,22 +26,29 @@ func (a *Admitter) warnings(ctx context.Context, requests []gpurequest.Container
 		klog.FromContext(ctx).Error(err, "Listing GPUNodes for admission warnings")
 		return nil
 	}
+	var unfit []gpurequest.ContainerRequest
+	for _, r := range requests {
+		if !fits(nodes, r) {
+			unfit = append(unfit, r)
+		}
+	}
+	if len(unfit) == 0 {
+		return nil
+	}
+	// Only a request that does not fit pays for the whole inventory.
 	inv := summarize(nodes)
 	if inv.gpus == 0 {
 		return []string{noInventoryWarning}
 	}
-	var out []string
-	for _, r := range requests {
-		if w := inv.warning(r); w != "" {
-			out = append(out, w)
-		}
+	out := make([]string, 0, len(unfit))
+	for _, r := range unfit {
+		out = append(out, inv.warning(r))
 	}
 	return out
 }
 
 // inventory is the size of the cluster's GPUs, as far as warnings need it.
 type inventory struct {
-	nodes          []*gpuv1alpha1.GPUNode
 	gpus           int
 	maxMemoryMiB   int64
 	maxCores       int32
@@ -49,7 +56,7 @@ type inventory struct {
 }
 
 func summarize(nodes []*gpuv1alpha1.GPUNode) inventory {
-	inv := inventory{nodes: nodes}
+	var inv inventory
 	for _, n := range nodes {
 		devices := n.Status.Devices
 		inv.gpus += len(devices)
@@ -62,11 +69,8 @@ func summarize(nodes []*gpuv1alpha1.GPUNode) inventory {
 	return inv
 }
 
-// warning says why no node could serve the request, or "" when one could.
+// warning says why no node can serve a request that fits none.
 func (inv inventory) warning(r gpurequest.ContainerRequest) string {
-	if inv.fits(r) {
-		return ""
-	}
 	switch {
 	case r.MemoryMiB > inv.maxMemoryMiB:
 		return fmt.Sprintf("container %q asks for %d MiB of GPU memory, more than any GPU in the cluster has (largest: %d MiB)",
@@ -93,8 +97,8 @@ func (inv inventory) warning(r gpurequest.ContainerRequest) string {
 
 // fits reports whether some node has enough GPUs each large enough for the
 // request, ignoring what is allocated on them.
-func (inv inventory) fits(r gpurequest.ContainerRequest) bool {
-	for _, n := range inv.nodes {
+func fits(nodes []*gpuv1alpha1.GPUNode, r gpurequest.ContainerRequest) bool {
+	for _, n := range nodes {
 		large := 0
 		for i := range n.Status.Devices {
 			d := &n.Status.Devices[i]
