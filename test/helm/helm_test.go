@@ -51,6 +51,19 @@ func chartDir() string {
 	return filepath.Join(framework.RepoRoot(), "deploy", "helm", "tessera")
 }
 
+// readChart reads every file of the chart in the test's own process. Helm
+// reads them in a child process, which go test's result cache does not
+// see; reading them here makes a changed chart re-run the tests.
+var readChart = sync.OnceValue(func() error {
+	return filepath.WalkDir(chartDir(), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		_, err = os.ReadFile(path)
+		return err
+	})
+})
+
 // helm runs Helm with args and returns its standard output, or an error
 // holding its standard error. A missing Helm fails the test: it never skips.
 func helm(t testing.TB, args ...string) (string, error) {
@@ -58,6 +71,9 @@ func helm(t testing.TB, args ...string) (string, error) {
 	bin, err := helmBinary()
 	if err != nil {
 		t.Fatalf("no Helm binary: %v", err)
+	}
+	if err := readChart(); err != nil {
+		t.Fatalf("reading the chart: %v", err)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, args...)

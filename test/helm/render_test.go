@@ -344,3 +344,56 @@ func normalize(t testing.TB, v any) any {
 	}
 	return out
 }
+
+// TestWebhookConfigurationsMatchDeploy checks that, with the default values
+// in namespace tessera-system, the chart registers exactly the webhooks of
+// deploy/webhook: same rules, selectors, match conditions and policies.
+func TestWebhookConfigurationsMatchDeploy(t *testing.T) {
+	objs := defaults().mustTemplate(t)
+	for kind, file := range map[string]string{
+		"MutatingWebhookConfiguration":   "mutatingwebhookconfiguration.yaml",
+		"ValidatingWebhookConfiguration": "validatingwebhookconfiguration.yaml",
+	} {
+		t.Run(kind, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "webhook", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want map[string]any
+			if err := yaml.Unmarshal(data, &want); err != nil {
+				t.Fatal(err)
+			}
+			got := findOne(t, objs, kind, "")
+			if got.GetName() != want["metadata"].(map[string]any)["name"] {
+				t.Errorf("the chart names its %s %q, deploy/webhook %q", kind, got.GetName(), want["metadata"].(map[string]any)["name"])
+			}
+			gotHooks, wantHooks := normalize(t, got.Object["webhooks"]), normalize(t, want["webhooks"])
+			squeezeExpressions(gotHooks)
+			squeezeExpressions(wantHooks)
+			if !reflect.DeepEqual(gotHooks, wantHooks) {
+				a, _ := yaml.Marshal(gotHooks)
+				b, _ := yaml.Marshal(wantHooks)
+				t.Errorf("the chart's webhooks differ from deploy/webhook/%s:\nchart:\n%s\ndeploy:\n%s", file, a, b)
+			}
+		})
+	}
+}
+
+// squeezeExpressions drops the white space of CEL expressions, which YAML
+// folding places differently in the two files.
+func squeezeExpressions(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && k == "expression" {
+				v[k] = strings.Join(strings.Fields(s), "")
+				continue
+			}
+			squeezeExpressions(x)
+		}
+	case []any:
+		for _, x := range v {
+			squeezeExpressions(x)
+		}
+	}
+}

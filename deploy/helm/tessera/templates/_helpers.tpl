@@ -42,7 +42,7 @@ webhook's matchConditions.
 */}}
 {{- define "tessera.resourceNameList" -}}
 {{- $n := .Values.resourceNames -}}
-[{{ list $n.count $n.memory $n.memoryPercentage $n.cores | toJson | trimPrefix "[" | trimSuffix "]" | replace "\"" "'" }}]
+[{{ list $n.count $n.memory $n.memoryPercentage $n.cores | toJson | trimPrefix "[" | trimSuffix "]" | replace "\"" "'" | replace "," ", " }}]
 {{- end -}}
 
 {{/*
