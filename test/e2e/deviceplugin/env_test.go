@@ -1,0 +1,183 @@
+package deviceplugin
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
+	"github.com/tessera-gpu/tessera/scheduler/app"
+	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/test/nodeagent"
+)
+
+const (
+	gpuResource = "nvidia.com/gpu"
+	// shippedURL is the extender address in the shipped configuration.
+	shippedURL = "http://127.0.0.1:8888"
+)
+
+// cluster is a control plane with kube-scheduler, the extender, and
+// simulated GPU nodes each served by a device plugin and a node agent.
+type cluster struct {
+	cp     *framework.ControlPlane
+	agents map[string]*nodeagent.Agent
+}
+
+// simNode is a node and its simulated GPUs (the simulated-GPU file).
+type simNode struct {
+	name string
+	gpus string
+}
+
+func startCluster(t *testing.T, nodes ...simNode) *cluster {
+	t.Helper()
+	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	c := &cluster{cp: cp, agents: map[string]*nodeagent.Agent{}}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	var stops []chan error
+	t.Cleanup(func() {
+		cancel()
+		for _, done := range stops {
+			if err := <-done; err != nil {
+				t.Errorf("stopping: %v", err)
+			}
+		}
+	})
+	run := func(f func() error) {
+		done := make(chan error, 1)
+		stops = append(stops, done)
+		go func() { done <- f() }()
+	}
+
+	// The extender, in process, and kube-scheduler on the shipped
+	// configuration pointing at it.
+	cfg := options.NewConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	run(func() error { return app.Serve(ctx, cfg, cp.Config, ln) })
+	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
+		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
+	}
+	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
+
+	for _, n := range nodes {
+		framework.CreateReadyNode(ctx, t, cp.Kube, n.name, nil)
+		dir := t.TempDir()
+		pluginDir := filepath.Join(dir, "device-plugins")
+		if err := os.Mkdir(pluginDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, Kube: cp.Kube, DeviceResources: []string{gpuResource}}
+		c.agents[n.name] = agent
+		run(func() error { return agent.Run(ctx) })
+
+		gpuFile := filepath.Join(dir, "gpus.yaml")
+		if err := os.WriteFile(gpuFile, []byte(n.gpus), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pcfg := config.Default()
+		pcfg.NodeName = n.name
+		pcfg.SplitCount = 4
+		pcfg.PluginDir = pluginDir
+		pcfg.SimulatedGPUFile = gpuFile
+		pcfg.MetricsAddress = ""
+		p, err := plugin.New(pcfg, plugin.Dependencies{Kube: cp.Kube, Tessera: cp.Tessera})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(func() error { return p.Run(ctx) })
+	}
+	for _, n := range nodes {
+		c.waitNodeReady(t, n.name)
+	}
+	return c
+}
+
+// waitNodeReady waits for the node's GPUNode to be Ready and its GPUs to be
+// advertised on the Node.
+func (c *cluster) waitNodeReady(t *testing.T, node string) {
+	t.Helper()
+	waitFor(t, time.Minute, "node "+node+" to offer GPUs", func() (bool, string) {
+		gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if !meta.IsStatusConditionTrue(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady) {
+			return false, fmt.Sprintf("GPUNode conditions %v", gn.Status.Conditions)
+		}
+		n, err := c.cp.Kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		q := n.Status.Allocatable[gpuResource]
+		return q.Value() > 0, fmt.Sprintf("allocatable %s: %s", gpuResource, q.String())
+	})
+}
+
+// waitFor polls cond until it holds, failing the test with its last
+// explanation after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, why := cond()
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %s", what, last)
+	}
+}
+
+// gpuPod is a pod for Tessera's scheduler asking for one GPU with memory.
+func gpuPod(name string, memoryMiB int64) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec: corev1.PodSpec{
+			SchedulerName: "tessera-scheduler",
+			Containers: []corev1.Container{{
+				Name: "cuda", Image: "cuda",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+					gpuResource:         quantity(1),
+					"nvidia.com/gpumem": quantity(memoryMiB),
+				}},
+			}},
+		},
+	}
+}
