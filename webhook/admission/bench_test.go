@@ -78,4 +78,3 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	}
 }
-
