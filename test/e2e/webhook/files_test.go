@@ -6,9 +6,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +47,11 @@ func TestFileCertificates(t *testing.T) {
 	opts.TLSMode = app.TLSModeFiles
 	opts.CertFile, opts.KeyFile = certFile, keyFile
 	opts.ReloadInterval = 100 * time.Millisecond
+	metricsPort, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.MetricsAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort))
 	w := startWebhook(t, cp, opts)
 	w.waitReady(ctx, t)
 	if got := w.servedCertificate(t); !got.Equal(first) {
@@ -106,6 +114,36 @@ func TestFileCertificates(t *testing.T) {
 		conn.Close()
 		if err := admitted("renewed"); err != nil {
 			t.Errorf("no GPU pod got through the webhook after the renewal: %v", err)
+		}
+	})
+
+	t.Run("metrics and probes are also served over plain HTTP", func(t *testing.T) {
+		base := "http://" + opts.MetricsAddress
+		for path, want := range map[string]string{
+			"/readyz":  "ok",
+			"/healthz": "ok",
+			"/metrics": `tessera_webhook_requests_total{result="patched",webhook="mutate"}`,
+		} {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+				t.Errorf("GET %s = %d, want 200 with %q", path, resp.StatusCode, want)
+			}
+		}
+		// The expiry of the certificate now served, for alerts.
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		served := w.servedCertificate(t).NotAfter.Unix()
+		if !strings.Contains(string(body), fmt.Sprintf("tessera_webhook_serving_certificate_expiry_timestamp_seconds %g", float64(served))) {
+			t.Errorf("/metrics has no expiry of %d for the served certificate", served)
 		}
 	})
 }
