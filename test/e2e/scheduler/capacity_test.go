@@ -41,6 +41,22 @@ func testCapacity(ctx context.Context, t *testing.T, e *env) {
 		}
 		e.deletePod(ctx, t, "cap-second")
 	})
+
+	t.Run("a finished pod frees its GPUs at once", func(t *testing.T) {
+		big := ctr{name: "main", count: 1, memory: 12000}
+		e.createPod(ctx, t, gpuPod("cap-job", group, nil, big))
+		job, _ := e.waitBound(ctx, t, "cap-job")
+		e.createPod(ctx, t, gpuPod("cap-next", group, nil, big))
+		e.waitFailedScheduling(ctx, t, "cap-next", "not enough memory")
+
+		job.Status.Phase = corev1.PodSucceeded
+		if _, err := e.cp.Kube.CoreV1().Pods(namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitBound(ctx, t, "cap-next")
+		e.deletePod(ctx, t, "cap-job")
+		e.deletePod(ctx, t, "cap-next")
+	})
 }
 
 // waitFailedScheduling waits for the pod's FailedScheduling event with the

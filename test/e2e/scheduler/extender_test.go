@@ -15,7 +15,9 @@ func TestExtender(t *testing.T) {
 	t.Run("GPU policy", func(t *testing.T) { testGPUPolicy(ctx, t, e) })
 	t.Run("capacity", func(t *testing.T) { testCapacity(ctx, t, e) })
 	t.Run("burst of 10 for one node", func(t *testing.T) { testBurst(ctx, t, e) })
+	t.Run("orphaned allocation", func(t *testing.T) { testOrphan(ctx, t, e) })
 	t.Run("restart during a burst of 200", func(t *testing.T) { testRestart(ctx, t, e) })
+	t.Run("metrics", func(t *testing.T) { testMetrics(t, e) })
 	e.checkNoOvercommit(ctx, t)
 	if v := e.plugin.Violations(); len(v) > 0 {
 		t.Errorf("nodes had two pending allocations at once: %v", v)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -140,6 +141,9 @@ func testShapes(ctx context.Context, t *testing.T, e *env) {
 				t.Errorf("pod went to %s, want %s", pod.Spec.NodeName, tc.node)
 			}
 			tc.check(t, pod, alloc)
+			if ev := e.events(ctx, name); !strings.Contains(ev, "GPUAllocated: Allocated GPU") {
+				t.Errorf("events %q lack the GPUAllocated event", ev)
+			}
 			e.deletePod(ctx, t, name)
 		})
 	}
