@@ -85,7 +85,7 @@ func (a *Allocator) refresh(ctx context.Context, alloc *gpuv1alpha1.GPUAllocatio
 	case err == nil && inFlight(fresh, a.cfg.NodeName):
 		return fresh, nil
 	case err == nil || apierrors.IsNotFound(err):
-		return a.findInFlightLive(ctx)
+		return a.findInFlightLive(ctx, a.cfg.LookupTimeout)
 	default:
 		return nil, status.Errorf(codes.Unavailable, "reading GPUAllocation %s/%s: %v", alloc.Namespace, alloc.Name, err)
 	}

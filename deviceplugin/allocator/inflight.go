@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -55,31 +56,40 @@ func pick(all []*gpuv1alpha1.GPUAllocation, node string) (*gpuv1alpha1.GPUAlloca
 // cache or, when the cache has none yet, from the API server for at most
 // the lookup timeout. live says that the copy was read from the API server.
 func (a *Allocator) findInFlight(ctx context.Context) (alloc *gpuv1alpha1.GPUAllocation, live bool, err error) {
-	logger := klog.FromContext(ctx)
-	cached, err := a.cfg.Allocations.List(labels.Everything())
-	if err != nil {
-		return nil, false, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
+	if alloc, err = a.findInFlightCached(ctx); alloc != nil || err != nil {
+		return alloc, false, err
 	}
-	if found, n := pick(cached, a.cfg.NodeName); found != nil {
-		if n > 1 {
-			logger.Info("More than one GPUAllocation in flight on the node; serving the oldest", "count", n, "gpuAllocation", klog.KObj(found))
-		}
-		return found.DeepCopy(), false, nil
-	}
-	alloc, err = a.findInFlightLive(ctx)
+	alloc, err = a.findInFlightLive(ctx, a.cfg.LookupTimeout)
 	return alloc, err == nil, err
 }
 
+// findInFlightCached returns a copy of the node's in-flight allocation in
+// the cache, or nil.
+func (a *Allocator) findInFlightCached(ctx context.Context) (*gpuv1alpha1.GPUAllocation, error) {
+	cached, err := a.cfg.Allocations.List(labels.Everything())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
+	}
+	found, n := pick(cached, a.cfg.NodeName)
+	if found == nil {
+		return nil, nil
+	}
+	if n > 1 {
+		klog.FromContext(ctx).Info("More than one GPUAllocation in flight on the node; serving the oldest", "count", n, "gpuAllocation", klog.KObj(found))
+	}
+	return found.DeepCopy(), nil
+}
+
 // findInFlightLive reads the node's in-flight allocation from the API
-// server, waiting at most the lookup timeout for one to appear.
-func (a *Allocator) findInFlightLive(ctx context.Context) (*gpuv1alpha1.GPUAllocation, error) {
+// server, waiting at most timeout for one to appear (zero: one read).
+func (a *Allocator) findInFlightLive(ctx context.Context, timeout time.Duration) (*gpuv1alpha1.GPUAllocation, error) {
 	logger := klog.FromContext(ctx)
 
 	var (
 		found   *gpuv1alpha1.GPUAllocation
 		lastErr error
 	)
-	pollErr := wait.PollUntilContextTimeout(ctx, a.cfg.PollInterval, a.cfg.LookupTimeout, true, func(ctx context.Context) (bool, error) {
+	read := func(ctx context.Context) (bool, error) {
 		list, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			lastErr = err
@@ -91,7 +101,13 @@ func (a *Allocator) findInFlightLive(ctx context.Context) (*gpuv1alpha1.GPUAlloc
 		}
 		found, _ = pick(items, a.cfg.NodeName)
 		return found != nil, nil
-	})
+	}
+	var pollErr error
+	if timeout > 0 {
+		pollErr = wait.PollUntilContextTimeout(ctx, a.cfg.PollInterval, timeout, true, read)
+	} else {
+		_, pollErr = read(ctx)
+	}
 	if found != nil {
 		logger.V(2).Info("Found the in-flight GPUAllocation on the API server before the cache", "gpuAllocation", klog.KObj(found))
 		return found.DeepCopy(), nil
@@ -100,7 +116,7 @@ func (a *Allocator) findInFlightLive(ctx context.Context) (*gpuv1alpha1.GPUAlloc
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	msg := fmt.Sprintf("no pending GPUAllocation for node %s after waiting %s: the pod was not placed by Tessera's scheduler extender, or its allocation was deleted or already served",
-		a.cfg.NodeName, a.cfg.LookupTimeout)
+		a.cfg.NodeName, timeout)
 	if lastErr != nil {
 		msg += fmt.Sprintf(" (last read from the API server failed: %v)", lastErr)
 	} else if pollErr != nil && !wait.Interrupted(pollErr) {

@@ -19,8 +19,14 @@ func (a *Allocator) Preferred(ctx context.Context, req *pluginapi.PreferredAlloc
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	logger := klog.FromContext(ctx)
+	// One read at most: the kubelet calls Allocate next, which waits for a
+	// late allocation and reports a missing one.
+	alloc, err := a.findInFlightCached(ctx)
+	if alloc == nil && err == nil {
+		alloc, err = a.findInFlightLive(ctx, 0)
+	}
 	var wanted [][]string
-	if alloc, _, err := a.findInFlight(ctx); err != nil {
+	if err != nil {
 		logger.Info("No allocation to steer the kubelet's device choice", "err", err)
 	} else {
 		for _, c := range unserved(alloc) {
