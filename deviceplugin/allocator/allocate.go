@@ -34,7 +34,7 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 	}
 	for attempt := 1; ; attempt++ {
 		logger := klog.LoggerWithValues(klog.FromContext(ctx), "gpuAllocation", klog.KObj(alloc))
-		resp, served, err := a.plan(ctx, alloc, req)
+		resp, served, complete, err := a.plan(ctx, alloc, req)
 		var pe planError
 		switch {
 		case errors.As(err, &pe) && !live:
@@ -54,7 +54,7 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 		updated := alloc.DeepCopy()
 		updated.Status.ServedContainers = append(updated.Status.ServedContainers, served...)
 		updated.Status.Phase = gpuv1alpha1.AllocationPending
-		if len(updated.Status.ServedContainers) == len(updated.Spec.Containers) {
+		if complete {
 			updated.Status.Phase = gpuv1alpha1.AllocationAllocated
 			updated.Status.AllocatedTime = a.now()
 		}
@@ -100,19 +100,21 @@ type planError struct {
 
 func (e planError) Error() string { return e.msg }
 
-// plan checks the request against the allocation and returns the answer
-// and the containers it serves. It writes nothing.
-func (a *Allocator) plan(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, []string, error) {
-	if err := a.checkPod(ctx, alloc); err != nil {
+// plan checks the request against the allocation and returns the answer,
+// the containers it serves, and whether they are the last the kubelet will
+// ask for. It writes nothing.
+func (a *Allocator) plan(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, []string, bool, error) {
+	pod, err := a.checkPod(ctx, alloc)
+	if err != nil {
 		var gone errPodGone
 		if errors.As(err, &gone) {
-			return nil, nil, planError{codes.NotFound, gone.msg}
+			return nil, nil, false, planError{codes.NotFound, gone.msg}
 		}
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	pending := unserved(alloc)
+	pending := unserved(alloc, a.kubeletAsks(pod))
 	if len(req.ContainerRequests) > len(pending) {
-		return nil, nil, planError{codes.InvalidArgument, fmt.Sprintf(
+		return nil, nil, false, planError{codes.InvalidArgument, fmt.Sprintf(
 			"the kubelet asked for %d more GPU containers of pod %s/%s, but the scheduler placed only %d more (%d of %d already served)",
 			len(req.ContainerRequests), alloc.Namespace, alloc.Name, len(pending), len(alloc.Status.ServedContainers), len(alloc.Spec.Containers))}
 	}
@@ -121,32 +123,33 @@ func (a *Allocator) plan(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, 
 	for i, creq := range req.ContainerRequests {
 		c := pending[i]
 		if got, want := len(creq.DevicesIds), len(c.Devices); got != want {
-			return nil, nil, planError{codes.InvalidArgument, fmt.Sprintf(
+			return nil, nil, false, planError{codes.InvalidArgument, fmt.Sprintf(
 				"the kubelet asked for %d GPUs for container %q of pod %s/%s, but the scheduler placed %d",
 				got, c.Name, alloc.Namespace, alloc.Name, want)}
 		}
 		for _, d := range c.Devices {
 			dev, ok := a.cfg.Devices.Device(d.UUID)
 			if !ok {
-				return nil, nil, planError{codes.FailedPrecondition, fmt.Sprintf(
+				return nil, nil, false, planError{codes.FailedPrecondition, fmt.Sprintf(
 					"GPU %s placed for container %q of pod %s/%s is not on node %s", d.UUID, c.Name, alloc.Namespace, alloc.Name, a.cfg.NodeName)}
 			}
 			if !dev.Health.Healthy {
-				return nil, nil, planError{codes.FailedPrecondition, fmt.Sprintf(
+				return nil, nil, false, planError{codes.FailedPrecondition, fmt.Sprintf(
 					"GPU %s placed for container %q of pod %s/%s is unhealthy: %s", d.UUID, c.Name, alloc.Namespace, alloc.Name, dev.Health.Message)}
 			}
 		}
 		resp.ContainerResponses = append(resp.ContainerResponses, a.cfg.Response.Container(alloc.Spec.PodUID, c))
 		served = append(served, c.Name)
 	}
-	return resp, served, nil
+	return resp, served, len(served) == len(pending), nil
 }
 
-// unserved returns the containers not yet served, in the kubelet's order.
-func unserved(alloc *gpuv1alpha1.GPUAllocation) []gpuv1alpha1.ContainerAllocation {
+// unserved returns the containers not yet served that the kubelet will ask
+// for, in the kubelet's order.
+func unserved(alloc *gpuv1alpha1.GPUAllocation, kubeletAsks func(string) bool) []gpuv1alpha1.ContainerAllocation {
 	var out []gpuv1alpha1.ContainerAllocation
 	for _, c := range alloc.Spec.Containers {
-		if !slices.Contains(alloc.Status.ServedContainers, c.Name) {
+		if kubeletAsks(c.Name) && !slices.Contains(alloc.Status.ServedContainers, c.Name) {
 			out = append(out, c)
 		}
 	}

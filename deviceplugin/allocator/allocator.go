@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
@@ -29,8 +30,11 @@ type Devices interface {
 type Config struct {
 	// NodeName is the node the plugin serves.
 	NodeName string
-	Tessera  versioned.Interface
-	Kube     kubernetes.Interface
+	// ResourceName is the count resource the plugin serves: the kubelet
+	// calls Allocate only for containers that ask for it.
+	ResourceName corev1.ResourceName
+	Tessera      versioned.Interface
+	Kube         kubernetes.Interface
 	// Allocations lists GPUAllocations (all namespaces); Pods lists the
 	// node's pods. Both are informer caches; the API server is read when
 	// they have not caught up yet.

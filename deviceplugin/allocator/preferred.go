@@ -29,7 +29,7 @@ func (a *Allocator) Preferred(ctx context.Context, req *pluginapi.PreferredAlloc
 	if err != nil {
 		logger.Info("No allocation to steer the kubelet's device choice", "err", err)
 	} else {
-		for _, c := range unserved(alloc) {
+		for _, c := range unserved(alloc, a.kubeletAsks(a.cachedPod(alloc))) {
 			uuids := make([]string, 0, len(c.Devices))
 			for _, d := range c.Devices {
 				uuids = append(uuids, d.UUID)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -149,6 +150,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 	logger := klog.FromContext(ctx)
 	alloc := allocator.New(allocator.Config{
 		NodeName:      p.cfg.NodeName,
+		ResourceName:  corev1.ResourceName(p.cfg.ResourceName),
 		Tessera:       p.deps.Tessera,
 		Kube:          p.deps.Kube,
 		Allocations:   caches.allocations,
