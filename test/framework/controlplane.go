@@ -89,6 +89,9 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 			return nil, err
 		}
 	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
 	cp := &ControlPlane{Dir: opts.Dir, bin: bin}
 	if cp.pki, err = newPKI(opts.Dir); err != nil {
 		return nil, fmt.Errorf("creating certificates: %w", err)

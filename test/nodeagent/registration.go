@@ -35,7 +35,7 @@ func (r *registration) Register(_ context.Context, req *pluginapi.RegisterReques
 	p := newPlugin(req.ResourceName, pluginapi.NewDevicePluginClient(conn), conn, req.Options)
 	r.agent.setPlugin(p)
 	go p.watch(r.ctx, r.agent.advertise)
-	klog.FromContext(r.ctx).Info("Registered device plugin", "node", r.agent.NodeName, "resource", req.ResourceName, "endpoint", req.Endpoint)
+	klog.FromContext(r.ctx).V(2).Info("Registered device plugin", "node", r.agent.NodeName, "resource", req.ResourceName, "endpoint", req.Endpoint)
 	return &pluginapi.Empty{}, nil
 }
 
