@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	gpuac "github.com/tessera-gpu/tessera/generated/applyconfiguration/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -67,17 +68,20 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 		t.Errorf("creating another node's GPUNode was refused with %q, want the policy's message", refusal)
 	}
 
-	created, err := onA.GpuV1alpha1().GPUNodes().Create(ctx, gpuNode("node-a"), metav1.CreateOptions{})
-	if err != nil {
+	if _, err := onA.GpuV1alpha1().GPUNodes().Create(ctx, gpuNode("node-a"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the device plugin on node-a could not create its own GPUNode: %v", err)
 	}
-	updated, err := onA.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("the device plugin on node-a could not write its GPUNode's status: %v", err)
+	// The plugin publishes its status by server-side apply, as here.
+	status := func() *gpuac.GPUNodeApplyConfiguration {
+		return gpuac.GPUNode("node-a").WithStatus(gpuac.GPUNodeStatus().WithDriverVersion("simulated"))
 	}
-	if _, err := onB.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err == nil ||
+	apply := metav1.ApplyOptions{FieldManager: "tessera-device-plugin", Force: true}
+	if _, err := onA.GpuV1alpha1().GPUNodes().ApplyStatus(ctx, status(), apply); err != nil {
+		t.Errorf("the device plugin on node-a could not apply its GPUNode's status: %v", err)
+	}
+	if _, err := onB.GpuV1alpha1().GPUNodes().ApplyStatus(ctx, status(), apply); err == nil ||
 		!strings.Contains(err.Error(), "may write only GPUNode node-b, not node-a") {
-		t.Errorf("the device plugin on node-b writing node-a's status: got %v, want the policy's refusal", err)
+		t.Errorf("the device plugin on node-b applying node-a's status: got %v, want the policy's refusal", err)
 	}
 	if _, err := nowhere.GpuV1alpha1().GPUNodes().Create(ctx, gpuNode("node-c"), metav1.CreateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "credentials name no node") {

@@ -86,6 +86,9 @@ func TestChartOnAPIServer(t *testing.T) {
 	t.Run("only GPU pods are sent to the webhook", func(t *testing.T) {
 		checkWebhookSelection(ctx, t, cp, release.namespace)
 	})
+	t.Run("daemons run with the rendered flags as their service accounts", func(t *testing.T) {
+		checkDaemons(ctx, t, cp, release.namespace, objs)
+	})
 	t.Run("helm install, upgrade and uninstall", func(t *testing.T) {
 		checkHelmLifecycle(ctx, t, cp)
 	})
@@ -236,7 +239,8 @@ func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		{plugin, "update", gpu, "gpuallocations", "status", "team-a", "job", true},
 		{plugin, "watch", gpu, "gpuallocations", "", "", "", true},
 		{plugin, "list", "", "pods", "", "", "", true},
-		{plugin, "update", gpu, "gpunodes", "", "", "node-a", false}, // spec is the administrator's
+		{plugin, "update", gpu, "gpunodes", "", "", "node-a", false},       // spec is the administrator's
+		{plugin, "update", gpu, "gpunodes", "status", "", "node-a", false}, // it applies its status
 		{plugin, "patch", gpu, "gpunodes", "", "", "node-a", false},
 		{plugin, "delete", gpu, "gpunodes", "", "", "node-a", false},
 		{plugin, "create", gpu, "gpuallocations", "", "team-a", "", false},

@@ -1,0 +1,307 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/test/nodeagent"
+)
+
+// The image's paths of the daemons, as the chart names them, and the
+// package each is built from.
+var daemonPackages = map[string]string{
+	"/usr/local/bin/tessera-extender":      "./scheduler",
+	"/usr/local/bin/tessera-webhook":       "./webhook",
+	"/usr/local/bin/tessera-device-plugin": "./deviceplugin",
+}
+
+// buildDaemons builds the three daemons as the Dockerfile does and returns
+// the path of each by its image path.
+func buildDaemons(t testing.TB) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	paths := map[string]string{}
+	for image, pkg := range daemonPackages {
+		out := filepath.Join(dir, filepath.Base(image))
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = framework.RepoRoot()
+		if output, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", pkg, err, output)
+		}
+		paths[image] = out
+	}
+	return paths
+}
+
+// containerCommand returns a rendered container's command line.
+func containerCommand(t testing.TB, workload *unstructured.Unstructured, container string) []string {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		c := c.(map[string]any)
+		if c["name"] != container {
+			continue
+		}
+		var command []string
+		for _, arg := range c["command"].([]any) {
+			command = append(command, arg.(string))
+		}
+		return command
+	}
+	t.Fatalf("%s has no container %s", workload.GetName(), container)
+	return nil
+}
+
+// withFlags replaces the value of each named flag in a command line (the
+// flag must be there) and appends the flags it lacks.
+func withFlags(t testing.TB, command []string, flags map[string]string) []string {
+	t.Helper()
+	out := append([]string(nil), command...)
+	for name, value := range flags {
+		replaced := false
+		for i, arg := range out {
+			if strings.HasPrefix(arg, "--"+name+"=") {
+				out[i], replaced = "--"+name+"="+value, true
+			}
+		}
+		if !replaced {
+			out = append(out, "--"+name+"="+value)
+		}
+	}
+	return out
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that acts as the service
+// account (on node, when set, as a pod-bound token would) by impersonation.
+func serviceAccountKubeconfig(t testing.TB, cp *framework.ControlPlane, namespace, serviceAccount, node string) string {
+	t.Helper()
+	config, err := clientcmd.LoadFromFile(cp.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := config.AuthInfos[config.Contexts[config.CurrentContext].AuthInfo]
+	user.Impersonate = "system:serviceaccount:" + namespace + ":" + serviceAccount
+	user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+	if node != "" {
+		user.ImpersonateUserExtra = map[string][]string{nodeNameExtra: {node}}
+	}
+	path := filepath.Join(t.TempDir(), serviceAccount+".kubeconfig")
+	if err := clientcmd.WriteToFile(*config, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// daemon is a running daemon whose output goes to a log file.
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// startDaemon runs command with the extra environment until the test ends.
+func startDaemon(t testing.TB, name string, command []string, env ...string) *daemon {
+	t.Helper()
+	d := &daemon{name: name, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan error, 1)}
+	logFile, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd = exec.Command(command[0], command[1:]...)
+	d.cmd.Env = append(os.Environ(), env...)
+	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { d.done <- d.cmd.Wait(); logFile.Close() }()
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(15 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+		if t.Failed() {
+			data, _ := os.ReadFile(d.log)
+			t.Logf("log of %s:\n%s", name, tail(data, 4000))
+		}
+	})
+	return d
+}
+
+func tail(data []byte, n int) []byte {
+	if len(data) > n {
+		return data[len(data)-n:]
+	}
+	return data
+}
+
+// waitFor polls cond until it holds, failing the test when the daemon
+// exits or a minute passes.
+func (d *daemon) waitFor(t testing.TB, what string, cond func(ctx context.Context) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-d.done:
+			d.done <- err
+			data, _ := os.ReadFile(d.log)
+			return false, fmt.Errorf("%s exited (%v):\n%s", d.name, err, tail(data, 4000))
+		default:
+		}
+		return cond(ctx), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func httpOK(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func freeAddress(t testing.TB) string {
+	t.Helper()
+	port, err := framework.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(port)
+}
+
+// checkDaemons runs each daemon with the command line the chart renders,
+// as the chart's service account for it, against the control plane where
+// the release is installed: the flags must parse and the RBAC must be
+// enough for each to come up and do its first work.
+func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane, namespace string, objs []*unstructured.Unstructured) {
+	bins := buildDaemons(t)
+	local := func(command []string) []string {
+		bin, ok := bins[command[0]]
+		if !ok {
+			t.Fatalf("the chart runs %s, which the Dockerfile does not build", command[0])
+		}
+		return append([]string{bin}, command[1:]...)
+	}
+
+	t.Run("extender", func(t *testing.T) {
+		scheduler := findOne(t, objs, "Deployment", "-scheduler")
+		sa := serviceAccountOf(t, objs, "Deployment", "-scheduler")
+		addr := freeAddress(t)
+		d := startDaemon(t, "extender", withFlags(t, local(containerCommand(t, scheduler, "extender")), map[string]string{
+			"listen-address": addr,
+			"kubeconfig":     serviceAccountKubeconfig(t, cp, namespace, sa, ""),
+		}))
+		// Ready means its informers on pods, GPUNodes and GPUAllocations
+		// listed and watched under the chart's RBAC.
+		d.waitFor(t, "the extender to be ready", func(ctx context.Context) bool { return httpOK(ctx, "http://"+addr+"/readyz") })
+	})
+
+	t.Run("webhook", func(t *testing.T) {
+		webhook := findOne(t, objs, "Deployment", "-webhook")
+		sa := serviceAccountOf(t, objs, "Deployment", "-webhook")
+		metricsAddr := freeAddress(t)
+		d := startDaemon(t, "webhook", withFlags(t, local(containerCommand(t, webhook, "webhook")), map[string]string{
+			"listen-address":  freeAddress(t),
+			"metrics-address": metricsAddr,
+			"kubeconfig":      serviceAccountKubeconfig(t, cp, namespace, sa, ""),
+		}), "POD_NAMESPACE="+namespace)
+		d.waitFor(t, "the webhook to be ready", func(ctx context.Context) bool { return httpOK(ctx, "http://"+metricsAddr+"/readyz") })
+		// Self-managed TLS: its Secret, and its authority in both
+		// configurations' caBundle, written under the chart's RBAC.
+		name := findOne(t, objs, "MutatingWebhookConfiguration", "").GetName()
+		d.waitFor(t, "the caBundles", func(ctx context.Context) bool {
+			m, err := cp.Kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || len(m.Webhooks) == 0 || len(m.Webhooks[0].ClientConfig.CABundle) == 0 {
+				return false
+			}
+			v, err := cp.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			return err == nil && len(v.Webhooks) > 0 && bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, m.Webhooks[0].ClientConfig.CABundle)
+		})
+		secret, err := cp.Kube.CoreV1().Secrets(namespace).Get(ctx, name+"-tls", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the webhook's Secret: %v", err)
+		}
+		if secret.Type != corev1.SecretTypeTLS {
+			t.Errorf("the webhook's Secret is of type %s, want %s", secret.Type, corev1.SecretTypeTLS)
+		}
+	})
+
+	t.Run("device plugin", func(t *testing.T) {
+		const node = "gpu-node-1"
+		plugin := findOne(t, objs, "DaemonSet", "-device-plugin")
+		sa := serviceAccountOf(t, objs, "DaemonSet", "-device-plugin")
+		if _, err := framework.NewReadyNode(ctx, cp.Kube, node, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A kubelet stand-in serves kubelet.sock; the socket path must stay
+		// short, so the directory is not under the test's long TempDir.
+		pluginDir, err := os.MkdirTemp("", "dp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(pluginDir) })
+		agentCtx, stop := context.WithCancel(ctx)
+		agentDone := make(chan error, 1)
+		agent := &nodeagent.Agent{NodeName: node, PluginDir: pluginDir, Kube: cp.Kube, DeviceResources: []string{"nvidia.com/gpu"}}
+		go func() { agentDone <- agent.Run(agentCtx) }()
+		t.Cleanup(func() { stop(); <-agentDone })
+
+		dir := t.TempDir()
+		config := filepath.Join(dir, "config.yaml")
+		cm := findOne(t, objs, "ConfigMap", "-device-plugin")
+		text, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
+		gpus := filepath.Join(dir, "gpus.yaml")
+		for file, data := range map[string]string{
+			config: text,
+			gpus:   "gpus:\n- uuid: GPU-chart-0\n  model: NVIDIA A100-SXM4-40GB\n  memoryMiB: 40960\n- uuid: GPU-chart-1\n  model: NVIDIA A100-SXM4-40GB\n  memoryMiB: 40960\n",
+		} {
+			if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The chart's configuration file, with the host paths a pod would
+		// have (kubelet directory, the host's /proc) pointed at this
+		// machine's, and simulated GPUs in place of NVML.
+		d := startDaemon(t, "device-plugin", withFlags(t, local(containerCommand(t, plugin, "device-plugin")), map[string]string{
+			"config":             config,
+			"device-plugin-dir":  pluginDir,
+			"proc-root":          "/proc",
+			"simulated-gpu-file": gpus,
+			"metrics-address":    freeAddress(t),
+			"kubeconfig":         serviceAccountKubeconfig(t, cp, namespace, sa, node),
+		}), "NODE_NAME="+node)
+		// Publishing its GPUNode takes create on gpunodes and apply on
+		// gpunodes/status, through RBAC and the own-node policy.
+		d.waitFor(t, "the GPUNode to be published", func(ctx context.Context) bool {
+			gn, err := cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{})
+			return err == nil && len(gn.Status.Devices) == 2
+		})
+	})
+}
