@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh runs every Tessera test on a fresh machine: it builds the pinned
-# control plane (cached after the first run), checks that generated code is
+# control plane and Helm (cached after the first run), checks that generated code is
 # current, vets, and runs unit, integration and end-to-end tests of every Go
 # module in the tree against real etcd, kube-apiserver, kube-scheduler and
 # kube-controller-manager.
@@ -14,6 +14,10 @@ step() { echo; echo "=== $* ($(date +%H:%M:%S))"; }
 step "Building the control plane"
 TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)
 export TESSERA_CONTROLPLANE_BIN
+
+step "Building Helm"
+TESSERA_HELM=$(hack/build-helm.sh | tail -n 1)
+export TESSERA_HELM
 
 step "Verifying generated code"
 hack/verify-codegen.sh
