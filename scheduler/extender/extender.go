@@ -25,20 +25,35 @@ const FieldManager = "tessera-scheduler-extender"
 
 // Config is what an Extender needs.
 type Config struct {
-	View     *view.View
-	Gate     *inflight.Gate
-	Clock    clock.PassiveClock
-	Kube     kubernetes.Interface
-	Tessera  versioned.Interface
-	Pods     corelisters.PodLister
+	// View is the picture of every GPU that filter and prioritize read
+	// and bind reserves in.
+	View *view.View
+	// Gate keeps one allocation per node in flight.
+	Gate *inflight.Gate
+	// Clock tells the time for heartbeats and latencies.
+	Clock clock.PassiveClock
+	// Kube binds pods, reads pods the cache lacks and records events.
+	Kube kubernetes.Interface
+	// Tessera writes GPUAllocations.
+	Tessera versioned.Interface
+	// Pods reads the pods to bind from the informer cache.
+	Pods corelisters.PodLister
+	// Recorder records events on pods; nil records none.
 	Recorder events.EventRecorder
-	Metrics  *metrics.Requests
+	// Metrics counts and times requests; nil records none.
+	Metrics *metrics.Requests
 
-	ResourceNames     gpurequest.ResourceNames
+	// ResourceNames are the resources pods ask for GPU slices with.
+	ResourceNames gpurequest.ResourceNames
+	// DefaultNodePolicy and DefaultGPUPolicy apply to pods without a
+	// policy annotation.
 	DefaultNodePolicy gpurequest.Policy
 	DefaultGPUPolicy  gpurequest.Policy
-	HeartbeatMaxAge   time.Duration
-	BindWaitTimeout   time.Duration
+	// HeartbeatMaxAge is the oldest device-plugin heartbeat a node may
+	// have to take new pods.
+	HeartbeatMaxAge time.Duration
+	// BindWaitTimeout bounds a bind's wait for its node's turn.
+	BindWaitTimeout time.Duration
 
 	// Ready reports whether the view holds everything the API does; until
 	// it does, the extender refuses to decide.

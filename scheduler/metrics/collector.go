@@ -13,11 +13,6 @@ const namespace = "tessera"
 
 const mib = 1 << 20
 
-var (
-	gpuLabels        = []string{"node", "uuid", "index", "model"}
-	allocationLabels = []string{"namespace", "pod", "container", "uuid"}
-)
-
 // Collector reports every GPU and allocation in the view as it is at
 // scrape time, so a GPU or pod that is gone leaves no series behind.
 type Collector struct {
@@ -41,10 +36,12 @@ var _ prometheus.Collector = (*Collector)(nil)
 // NewCollector returns a collector reading the view.
 func NewCollector(v *view.View) *Collector {
 	gpu := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "gpu", name), help, gpuLabels, nil)
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "gpu", name), help,
+			[]string{"node", "uuid", "index", "model"}, nil)
 	}
 	allocation := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "allocation", name), help, allocationLabels, nil)
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "allocation", name), help,
+			[]string{"namespace", "pod", "container", "uuid"}, nil)
 	}
 	return &Collector{
 		view:            v,

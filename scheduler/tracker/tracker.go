@@ -23,16 +23,20 @@ import (
 
 // Config is what a Tracker needs.
 type Config struct {
-	View  *view.View
-	Gate  *inflight.Gate
+	// View and Gate are what the tracker keeps current.
+	View *view.View
+	Gate *inflight.Gate
+	// Clock tells the age of reservations and paces retries.
 	Clock clock.WithTicker
 
+	// Kube reads pods the cache lacks; Tessera deletes orphaned allocations.
 	Kube    kubernetes.Interface
 	Tessera versioned.Interface
 
 	// Pods should hold only the pods of the extender's scheduler profile,
 	// trimmed with TrimPod.
-	Pods        coreinformers.PodInformer
+	Pods coreinformers.PodInformer
+	// GPUNodes and Allocations are informers on Tessera's objects.
 	GPUNodes    gpuinformers.GPUNodeInformer
 	Allocations gpuinformers.GPUAllocationInformer
 

@@ -27,8 +27,6 @@ const (
 	groupLabel = "e2e.tessera.dev/group"
 )
 
-var names = gpurequest.DefaultResourceNames()
-
 // gpuSpec is one simulated GPU.
 type gpuSpec struct {
 	model     string
@@ -46,6 +44,7 @@ func t4() gpuSpec             { return gpuSpec{"Tesla T4", 15360, 0, 10} }
 func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, split int32, gpus ...gpuSpec) []gpuv1alpha1.GPUDevice {
 	t.Helper()
 	count := resource.MustParse(strconv.Itoa(len(gpus) * int(split)))
+	names := gpurequest.DefaultResourceNames()
 	node := framework.CreateReadyNode(ctx, t, e.cp.Kube, name, corev1.ResourceList{names.Count: count})
 	node.Labels[groupLabel] = group
 	if _, err := e.cp.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
@@ -101,6 +100,7 @@ func gpuPod(name, group string, annotations map[string]string, containers ...ctr
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 		},
 	}
+	names := gpurequest.DefaultResourceNames()
 	for _, c := range containers {
 		limits := corev1.ResourceList{}
 		for rn, v := range map[corev1.ResourceName]int64{
