@@ -3,6 +3,7 @@ package helm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
@@ -253,6 +255,55 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		}
 	})
 
+	t.Run("kube-scheduler with leader election", func(t *testing.T) {
+		scheduler := findOne(t, objs, "Deployment", "-scheduler")
+		sa := serviceAccountOf(t, objs, "Deployment", "-scheduler")
+		kubeconfig := serviceAccountKubeconfig(t, cp, namespace, sa, "")
+		// The rendered configuration, told where the API server is (in a
+		// pod, the in-cluster configuration does that).
+		config := schedulerConfig(t, objs)
+		config["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+		data, err := yaml.Marshal(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		configFile := filepath.Join(t.TempDir(), "kube-scheduler-config.yaml")
+		if err := os.WriteFile(configFile, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		command := containerCommand(t, scheduler, "kube-scheduler")
+		command[0] = filepath.Join(controlPlaneBin(t), "kube-scheduler")
+		port, err := framework.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := startDaemon(t, "kube-scheduler", withFlags(t, command, map[string]string{
+			"config":      configFile,
+			"secure-port": strconv.Itoa(port),
+			// The kubelet's probes and metrics scrapes are authenticated
+			// through these, as in a pod through the in-cluster ones; the
+			// lookup of the client CA needs the authentication-reader
+			// binding.
+			"authentication-kubeconfig": kubeconfig,
+			"authorization-kubeconfig":  kubeconfig,
+			"bind-address":              "127.0.0.1",
+		}))
+		lease := scheduler.GetName()
+		d.waitFor(t, "kube-scheduler to hold its lease "+namespace+"/"+lease, func(ctx context.Context) bool {
+			l, err := cp.Kube.CoordinationV1().Leases(namespace).Get(ctx, lease, metav1.GetOptions{})
+			return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != ""
+		})
+		insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		d.waitFor(t, "kube-scheduler's /readyz", func(ctx context.Context) bool {
+			resp, err := insecure.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+	})
+
 	t.Run("device plugin", func(t *testing.T) {
 		const node = "gpu-node-1"
 		plugin := findOne(t, objs, "DaemonSet", "-device-plugin")
@@ -304,4 +355,19 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 			return err == nil && len(gn.Status.Devices) == 2
 		})
 	})
+}
+
+// controlPlaneBin returns the directory of the pinned control-plane
+// binaries, as the framework finds it.
+func controlPlaneBin(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv(framework.BinDirEnv); dir != "" {
+		return dir
+	}
+	out, err := exec.Command(filepath.Join(framework.RepoRoot(), "hack", "build-controlplane.sh")).Output()
+	if err != nil {
+		t.Fatalf("hack/build-controlplane.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
 }
