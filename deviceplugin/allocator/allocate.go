@@ -58,9 +58,10 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 			updated.Status.Phase = gpuv1alpha1.AllocationAllocated
 			updated.Status.AllocatedTime = a.now()
 		}
-		_, err = a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+		written, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 		switch {
 		case err == nil:
+			a.lastWritten = written
 			logger.Info("Allocated GPUs", "containers", served, "phase", updated.Status.Phase)
 			return resp, nil
 		case (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < maxWriteAttempts:
@@ -165,8 +166,12 @@ func (a *Allocator) fail(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, 
 		updated.Status.Phase = gpuv1alpha1.AllocationFailed
 		updated.Status.Message = truncate(pe.msg, maxMessage)
 		updated.Status.AllocatedTime = a.now()
-		_, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
-		if err == nil || apierrors.IsNotFound(err) {
+		written, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
+		if err == nil {
+			a.lastWritten = written
+			break
+		}
+		if apierrors.IsNotFound(err) {
 			break
 		}
 		if !apierrors.IsConflict(err) {

@@ -9,6 +9,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
@@ -55,7 +56,11 @@ type Config struct {
 // previous one wrote.
 type Allocator struct {
 	cfg Config
-	mu  sync.Mutex
+
+	mu sync.Mutex
+	// lastWritten is the allocation as the plugin last wrote it. The cache
+	// catches up with it a little later; until then, it is the truth.
+	lastWritten *gpuv1alpha1.GPUAllocation
 }
 
 // New returns an Allocator.

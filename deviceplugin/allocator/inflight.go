@@ -70,7 +70,7 @@ func (a *Allocator) findInFlightCached(ctx context.Context) (*gpuv1alpha1.GPUAll
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
 	}
-	found, n := pick(cached, a.cfg.NodeName)
+	found, n := pick(a.overlayLastWritten(cached), a.cfg.NodeName)
 	if found == nil {
 		return nil, nil
 	}
@@ -78,6 +78,32 @@ func (a *Allocator) findInFlightCached(ctx context.Context) (*gpuv1alpha1.GPUAll
 		klog.FromContext(ctx).Info("More than one GPUAllocation in flight on the node; serving the oldest", "count", n, "gpuAllocation", klog.KObj(found))
 	}
 	return found.DeepCopy(), nil
+}
+
+// overlayLastWritten replaces the cached copy of the allocation the plugin
+// last wrote with what it wrote, when the cache has not caught up yet. An
+// allocation's status only moves forward (more containers served, then
+// Allocated or Failed), so the further copy is the newer.
+func (a *Allocator) overlayLastWritten(cached []*gpuv1alpha1.GPUAllocation) []*gpuv1alpha1.GPUAllocation {
+	if a.lastWritten == nil {
+		return cached
+	}
+	out := make([]*gpuv1alpha1.GPUAllocation, 0, len(cached))
+	for _, c := range cached {
+		if c.UID == a.lastWritten.UID && progress(a.lastWritten) > progress(c) {
+			c = a.lastWritten
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// progress orders the states of one allocation's status.
+func progress(a *gpuv1alpha1.GPUAllocation) int {
+	if !inFlight(a, a.Spec.NodeName) {
+		return len(a.Spec.Containers) + 1
+	}
+	return len(a.Status.ServedContainers)
 }
 
 // findInFlightLive reads the node's in-flight allocation from the API

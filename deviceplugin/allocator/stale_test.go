@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
@@ -62,5 +63,43 @@ func TestAllocateDecidesOnTheAPIServerNotAStaleCache(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPreferredFollowsThePluginsOwnLastWrite pins that right after serving
+// a container, before the cache has caught up, the kubelet is steered to
+// the next container's GPUs, not the one just served.
+func TestPreferredFollowsThePluginsOwnLastWrite(t *testing.T) {
+	alloc := testAllocation("p", "uid-p", testNode,
+		container("init", gpuv1alpha1.ContainerInit, dev("GPU-a", 0, 1000, 0)),
+		container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 2000, 0)))
+	h := newUnitHarness(t, []*corev1.Pod{testPod("p", "uid-p")}, []*gpuv1alpha1.GPUAllocation{alloc}, ResponseConfig{})
+	if _, err := h.alloc.Allocate(h.ctx, request(1)); err != nil {
+		t.Fatal(err)
+	}
+	// The cache still shows nothing served.
+	resp, err := h.alloc.Preferred(h.ctx, &pluginapi.PreferredAllocationRequest{ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
+		AvailableDeviceIDs: []string{"GPU-a::1", "GPU-b::0"}, AllocationSize: 1,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.ContainerResponses[0].DeviceIDs; len(got) != 1 || got[0] != "GPU-b::0" {
+		t.Errorf("preferred %v, want main's GPU-b::0", got)
+	}
+	// And Allocate serves main without a conflict round trip.
+	before := h.statusWrites()
+	r, err := h.alloc.Allocate(h.ctx, request(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.ContainerResponses[0].Envs[EnvVisibleDevices]; got != "GPU-b" {
+		t.Errorf("second Allocate served %q, want GPU-b", got)
+	}
+	if n := h.statusWrites() - before; n != 1 {
+		t.Errorf("%d status writes for the second container, want 1", n)
+	}
+	if got := h.stored(t, "p").Status.Phase; got != gpuv1alpha1.AllocationAllocated {
+		t.Errorf("phase %s, want Allocated", got)
 	}
 }
