@@ -2,7 +2,7 @@
 # update-codegen.sh regenerates everything derived from apis/: deepcopy and
 # registration code next to the types, the clientset, listers, informers,
 # apply configurations and OpenAPI definitions under generated/, and the CRD
-# manifests under deploy/crds/. Every generator is the version pinned in go.mod.
+# manifests under deploy/crds/ and the Helm chart. Every generator is the version pinned in go.mod.
 #
 # TESSERA_CODEGEN_ROOT regenerates into another copy of the tree (used by
 # verify-codegen.sh).
@@ -36,3 +36,5 @@ kube::codegen::gen_client \
 	"$out_root/apis"
 
 go tool controller-gen crd paths=./apis/... output:crd:dir=./deploy/crds
+# The Helm chart installs the same CRDs; its copies must never drift.
+cp deploy/crds/*.yaml deploy/helm/tessera/files/crds/

@@ -16,7 +16,7 @@ if ! out=$(TESSERA_CODEGEN_ROOT="$scratch" "$root/hack/update-codegen.sh" 2>&1);
 fi
 
 stale=0
-for dir in apis generated deploy/crds; do
+for dir in apis generated deploy/crds deploy/helm/tessera/files/crds; do
 	if ! diff -ruN "$root/$dir" "$scratch/$dir"; then
 		stale=1
 	fi
