@@ -33,6 +33,9 @@ stamp+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/client-go/pk
 stamp+=" -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
 
 mkdir -p "$bin"
+# Tests started side by side may all ask at once: build one at a time.
+exec 9>"$bin/.lock"
+flock 9
 build etcd go.etcd.io/etcd/server/v3 etcd
 build controlplane k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$stamp"
 build controlplane k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$stamp"
