@@ -5,16 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -129,33 +125,6 @@ func (s *Server) setUpTLS() error {
 	return nil
 }
 
-// addOperationalEndpoints adds /healthz, /readyz and /metrics.
-func (s *Server) addOperationalEndpoints(mux *http.ServeMux) {
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok"))
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if err := s.ready(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	mux.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
-}
-
-// ready reports what still keeps the webhook from answering correctly.
-func (s *Server) ready() error {
-	var errs []error
-	if !s.synced.Load() {
-		errs = append(errs, errors.New("namespace and GPUNode informers have not synced"))
-	}
-	if err := s.certsReady(); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
 // Run serves until ctx ends, then lets in-flight reviews finish within the
 // shutdown timeout.
 func (s *Server) Run(ctx context.Context) error {
@@ -217,34 +186,10 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// httpServer returns a server whose requests carry the daemon's logger but
-// are not cancelled with it: Shutdown lets them finish.
-func (s *Server) httpServer(ctx context.Context, h http.Handler) *http.Server {
-	base := context.WithoutCancel(ctx)
-	return &http.Server{
-		Handler:           h,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       90 * time.Second,
-		ErrorLog:          log.New(errorLogWriter{klog.FromContext(ctx)}, "", 0),
-	}
-}
-
 // stripManagedFields drops what the webhook never reads from cached objects.
 func stripManagedFields(obj any) (any, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
-}
-
-// errorLogWriter sends net/http's own messages, such as failed TLS
-// handshakes, to the structured log.
-type errorLogWriter struct{ logger klog.Logger }
-
-func (w errorLogWriter) Write(p []byte) (int, error) {
-	w.logger.V(2).Info("HTTP server", "message", strings.TrimSpace(string(p)))
-	return len(p), nil
 }
