@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,9 +25,15 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/requeue"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
+
+// requeueWindow is how long after turning a pod away the extender still
+// pokes it when GPUs are freed: far longer than its informers lag behind
+// kube-scheduler's.
+const requeueWindow = 30 * time.Second
 
 // server is the running extender's parts.
 type server struct {
@@ -68,6 +75,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	}
 	v := view.New()
 	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration)
+	requeuer := requeue.New(kube, clk, requeueWindow, extender.FieldManager)
 	pods := s.kube.Core().V1().Pods()
 	s.tracker, err = tracker.New(ctx, tracker.Config{
 		View:              v,
@@ -78,6 +86,8 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Pods:              pods,
 		GPUNodes:          s.tessera.Gpu().V1alpha1().GPUNodes(),
 		Allocations:       s.tessera.Gpu().V1alpha1().GPUAllocations(),
+		Requeue:           requeuer,
+		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
 		SweepInterval:     cfg.OrphanSweepInterval.Duration,
 		ReservationMaxAge: 2*cfg.BindWaitTimeout.Duration + cfg.InFlightTTL.Duration,
 	})
@@ -112,6 +122,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Pods:              pods.Lister(),
 		Recorder:          s.events.NewRecorder(scheme.Scheme, extender.FieldManager),
 		Metrics:           requests,
+		Requeue:           requeuer,
 		ResourceNames:     cfg.ResourceNames,
 		DefaultNodePolicy: cfg.DefaultNodePolicy,
 		DefaultGPUPolicy:  cfg.DefaultGPUPolicy,
@@ -134,10 +145,14 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 
 	s.kube.Start(ctx.Done())
 	s.tessera.Start(ctx.Done())
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.tracker.Run(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		requeuer.Run(ctx)
 	}()
 	return s, nil
 }

@@ -90,6 +90,9 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return resultOf(err), err
 	}
+	if e.Requeue != nil {
+		e.Requeue.Forget(pod.UID)
+	}
 	e.event(pod, corev1.EventTypeNormal, ReasonGPUAllocated, fmt.Sprintf("Allocated %s on node %s", describe(containers), args.Node))
 	logger.V(2).Info("Bound pod with GPUs", "gpus", describe(containers))
 	return metrics.ResultSuccess, nil

@@ -22,6 +22,34 @@ func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
 	return &extenderv1.ExtenderBindingArgs{PodName: pod.Name, PodNamespace: pod.Namespace, PodUID: pod.UID, Node: node}
 }
 
+// recordingRequeue records what the extender tells the requeuer.
+type recordingRequeue struct {
+	rejected, forgotten []types.UID
+}
+
+func (r *recordingRequeue) Rejected(pod *corev1.Pod) { r.rejected = append(r.rejected, pod.UID) }
+func (r *recordingRequeue) Forget(uid types.UID)     { r.forgotten = append(r.forgotten, uid) }
+
+func TestRequeueIsTold(t *testing.T) {
+	f := newFixture(t)
+	r := &recordingRequeue{}
+	f.ext.Requeue = r
+	names := []string{"t4"}
+	f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: podSpec("fits", nil, "nvidia.com/gpu=1"), NodeNames: &names})
+	f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: podSpec("big", nil, "nvidia.com/gpumem=20000"), NodeNames: &names})
+	f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: podSpec("bad", nil, "nvidia.com/gpumem=-1"), NodeNames: &names})
+	if !reflect.DeepEqual(r.rejected, []types.UID{"uid-big"}) {
+		t.Errorf("rejected %v, want only the pod no node fits", r.rejected)
+	}
+	pod := f.addPod(podSpec("fits", nil, "nvidia.com/gpu=1"))
+	if _, err := f.ext.Bind(t.Context(), bindArgs(pod, "t4")); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r.forgotten, []types.UID{"uid-fits"}) {
+		t.Errorf("forgot %v, want the bound pod", r.forgotten)
+	}
+}
+
 func TestBindSuccess(t *testing.T) {
 	f := newFixture(t)
 	pod := f.addPod(podSpec("p", nil, "nvidia.com/gpu=2", "nvidia.com/gpumem=10000", "nvidia.com/gpucores=20"))

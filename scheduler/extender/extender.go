@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -42,6 +43,9 @@ type Config struct {
 	Recorder events.EventRecorder
 	// Metrics counts and times requests; nil records none.
 	Metrics *metrics.Requests
+	// Requeue learns which pods no node could take, so that they are
+	// retried when GPUs are freed; nil for none.
+	Requeue Requeue
 
 	// ResourceNames are the resources pods ask for GPU slices with.
 	ResourceNames gpurequest.ResourceNames
@@ -58,6 +62,12 @@ type Config struct {
 	// Ready reports whether the view holds everything the API does; until
 	// it does, the extender refuses to decide.
 	Ready func() bool
+}
+
+// Requeue remembers the pods turned away, until they are bound.
+type Requeue interface {
+	Rejected(pod *corev1.Pod)
+	Forget(uid types.UID)
 }
 
 // Extender answers filter, prioritize and bind.

@@ -69,6 +69,9 @@ func (e *Extender) Filter(ctx context.Context, args *extenderv1.ExtenderArgs) (*
 	klog.FromContext(ctx).V(4).Info("Filtered nodes", "pod", klog.KObj(pod), "candidates", len(names),
 		"feasible", len(feasible), "failed", len(failed), "unresolvable", len(unresolvable))
 	if len(feasible) == 0 {
+		if e.Requeue != nil {
+			e.Requeue.Rejected(pod)
+		}
 		return result, metrics.ResultUnschedulable
 	}
 	return result, metrics.ResultSuccess

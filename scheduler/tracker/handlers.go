@@ -2,7 +2,9 @@ package tracker
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -15,11 +17,17 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) {
 			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok {
 				t.view.SetGPUNode(gn)
+				t.freed()
 			}
 		},
-		UpdateFunc: func(_, obj any) {
-			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok {
-				t.view.SetGPUNode(gn)
+		UpdateFunc: func(oldObj, obj any) {
+			gn, ok := obj.(*gpuv1alpha1.GPUNode)
+			if !ok {
+				return
+			}
+			t.view.SetGPUNode(gn)
+			if old, ok := oldObj.(*gpuv1alpha1.GPUNode); !ok || t.mayTakeMore(old, gn) {
+				t.freed()
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -45,7 +53,9 @@ func (t *Tracker) allocationHandler(logger klog.Logger) cache.ResourceEventHandl
 		},
 		DeleteFunc: func(obj any) {
 			if a, ok := unwrap(obj).(*gpuv1alpha1.GPUAllocation); ok {
-				t.view.ReleaseAllocation(a)
+				if _, ok := t.view.ReleaseAllocation(a); ok {
+					t.freed()
+				}
 				t.gate.ReleaseAllocation(a.Spec.NodeName, a.Spec.PodUID, a.UID)
 			}
 		},
@@ -58,6 +68,7 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 		// The device plugin gave nothing out: the GPUs are free again.
 		if _, ok := t.view.ReleaseAllocation(a); ok {
 			logger.V(2).Info("Released GPUs of failed allocation", "allocation", klog.KObj(a), "node", node, "message", a.Status.Message)
+			t.freed()
 		}
 		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
@@ -65,7 +76,9 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 	pod, err := t.pods.Pods(a.Namespace).Get(a.Name)
 	switch {
 	case err == nil && pod.UID == uid && podDone(pod):
-		t.view.ReleaseAllocation(a)
+		if _, ok := t.view.ReleaseAllocation(a); ok {
+			t.freed()
+		}
 		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
 	case err == nil && pod.UID != uid, errors.IsNotFound(err):
@@ -98,6 +111,9 @@ func (t *Tracker) podHandler() cache.ResourceEventHandler {
 			if pod, ok := unwrap(obj).(*corev1.Pod); ok {
 				t.releasePod(pod)
 				t.orphans.Add(cache.MetaObjectToName(pod))
+				if t.requeue != nil {
+					t.requeue.Forget(pod.UID)
+				}
 			}
 		},
 	}
@@ -106,6 +122,7 @@ func (t *Tracker) podHandler() cache.ResourceEventHandler {
 func (t *Tracker) releasePod(pod *corev1.Pod) {
 	if p, ok := t.view.Release(pod.UID); ok {
 		t.gate.Release(p.Node, pod.UID)
+		t.freed()
 	}
 	if pod.Spec.NodeName != "" {
 		t.gate.Release(pod.Spec.NodeName, pod.UID)
@@ -123,4 +140,20 @@ func unwrap(obj any) any {
 		return d.Obj
 	}
 	return obj
+}
+
+// mayTakeMore reports whether a GPUNode update may let the node take pods
+// it turned away: its GPUs, cordons or readiness changed, or its heartbeat
+// was stale.
+func (t *Tracker) mayTakeMore(old, gn *gpuv1alpha1.GPUNode) bool {
+	if !equality.Semantic.DeepEqual(old.Spec, gn.Spec) || !equality.Semantic.DeepEqual(old.Status.Devices, gn.Status.Devices) {
+		return true
+	}
+	oldReady := meta.FindStatusCondition(old.Status.Conditions, gpuv1alpha1.GPUNodeReady)
+	newReady := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady)
+	if (oldReady == nil) != (newReady == nil) || (oldReady != nil && oldReady.Status != newReady.Status) {
+		return true
+	}
+	hb := old.Status.LastHeartbeatTime
+	return hb == nil || t.clock.Since(hb.Time) > t.heartbeatMaxAge
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -42,10 +43,24 @@ type Config struct {
 
 	// SweepInterval is how often every allocation is checked for a missing pod.
 	SweepInterval time.Duration
+	// Requeue is told when GPUs may have become free and when pods go;
+	// nil for none.
+	Requeue Requeue
+	// HeartbeatMaxAge is how old a heartbeat may be before the node takes
+	// no new pods; a node whose heartbeat comes back frees GPUs.
+	HeartbeatMaxAge time.Duration
 	// ReservationMaxAge is how long a bind's reservation may stand without
 	// its GPUAllocation appearing before it is dropped. It must be longer
 	// than any bind can take.
 	ReservationMaxAge time.Duration
+}
+
+// Requeue makes kube-scheduler retry the pods the extender turned away.
+type Requeue interface {
+	// Freed says GPUs may have become free or a GPUNode appeared.
+	Freed()
+	// Forget drops a pod that is gone.
+	Forget(uid types.UID)
 }
 
 // Tracker feeds informer events into the view and the in-flight gate.
@@ -59,6 +74,8 @@ type Tracker struct {
 	pods        corelisters.PodLister
 	allocations gpulisters.GPUAllocationLister
 
+	requeue           Requeue
+	heartbeatMaxAge   time.Duration
 	orphans           workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	sweepInterval     time.Duration
 	reservationMaxAge time.Duration
@@ -78,6 +95,8 @@ func New(ctx context.Context, cfg Config) (*Tracker, error) {
 		allocations:       cfg.Allocations.Lister(),
 		sweepInterval:     cfg.SweepInterval,
 		reservationMaxAge: cfg.ReservationMaxAge,
+		requeue:           cfg.Requeue,
+		heartbeatMaxAge:   cfg.HeartbeatMaxAge,
 		orphans: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: cfg.Clock},
@@ -125,4 +144,11 @@ func (t *Tracker) Run(ctx context.Context) {
 	logger.Info("GPU view synced")
 	go wait.UntilWithContext(ctx, t.runOrphanWorker, time.Second)
 	wait.JitterUntilWithContext(ctx, t.Sweep, t.sweepInterval, 0.1, true)
+}
+
+// freed tells the requeuer that GPUs may have become free.
+func (t *Tracker) freed() {
+	if t.requeue != nil {
+		t.requeue.Freed()
+	}
 }

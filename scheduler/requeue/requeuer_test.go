@@ -1,0 +1,123 @@
+package requeue
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+const window = 30 * time.Second
+
+func testPod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+}
+
+func TestRequeuer(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(r *Requeuer, clk *clocktesting.FakeClock, drain func())
+		want []string // pods poked
+	}{
+		{
+			name: "a pod turned away is poked when GPUs are freed",
+			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
+				r.Rejected(testPod("a"))
+				clk.Step(time.Second)
+				r.Freed()
+			},
+			want: []string{"a"},
+		},
+		{
+			name: "a pod turned away before the window is left to kube-scheduler",
+			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
+				r.Rejected(testPod("a"))
+				clk.Step(window + time.Second)
+				r.Freed()
+			},
+		},
+		{
+			name: "a pod is poked once per time it is turned away",
+			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
+				r.Rejected(testPod("a"))
+				r.Freed()
+				clk.Step(time.Second)
+				r.Freed()
+			},
+			want: []string{"a"},
+		},
+		{
+			name: "a pod turned away again is poked again",
+			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
+				r.Rejected(testPod("a"))
+				r.Freed()
+				drain()
+				clk.Step(time.Second)
+				r.Rejected(testPod("a"))
+				r.Freed()
+			},
+			want: []string{"a", "a"},
+		},
+		{
+			name: "a bound or deleted pod is not poked",
+			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
+				r.Rejected(testPod("a"))
+				r.Rejected(testPod("b"))
+				r.Forget("uid-a")
+				r.Freed()
+			},
+			want: []string{"b"},
+		},
+		{
+			name: "nothing is poked without a rejection",
+			run:  func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) { r.Freed() },
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			kube := kubefake.NewClientset(testPod("a"), testPod("b"))
+			var poked []string
+			kube.PrependReactor("patch", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+				p := action.(clienttesting.PatchAction)
+				var body struct {
+					Metadata struct {
+						UID         types.UID         `json:"uid"`
+						Annotations map[string]string `json:"annotations"`
+					} `json:"metadata"`
+				}
+				if err := json.Unmarshal(p.GetPatch(), &body); err != nil || body.Metadata.Annotations[Annotation] == "" || body.Metadata.UID != types.UID("uid-"+p.GetName()) {
+					t.Errorf("patch %s: %v", p.GetPatch(), err)
+				}
+				poked = append(poked, p.GetName())
+				return true, nil, nil
+			})
+			clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+			r := New(kube, clk, window, "test")
+			defer r.queue.ShutDown()
+			drain := func() {
+				for r.queue.Len() > 0 {
+					r.processNext(ctx)
+				}
+			}
+			tc.run(r, clk, drain)
+			drain()
+			if len(poked) != len(tc.want) {
+				t.Fatalf("poked %v, want %v", poked, tc.want)
+			}
+			for i := range poked {
+				if poked[i] != tc.want[i] {
+					t.Fatalf("poked %v, want %v", poked, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+package tracker
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// recordingRequeue counts what the tracker tells the requeuer.
+type recordingRequeue struct {
+	freed     int
+	forgotten []types.UID
+}
+
+func (r *recordingRequeue) Freed()               { r.freed++ }
+func (r *recordingRequeue) Forget(uid types.UID) { r.forgotten = append(r.forgotten, uid) }
+
+func TestTrackerTellsRequeue(t *testing.T) {
+	tests := []struct {
+		name       string
+		run        func(f *fixture)
+		wantFreed  bool
+		wantForget bool
+	}{
+		{
+			name: "pod deletion frees GPUs and forgets the pod",
+			run: func(f *fixture) {
+				p := pod("p", "u1", corev1.PodRunning)
+				f.addPod(p)
+				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
+				f.tracker.podHandler().OnDelete(p)
+			},
+			wantFreed: true, wantForget: true,
+		},
+		{
+			name: "pod completion frees GPUs",
+			run: func(f *fixture) {
+				f.addPod(pod("p", "u1", corev1.PodRunning))
+				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
+				f.tracker.podHandler().OnUpdate(nil, pod("p", "u1", corev1.PodSucceeded))
+			},
+			wantFreed: true,
+		},
+		{
+			name: "failed allocation frees GPUs",
+			run: func(f *fixture) {
+				f.addPod(pod("p", "u1", corev1.PodPending))
+				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
+				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationFailed))
+			},
+			wantFreed: true,
+		},
+		{
+			name: "an allocation being served frees nothing",
+			run: func(f *fixture) {
+				f.addPod(pod("p", "u1", corev1.PodPending))
+				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
+				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
+			},
+		},
+		{
+			name: "a new GPUNode may take pods",
+			run: func(f *fixture) {
+				f.tracker.gpuNodeHandler().OnAdd(&gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, false)
+			},
+			wantFreed: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			r := &recordingRequeue{}
+			f.tracker.requeue = r
+			tc.run(f)
+			if (r.freed > 0) != tc.wantFreed {
+				t.Errorf("freed %d times, want freed: %v", r.freed, tc.wantFreed)
+			}
+			if (len(r.forgotten) > 0) != tc.wantForget {
+				t.Errorf("forgot %v, want forget: %v", r.forgotten, tc.wantForget)
+			}
+		})
+	}
+}
+
+func TestMayTakeMore(t *testing.T) {
+	fresh := metav1.NewTime(epoch)
+	stale := metav1.NewTime(epoch.Add(-10 * time.Minute))
+	base := func() *gpuv1alpha1.GPUNode {
+		gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+		gn.Status.LastHeartbeatTime = &fresh
+		gn.Status.Devices = []gpuv1alpha1.GPUDevice{{UUID: "gpu0", MemoryMiB: 80000, Health: gpuv1alpha1.GPUHealthy}}
+		gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionTrue}}
+		return gn
+	}
+	tests := []struct {
+		name   string
+		change func(old, gn *gpuv1alpha1.GPUNode)
+		want   bool
+	}{
+		{name: "a heartbeat alone changes nothing", change: func(_, gn *gpuv1alpha1.GPUNode) {
+			later := metav1.NewTime(epoch.Add(time.Second))
+			gn.Status.LastHeartbeatTime = &later
+		}},
+		{name: "a heartbeat after a stale one", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.LastHeartbeatTime = &stale }, want: true},
+		{name: "a GPU healthy again", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.Devices[0].Health = gpuv1alpha1.GPUUnhealthy }, want: true},
+		{name: "a GPU uncordoned", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Spec.CordonedDevices = []string{"gpu0"} }, want: true},
+		{name: "the device plugin ready again", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.Conditions[0].Status = metav1.ConditionFalse }, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.tracker.heartbeatMaxAge = time.Minute
+			old, gn := base(), base()
+			tc.change(old, gn)
+			if got := f.tracker.mayTakeMore(old, gn); got != tc.want {
+				t.Errorf("mayTakeMore = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
