@@ -52,6 +52,10 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 	g.mu.Lock()
 	q := g.queue(node)
 	if q.holder != nil && q.holder.uid == uid {
+		// The pod binds again, so whatever allocation it had in flight is
+		// being replaced: events about that one no longer end its turn.
+		q.holder.allocation = ""
+		q.holder.since = g.clock.Now()
 		g.mu.Unlock()
 		return nil
 	}

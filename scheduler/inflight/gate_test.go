@@ -196,6 +196,20 @@ func TestGate(t *testing.T) {
 			},
 		},
 		{
+			name: "the stale allocation's deletion between a new acquire and attach does not end the turn",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				g.Observe("n", "a", "alloc-stale", clk.Now())
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireAsync(t.Context(), g, "n", "b")
+				waitQueued(t, g, "n", 1)
+				g.ReleaseAllocation("n", "a", "alloc-stale")
+				expectWaiting(t, b, "b")
+				g.Attach("n", "a", "alloc-new")
+				g.ReleaseAllocation("n", "a", "alloc-new")
+				expectDone(t, b, "b")
+			},
+		},
+		{
 			name: "an allocation event before the bind attached its allocation does not end the turn",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
 				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
