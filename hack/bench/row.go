@@ -216,7 +216,11 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		if res.Verbs == nil || res.Verbs[verbBind].Count >= uint64(bound) || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if extender != nil {
 		if _, res.PeakRSSBytes, err = extender.Memory(); err != nil {
