@@ -154,11 +154,12 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("listening on %s: %w", s.opts.ListenAddress, err)
 		}
 	}
-	servers := []*http.Server{s.httpServer(ctx, s.mux)}
-	servers[0].TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.tls.GetCertificate}
+	secure := s.httpServer(ctx, s.mux)
+	secure.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.tls.GetCertificate}
+	servers := []*http.Server{secure}
 	errc := make(chan error, 2)
 	logger.Info("Serving admission webhooks", "address", ln.Addr().String(), "tlsMode", s.opts.TLSMode)
-	go func() { errc <- servers[0].ServeTLS(ln, "", "") }()
+	go func() { errc <- secure.ServeTLS(ln, "", "") }()
 
 	if s.opts.MetricsAddress != "" {
 		plain := http.NewServeMux()
