@@ -99,6 +99,7 @@ type planError struct {
 	msg  string
 }
 
+// Error returns the reason.
 func (e planError) Error() string { return e.msg }
 
 // plan checks the request against the allocation and returns the answer,

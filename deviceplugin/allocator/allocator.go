@@ -34,19 +34,25 @@ type Config struct {
 	// ResourceName is the count resource the plugin serves: the kubelet
 	// calls Allocate only for containers that ask for it.
 	ResourceName corev1.ResourceName
-	Tessera      versioned.Interface
-	Kube         kubernetes.Interface
+	// Tessera reads and writes GPUAllocations.
+	Tessera versioned.Interface
+	// Kube reads pods the cache has not seen.
+	Kube kubernetes.Interface
 	// Allocations lists GPUAllocations (all namespaces); Pods lists the
 	// node's pods. Both are informer caches; the API server is read when
 	// they have not caught up yet.
 	Allocations gpulisters.GPUAllocationLister
-	Pods        corelisters.PodLister
-	Devices     Devices
-	Clock       clock.PassiveClock
+	// Pods lists the node's pods.
+	Pods corelisters.PodLister
+	// Devices are the node's GPUs, to check that a placed GPU exists and is healthy.
+	Devices Devices
+	// Clock stamps allocatedTime.
+	Clock clock.PassiveClock
 	// LookupTimeout bounds the wait for an allocation the cache has not
 	// seen; PollInterval is the pause between reads meanwhile.
 	LookupTimeout time.Duration
-	PollInterval  time.Duration
+	// PollInterval is the pause between API reads while waiting.
+	PollInterval time.Duration
 	// Response says what containers get besides their devices.
 	Response ResponseConfig
 }

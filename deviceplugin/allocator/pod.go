@@ -14,6 +14,7 @@ import (
 // errPodGone says that the allocation's pod no longer exists.
 type errPodGone struct{ msg string }
 
+// Error returns the reason.
 func (e errPodGone) Error() string { return e.msg }
 
 // checkPod returns the allocation's pod after confirming that it still

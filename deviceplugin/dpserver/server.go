@@ -31,11 +31,14 @@ type Config struct {
 	PluginDir string
 	// SplitCount is the number of virtual devices per GPU.
 	SplitCount int
-	Devices    Devices
-	Allocator  Allocator
+	// Devices are the GPUs offered to the kubelet.
+	Devices Devices
+	// Allocator answers the allocation calls.
+	Allocator Allocator
 	// Observer, if set, is told about every Allocate call.
 	Observer AllocateObserver
-	Clock    clock.WithTicker
+	// Clock paces the kubelet checks.
+	Clock clock.WithTicker
 	// CheckPeriod is how often the plugin looks for a restarted kubelet,
 	// and retries a failed registration.
 	CheckPeriod time.Duration

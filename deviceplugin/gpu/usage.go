@@ -5,7 +5,8 @@ type Usage struct {
 	// UUID identifies the GPU.
 	UUID string
 	// MemoryUsedBytes and MemoryTotalBytes are the GPU's physical memory.
-	MemoryUsedBytes  uint64
+	MemoryUsedBytes uint64
+	// MemoryTotalBytes is the GPU's physical memory.
 	MemoryTotalBytes uint64
 	// Utilization is the fraction of the last sample period in which a
 	// kernel ran, between 0 and 1; negative when unknown.

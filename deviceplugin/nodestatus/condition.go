@@ -21,8 +21,11 @@ const maxConditionMessage = 32768
 
 // Readiness is the Ready condition the plugin wants published.
 type Readiness struct {
-	Ready   bool
-	Reason  string
+	// Ready is the condition's status.
+	Ready bool
+	// Reason is one of the Reason constants.
+	Reason string
+	// Message says what a person needs to know, such as why no GPU was found.
 	Message string
 }
 

@@ -56,15 +56,20 @@ type Publisher struct {
 
 // Config wires a Publisher.
 type Config struct {
+	// NodeName names the GPUNode and its Node.
 	NodeName string
-	Tessera  versioned.Interface
+	// Tessera writes the GPUNode.
+	Tessera versioned.Interface
 	// Kube, when set, is used to make the GPUNode owned by its Node, so
 	// that deleting the Node deletes the GPUNode.
-	Kube    kubernetes.Interface
-	Clock   clock.WithTicker
+	Kube kubernetes.Interface
+	// Clock stamps and paces the heartbeats.
+	Clock clock.WithTicker
+	// Scaling turns physical GPUs into published ones.
 	Scaling Scaling
 	// Period is the heartbeat period.
 	Period time.Duration
+	// Source gives the GPUs and the driver version.
 	Source Source
 	// Cordoned may be nil: nothing is cordoned.
 	Cordoned SpecSource

@@ -13,9 +13,13 @@ const maxModels = 512
 
 // Summary is the status's display fields.
 type Summary struct {
-	GPUCount             int32
-	Models               string
-	MemoryMiB            int64
+	// GPUCount is the number of GPUs.
+	GPUCount int32
+	// Models are the distinct models, comma-separated.
+	Models string
+	// MemoryMiB is the memory of all GPUs.
+	MemoryMiB int64
+	// AllocatableMemoryMiB is the memory of healthy, uncordoned GPUs.
 	AllocatableMemoryMiB int64
 }
 

@@ -33,7 +33,9 @@ const stopTimeout = 5 * time.Second
 
 // Dependencies are what the plugin talks to.
 type Dependencies struct {
-	Kube    kubernetes.Interface
+	// Kube reads pods and Nodes.
+	Kube kubernetes.Interface
+	// Tessera reads and writes GPUNodes and GPUAllocations.
 	Tessera versioned.Interface
 	// Backend is the GPU source; nil: NewBackend of the configuration.
 	Backend gpu.Backend

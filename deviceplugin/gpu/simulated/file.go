@@ -34,17 +34,24 @@ type File struct {
 
 // FileGPU is one simulated GPU.
 type FileGPU struct {
-	UUID      string `json:"uuid"`
-	Index     *int   `json:"index,omitempty"`
-	Model     string `json:"model"`
-	MemoryMiB int64  `json:"memoryMiB"`
-	NUMANode  *int   `json:"numaNode,omitempty"`
+	// UUID identifies the GPU; required and unique.
+	UUID string `json:"uuid"`
+	// Index is the GPU's index on the node; its position when absent.
+	Index *int `json:"index,omitempty"`
+	// Model is the product name; required.
+	Model string `json:"model"`
+	// MemoryMiB is the GPU's memory; greater than 0.
+	MemoryMiB int64 `json:"memoryMiB"`
+	// NUMANode is the GPU's NUMA node; -1 (unknown) when absent.
+	NUMANode *int `json:"numaNode,omitempty"`
 	// Health is Healthy or Unhealthy.
-	Health        gpuv1alpha1.GPUHealth `json:"health,omitempty"`
-	HealthMessage string                `json:"healthMessage,omitempty"`
+	Health gpuv1alpha1.GPUHealth `json:"health,omitempty"`
+	// HealthMessage says why an unhealthy GPU is unhealthy.
+	HealthMessage string `json:"healthMessage,omitempty"`
 	// MemoryUsedMiB and UtilizationPercent are reported as the GPU's
 	// measured use.
-	MemoryUsedMiB      int64 `json:"memoryUsedMiB,omitempty"`
+	MemoryUsedMiB int64 `json:"memoryUsedMiB,omitempty"`
+	// UtilizationPercent is between 0 and 100.
 	UtilizationPercent int32 `json:"utilizationPercent,omitempty"`
 }
 
