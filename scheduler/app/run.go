@@ -40,7 +40,10 @@ func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ln
 		ln.Close()
 		return err
 	}
-	defer s.stop()
+	defer func() {
+		cancel()
+		s.stop()
+	}()
 
 	httpServer := &http.Server{
 		Handler:           s.mux,
