@@ -63,13 +63,20 @@ func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, erro
 		requests []ContainerRequest
 		errs     field.ErrorList
 	)
-	add := func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path) {
+	EachContainer(pod, func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path) {
 		req, ok, cerrs := ContainerRequestOf(c, kind, names, path)
 		errs = append(errs, cerrs...)
 		if ok && len(cerrs) == 0 {
 			requests = append(requests, req)
 		}
-	}
+	})
+	return requests, errs.ToAggregate()
+}
+
+// EachContainer calls visit for every container of the pod in the order the
+// kubelet allocates devices (init containers first), with the container's
+// kind and its path in the pod spec.
+func EachContainer(pod *corev1.Pod, visit func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path)) {
 	spec := field.NewPath("spec")
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
@@ -77,19 +84,22 @@ func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, erro
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			kind = gpuv1alpha1.ContainerSidecar
 		}
-		add(c, kind, spec.Child("initContainers").Index(i))
+		visit(c, kind, spec.Child("initContainers").Index(i))
 	}
 	for i := range pod.Spec.Containers {
-		add(&pod.Spec.Containers[i], gpuv1alpha1.ContainerApp, spec.Child("containers").Index(i))
+		visit(&pod.Spec.Containers[i], gpuv1alpha1.ContainerApp, spec.Child("containers").Index(i))
 	}
-	return requests, errs.ToAggregate()
 }
 
 // ContainerRequestOf reads one container's request. ok is false when the
-// container asks for none of the resources. errs names each invalid field and
-// its limit; path is the container's path in the pod.
+// container asks for none of the resources, or only for a count of 0 (which
+// charts often write to mean no GPU). errs names each invalid field and its
+// limit; path is the container's path in the pod.
 func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, names ResourceNames, path *field.Path) (req ContainerRequest, ok bool, errs field.ErrorList) {
 	req = ContainerRequest{Name: c.Name, Kind: kind}
+	if zeroCountOnly(c, names, path) {
+		return req, false, nil
+	}
 	read := func(name corev1.ResourceName, max int64) (int64, bool) {
 		q, fldPath, found := quantity(c, name, path)
 		if !found {
@@ -130,6 +140,21 @@ func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, nam
 	req.MemoryPercent = int32(percent)
 	req.Cores = int32(cores)
 	return req, true, errs
+}
+
+// zeroCountOnly reports whether the container's only GPU resource is a
+// count of exactly 0.
+func zeroCountOnly(c *corev1.Container, names ResourceNames, path *field.Path) bool {
+	q, _, found := quantity(c, names.Count, path)
+	if !found || !q.IsZero() {
+		return false
+	}
+	for _, name := range []corev1.ResourceName{names.Memory, names.MemoryPercentage, names.Cores} {
+		if _, _, found := quantity(c, name, path); found {
+			return false
+		}
+	}
+	return true
 }
 
 // quantity finds a resource in the container's limits, or else its requests,

@@ -74,6 +74,9 @@ func TestPodRequests(t *testing.T) {
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "-1")}}}},
 		wantErr: []string{"limits[nvidia.com/gpu]", "must be greater than 0"},
 	}, {
+		name: "a count of zero alone means no GPU",
+		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "0")}}}},
+	}, {
 		name:    "a count of zero with a slice is refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "0", "nvidia.com/gpumem", "10")}}}},
 		wantErr: []string{"limits[nvidia.com/gpu]", "must be greater than 0"},

@@ -64,23 +64,12 @@ func (a *Admitter) check(pod *corev1.Pod) ([]refusal, []gpurequest.ContainerRequ
 			requests = append(requests, req)
 		}
 	}
-	spec := field.NewPath("spec")
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		kind := gpuv1alpha1.ContainerInit
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			kind = gpuv1alpha1.ContainerSidecar
-		}
-		visit(c, kind, spec.Child("initContainers").Index(i))
-	}
-	for i := range pod.Spec.Containers {
-		visit(&pod.Spec.Containers[i], gpuv1alpha1.ContainerApp, spec.Child("containers").Index(i))
-	}
+	gpurequest.EachContainer(pod, visit)
 	if !asks {
 		return nil, nil
 	}
 	if pod.Spec.NodeName != "" {
-		refusals = append(refusals, refusal{err: field.Forbidden(spec.Child("nodeName"), fmt.Sprintf(
+		refusals = append(refusals, refusal{err: field.Forbidden(field.NewPath("spec", "nodeName"), fmt.Sprintf(
 			"must be empty when the pod asks for GPUs: scheduler %q must place the pod, since it is what assigns the GPUs", a.cfg.SchedulerName))})
 	}
 	if _, err := gpurequest.ParseAnnotations(pod.Annotations); err != nil {
