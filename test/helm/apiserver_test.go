@@ -100,7 +100,7 @@ func TestChartOnAPIServer(t *testing.T) {
 // second owner is what crds.install=false is for.
 func checkHelmLifecycle(ctx context.Context, t *testing.T, cp *framework.ControlPlane) {
 	const release, namespace = "lifecycle", "tessera-lifecycle"
-	kube := []string{"--kubeconfig", stampedKubeconfig(t, cp), "--namespace", namespace}
+	kube := []string{"--kubeconfig", cp.KubeconfigPath, "--namespace", namespace}
 	out, err := helm(t, append([]string{"install", release, chartDir(), "--create-namespace", "--set", "crds.install=false"}, kube...)...)
 	if err != nil {
 		t.Fatal(err)
