@@ -30,8 +30,8 @@ type caches struct {
 	gpuNodeEvent cache.SharedIndexInformer
 }
 
-// newCaches watches the node's pods, every GPUAllocation (the API cannot
-// select them by node yet) and the node's own GPUNode.
+// newCaches watches the node's pods, GPUAllocations and GPUNode only, so a
+// plugin's memory and traffic do not grow with the cluster.
 func (p *Plugin) newCaches() *caches {
 	node := p.cfg.NodeName
 	c := &caches{
@@ -39,7 +39,10 @@ func (p *Plugin) newCaches() *caches {
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
 			})),
-		gpuFactory: externalversions.NewSharedInformerFactory(p.deps.Tessera, 0),
+		gpuFactory: externalversions.NewSharedInformerFactoryWithOptions(p.deps.Tessera, 0,
+			externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
+			})),
 		nodeFactory: externalversions.NewSharedInformerFactoryWithOptions(p.deps.Tessera, 0,
 			externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()

@@ -83,6 +83,13 @@ func TestClientsetRoundTrip(t *testing.T) {
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("listing GPUAllocations: %d items, err=%v", len(list.Items), err)
 	}
+	// A device plugin lists only its own node's allocations.
+	for node, want := range map[string]int{"node-a": 1, "node-b": 0} {
+		list, err := client.GPUAllocations("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil || len(list.Items) != want {
+			t.Errorf("listing GPUAllocations of %s by field selector: %d items (err=%v), want %d", node, len(list.Items), err, want)
+		}
+	}
 
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		n, err := nodeLister.Get("node-a")

@@ -182,6 +182,7 @@ type GPUNodeList struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ga;gpua,categories=tessera
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.metadata.name`,description="The pod the GPUs are for"
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
 // +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.spec.gpuCount`,description="Number of distinct GPUs"
