@@ -6,9 +6,11 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/utils/ptr"
 )
 
 // ContainerResult is a plugin's answer for one container.
@@ -25,11 +27,14 @@ type ContainerResult struct {
 
 // sync admits a bound pod once, or releases a finished one.
 func (a *Agent) sync(ctx context.Context, pod *corev1.Pod) error {
+	if pod.DeletionTimestamp != nil {
+		return a.finishDeletion(ctx, pod)
+	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		a.release(pod.UID)
 		return nil
 	}
-	if pod.Status.Phase != corev1.PodPending || pod.DeletionTimestamp != nil {
+	if pod.Status.Phase != corev1.PodPending {
 		return nil
 	}
 	results, err := a.allocate(ctx, pod)
@@ -154,6 +159,21 @@ func subset(ids, of []string) bool {
 		}
 	}
 	return true
+}
+
+// finishDeletion does the kubelet's part of a graceful deletion: its
+// containers are stopped (there are none to stop here), its devices freed,
+// and the pod object removed for good.
+func (a *Agent) finishDeletion(ctx context.Context, pod *corev1.Pod) error {
+	a.release(pod.UID)
+	err := a.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("finishing the deletion of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }
 
 // setPhase writes the pod's phase as the kubelet would.

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
@@ -164,5 +165,26 @@ func TestAgentAdmitsPodsThroughThePlugin(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("a pod asking for more devices than free did not fail admission: %v", err)
+	}
+}
+
+// TestAgentFinishesGracefulDeletion checks that a pod deleted with a grace
+// period is removed once the agent sees it, as a kubelet would after
+// stopping its containers.
+func TestAgentFinishesGracefulDeletion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pod := gpuPod("doomed", 0, 0)
+	now := metav1.Now()
+	pod.DeletionTimestamp = &now
+	kube := fake.NewClientset(pod)
+	agent := &Agent{NodeName: "node-1", PluginDir: t.TempDir(), Kube: kube}
+	go func() { _ = agent.Run(ctx) }()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().Pods("default").Get(ctx, "doomed", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("the terminating pod was never removed: %v", err)
 	}
 }

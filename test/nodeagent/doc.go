@@ -5,5 +5,6 @@
 // bound to its node, asks the plugins for devices container by container as
 // the kubelet's device manager would (GetPreferredAllocation, then
 // Allocate, init containers first), records the answers, and marks the pod
-// Running — or Failed with the plugin's error.
+// Running — or Failed with the plugin's error. It also finishes graceful
+// deletions, as a kubelet does once the containers are stopped.
 package nodeagent
