@@ -118,9 +118,19 @@ func (e *Extender) unavailable(n *view.Node, now time.Time) string {
 	case n.Heartbeat.IsZero():
 		return "device plugin has sent no heartbeat"
 	case now.Sub(n.Heartbeat) > e.HeartbeatMaxAge:
-		return fmt.Sprintf("device plugin heartbeat is stale (last seen %s ago)", now.Sub(n.Heartbeat).Truncate(time.Second))
+		return fmt.Sprintf("device plugin heartbeat is stale (last seen %s ago)", roughly(now.Sub(n.Heartbeat)))
 	}
 	return ""
+}
+
+// roughly rounds an age down to the second, or to the minute past a minute,
+// so that kube-scheduler, which counts nodes by identical reason, can group
+// nodes whose device plugins stopped at about the same time.
+func roughly(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Truncate(time.Minute)
+	}
+	return d.Truncate(time.Second)
 }
 
 // errNotReady is the answer while the view is still being built.
