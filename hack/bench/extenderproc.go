@@ -53,6 +53,9 @@ func startExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir stri
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--listen-address=" + address,
+		// The bench scrapes the extender's own listener; no second one on
+		// every address, where two runs would collide.
+		"--metrics-address=",
 		"--scheduler-name=" + schedulerName,
 		// The bench writes each GPUNode's heartbeat once; a device plugin
 		// would refresh it while the run lasts.

@@ -24,7 +24,9 @@ func (c *cluster) startScheduler(ctx context.Context) error {
 		return err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := c.daemon("scheduler-extender", "scheduler", "--kubeconfig", c.cp.KubeconfigPath, "--listen-address", addr); err != nil {
+	if err := c.daemon("scheduler-extender", "scheduler", "--kubeconfig", c.cp.KubeconfigPath, "--listen-address", addr,
+		// Metrics are scraped from addr; no second listener on every address.
+		"--metrics-address="); err != nil {
 		return err
 	}
 	if err := waitOK(ctx, "http://"+addr+"/readyz"); err != nil {

@@ -15,29 +15,50 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/options"
 )
 
+// Listeners are the sockets the extender serves on.
+type Listeners struct {
+	// Extender serves the extender's verbs as well as health and metrics.
+	// Only kube-scheduler may reach it: the bind verb binds any pod to any
+	// node.
+	Extender net.Listener
+	// Metrics, when not nil, serves only /metrics, /healthz and /readyz,
+	// for Prometheus and the kubelet's probes.
+	Metrics net.Listener
+}
+
 // Run serves the extender with the given options until ctx ends.
 func Run(ctx context.Context, o *options.Options) error {
 	restConfig, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.Config.ListenAddress)
-	if err != nil {
+	var ls Listeners
+	if ls.Extender, err = net.Listen("tcp", o.Config.ListenAddress); err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Config.ListenAddress, err)
 	}
-	return Serve(ctx, o.Config, restConfig, ln)
+	if o.Config.MetricsAddress != "" {
+		if ls.Metrics, err = net.Listen("tcp", o.Config.MetricsAddress); err != nil {
+			ls.Extender.Close()
+			return fmt.Errorf("listening on the metrics address %s: %w", o.Config.MetricsAddress, err)
+		}
+	}
+	return Serve(ctx, o.Config, restConfig, ls)
 }
 
-// Serve runs the extender on ln until ctx ends, then shuts the server down
-// and closes ln. It returns once everything it started has stopped.
-func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ln net.Listener) error {
+// Serve runs the extender on ls until ctx ends, then shuts its servers down
+// and closes the listeners. It returns once everything it started has
+// stopped.
+func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ls Listeners) error {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	s, err := newServer(ctx, cfg, restConfig)
 	if err != nil {
-		ln.Close()
+		ls.Extender.Close()
+		if ls.Metrics != nil {
+			ls.Metrics.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -45,30 +66,49 @@ func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ln
 		s.stop()
 	}()
 
-	httpServer := &http.Server{
-		Handler:           s.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	servers := []*http.Server{newHTTPServer(ctx, s.mux)}
+	listeners := []net.Listener{ls.Extender}
+	if ls.Metrics != nil {
+		servers = append(servers, newHTTPServer(ctx, s.operational))
+		listeners = append(listeners, ls.Metrics)
 	}
-	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
-	logger.Info("Scheduler extender serving", "address", ln.Addr().String())
+	served := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() {
+			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				served <- fmt.Errorf("serving HTTP on %s: %w", listeners[i].Addr(), err)
+			}
+		}()
+	}
+	logger.Info("Scheduler extender serving", "address", ls.Extender.Addr().String())
+	if ls.Metrics != nil {
+		logger.Info("Serving metrics and health", "address", ls.Metrics.Addr().String())
+	}
 
+	var serveErr error
 	select {
 	case <-ctx.Done():
-	case err := <-served:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serving HTTP: %w", err)
-		}
+	case serveErr = <-served:
 	}
 	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer done()
-	if err := httpServer.Shutdown(shutdownCtx); err != nil {
-		// Binds that wait for their node are cut off; kube-scheduler retries them.
-		httpServer.Close()
+	for _, srv := range servers {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			// Binds that wait for their node are cut off; kube-scheduler retries them.
+			srv.Close()
+		}
 	}
 	logger.Info("Scheduler extender stopped")
-	return nil
+	return serveErr
+}
+
+// newHTTPServer returns a server whose requests end with ctx.
+func newHTTPServer(ctx context.Context, h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -17,11 +17,35 @@ import (
 
 // serve runs Serve against an API server address nothing listens on: the
 // informers never sync, which is all these tests need.
-func serve(ctx context.Context, ln net.Listener) <-chan error {
+func serve(ctx context.Context, ls Listeners) <-chan error {
 	done := make(chan error, 1)
 	unreachable := &rest.Config{Host: "http://127.0.0.1:1"}
-	go func() { done <- Serve(ctx, options.NewConfig(), unreachable, ln) }()
+	go func() { done <- Serve(ctx, options.NewConfig(), unreachable, ls) }()
 	return done
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func do(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(`{"Pod":{},"NodeNames":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 func waitReturn(t *testing.T, done <-chan error) error {
@@ -38,11 +62,8 @@ func waitReturn(t *testing.T, done <-chan error) error {
 func TestServeNotReadyUntilSynced(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := serve(ctx, ln)
+	ln := listen(t)
+	done := serve(ctx, Listeners{Extender: ln})
 	base := "http://" + ln.Addr().String()
 	tests := []struct {
 		path   string
@@ -86,7 +107,73 @@ func TestServeReturnsWhenTheListenerFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
-	if err := waitReturn(t, serve(ctx, ln)); err == nil || !strings.Contains(err.Error(), "serving HTTP") {
+	if err := waitReturn(t, serve(ctx, Listeners{Extender: ln})); err == nil || !strings.Contains(err.Error(), "serving HTTP") {
 		t.Errorf("Serve = %v, want the listener's error", err)
+	}
+}
+
+// TestMetricsListenerServesOnlyHealthAndMetrics pins that the second
+// listener, which the pod's network reaches, answers the probes and
+// Prometheus from the extender's own handlers and never the verbs that
+// place or bind pods.
+func TestMetricsListenerServesOnlyHealthAndMetrics(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	ls := Listeners{Extender: listen(t), Metrics: listen(t)}
+	done := serve(ctx, ls)
+	extender, metrics := "http://"+ls.Extender.Addr().String(), "http://"+ls.Metrics.Addr().String()
+
+	// A filter on the extender's listener is counted in the registry that
+	// the metrics listener serves.
+	if status, body := do(t, http.MethodPost, extender+"/filter"); status != http.StatusOK {
+		t.Fatalf("POST /filter on the extender's listener = %d %q, want 200", status, body)
+	}
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		status int
+		body   string
+	}{
+		{"health", http.MethodGet, "/healthz", http.StatusOK, "ok"},
+		{"readiness of the same informers", http.MethodGet, "/readyz", http.StatusServiceUnavailable, "informers not synced"},
+		{"metrics of the same registry", http.MethodGet, "/metrics", http.StatusOK, `tessera_extender_requests_total{`},
+		{"no filter", http.MethodPost, "/filter", http.StatusNotFound, ""},
+		{"no prioritize", http.MethodPost, "/prioritize", http.StatusNotFound, ""},
+		{"no bind", http.MethodPost, "/bind", http.StatusNotFound, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := do(t, tc.method, metrics+tc.path)
+			if status != tc.status || !strings.Contains(body, tc.body) {
+				t.Errorf("%s %s on the metrics listener = %d %q, want %d with %q", tc.method, tc.path, status, body, tc.status, tc.body)
+			}
+		})
+	}
+	// The bind verb is still there on the extender's own listener.
+	if status, _ := do(t, http.MethodPost, extender+"/bind"); status == http.StatusNotFound {
+		t.Errorf("POST /bind on the extender's listener = 404")
+	}
+
+	cancel()
+	if err := waitReturn(t, done); err != nil {
+		t.Errorf("Serve = %v after its context ended, want nil", err)
+	}
+	for _, ln := range []net.Listener{ls.Extender, ls.Metrics} {
+		if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			t.Errorf("listener %s is still open", ln.Addr())
+		}
+	}
+}
+
+func TestServeReturnsWhenTheMetricsListenerFails(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ls := Listeners{Extender: listen(t), Metrics: listen(t)}
+	ls.Metrics.Close()
+	if err := waitReturn(t, serve(ctx, ls)); err == nil || !strings.Contains(err.Error(), "serving HTTP on "+ls.Metrics.Addr().String()) {
+		t.Errorf("Serve = %v, want the metrics listener's error", err)
+	}
+	if _, err := net.Dial("tcp", ls.Extender.Addr().String()); err == nil {
+		t.Error("the extender's listener is still open")
 	}
 }

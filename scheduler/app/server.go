@@ -37,12 +37,16 @@ const requeueWindow = 30 * time.Second
 
 // server is the running extender's parts.
 type server struct {
-	mux     *http.ServeMux
-	tracker *tracker.Tracker
-	events  events.EventBroadcaster
-	wg      sync.WaitGroup
-	kube    informers.SharedInformerFactory
-	tessera externalversions.SharedInformerFactory
+	// mux serves the extender's verbs and the operational endpoints.
+	mux *http.ServeMux
+	// operational serves only /healthz, /readyz and /metrics.
+	operational *http.ServeMux
+	metrics     http.Handler
+	tracker     *tracker.Tracker
+	events      events.EventBroadcaster
+	wg          sync.WaitGroup
+	kube        informers.SharedInformerFactory
+	tessera     externalversions.SharedInformerFactory
 }
 
 // newServer builds the extender and starts its informers and tracker; they
@@ -63,7 +67,8 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 
 	clk := clock.RealClock{}
 	s := &server{
-		mux: http.NewServeMux(),
+		mux:         http.NewServeMux(),
+		operational: http.NewServeMux(),
 		// Only the pods of the extender's profile can hold allocations.
 		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -131,17 +136,9 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Ready:             s.tracker.HasSynced,
 	})
 	ext.Register(s.mux)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.tracker.HasSynced() {
-			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ok\n"))
-	})
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	s.metrics = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
+	s.addOperationalEndpoints(s.mux)
+	s.addOperationalEndpoints(s.operational)
 
 	s.kube.Start(ctx.Done())
 	s.tessera.Start(ctx.Done())

@@ -14,6 +14,11 @@ type Config struct {
 	// ListenAddress is the host:port the HTTP server listens on. It is
 	// loopback by default because the extender runs beside kube-scheduler.
 	ListenAddress string `json:"listenAddress"`
+	// MetricsAddress, when set, is a second host:port that serves only
+	// /metrics, /healthz and /readyz, on the pod's address, so that
+	// Prometheus and the kubelet's probes reach them without reaching the
+	// extender's verbs. Empty turns it off.
+	MetricsAddress string `json:"metricsAddress"`
 	// ResourceNames are the extended resources pods ask for GPU slices with.
 	ResourceNames gpurequest.ResourceNames `json:"resourceNames"`
 	// SchedulerName is the scheduler profile whose pods the extender
@@ -43,6 +48,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultListenAddress       = "127.0.0.1:8888"
+	DefaultMetricsAddress      = ":9403"
 	DefaultSchedulerName       = "tessera-scheduler"
 	DefaultHeartbeatMaxAge     = 2 * time.Minute
 	DefaultBindWaitTimeout     = 25 * time.Second
@@ -56,6 +62,7 @@ const (
 func NewConfig() *Config {
 	return &Config{
 		ListenAddress:       DefaultListenAddress,
+		MetricsAddress:      DefaultMetricsAddress,
 		ResourceNames:       gpurequest.DefaultResourceNames(),
 		SchedulerName:       DefaultSchedulerName,
 		DefaultNodePolicy:   gpurequest.Binpack,

@@ -36,6 +36,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	before := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
 	fs.StringVar(&c.ListenAddress, "listen-address", c.ListenAddress, "host:port for the extender, health and metrics HTTP server.")
+	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress, "host:port also serving /metrics, /healthz and /readyz, and not the extender's verbs; empty turns it off.")
 	fs.StringVar(&c.SchedulerName, "scheduler-name", c.SchedulerName, "Scheduler profile whose pods the extender places.")
 	fs.StringVar((*string)(&c.ResourceNames.Count), "resource-count", string(c.ResourceNames.Count), "Resource name for the number of GPUs.")
 	fs.StringVar((*string)(&c.ResourceNames.Memory), "resource-memory", string(c.ResourceNames.Memory), "Resource name for GPU memory in MiB.")

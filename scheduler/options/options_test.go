@@ -21,6 +21,10 @@ func TestValidate(t *testing.T) {
 		{name: "defaults are valid", mutate: func(*Config) {}},
 		{name: "listen address without port", mutate: func(c *Config) { c.ListenAddress = "127.0.0.1" }, wantErr: "listenAddress"},
 		{name: "listen address port out of range", mutate: func(c *Config) { c.ListenAddress = "127.0.0.1:70000" }, wantErr: "port must be a number from 0 to 65535"},
+		{name: "metrics address off", mutate: func(c *Config) { c.MetricsAddress = "" }},
+		{name: "metrics address without port", mutate: func(c *Config) { c.MetricsAddress = "0.0.0.0" }, wantErr: "metricsAddress: Invalid value: \"0.0.0.0\": must be host:port"},
+		{name: "metrics address port out of range", mutate: func(c *Config) { c.MetricsAddress = ":99999" }, wantErr: "metricsAddress: Invalid value: \":99999\": port must be a number from 0 to 65535"},
+		{name: "metrics address same as listen address", mutate: func(c *Config) { c.MetricsAddress = c.ListenAddress }, wantErr: "metricsAddress: Invalid value: \"127.0.0.1:8888\": must differ from listenAddress"},
 		{name: "empty resource name", mutate: func(c *Config) { c.ResourceNames.Cores = "" }, wantErr: "resourceNames"},
 		{name: "repeated resource name", mutate: func(c *Config) { c.ResourceNames.Cores = c.ResourceNames.Memory }, wantErr: "used twice"},
 		{name: "empty scheduler name", mutate: func(c *Config) { c.SchedulerName = "" }, wantErr: "schedulerName: Required"},
@@ -102,7 +106,7 @@ func TestParse(t *testing.T) {
 func TestComplete(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(file, []byte("listenAddress: 127.0.0.1:9999\ndefaultGPUPolicy: binpack\nbindWaitTimeout: 10s\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("listenAddress: 127.0.0.1:9999\nmetricsAddress: :9500\ndefaultGPUPolicy: binpack\nbindWaitTimeout: 10s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -120,7 +124,7 @@ func TestComplete(t *testing.T) {
 			name: "file values apply",
 			args: []string{"--config", file},
 			want: func(c *Config) bool {
-				return c.ListenAddress == "127.0.0.1:9999" && c.DefaultGPUPolicy == gpurequest.Binpack && c.BindWaitTimeout.Duration == 10*time.Second
+				return c.ListenAddress == "127.0.0.1:9999" && c.MetricsAddress == ":9500" && c.DefaultGPUPolicy == gpurequest.Binpack && c.BindWaitTimeout.Duration == 10*time.Second
 			},
 		},
 		{
@@ -130,6 +134,12 @@ func TestComplete(t *testing.T) {
 				return c.BindWaitTimeout.Duration == 3*time.Second && c.ListenAddress == "127.0.0.1:9999"
 			},
 		},
+		{
+			name: "an empty --metrics-address turns off the file's metrics listener",
+			args: []string{"--config", file, "--metrics-address="},
+			want: func(c *Config) bool { return c.MetricsAddress == "" && c.ListenAddress == "127.0.0.1:9999" },
+		},
+		{name: "invalid metrics address names the field", args: []string{"--metrics-address=9403"}, wantErr: "metricsAddress"},
 		{name: "invalid flag value fails validation", args: []string{"--default-node-policy=best"}, wantErr: "defaultNodePolicy"},
 		{name: "missing file", args: []string{"--config", filepath.Join(dir, "absent.yaml")}, wantErr: "reading configuration file"},
 	}

@@ -25,10 +25,12 @@ const (
 // field and its limit.
 func (c *Config) Validate() error {
 	var errs field.ErrorList
-	if _, port, err := net.SplitHostPort(c.ListenAddress); err != nil {
-		errs = append(errs, field.Invalid(field.NewPath("listenAddress"), c.ListenAddress, "must be host:port: "+err.Error()))
-	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		errs = append(errs, field.Invalid(field.NewPath("listenAddress"), c.ListenAddress, "port must be a number from 0 to 65535"))
+	errs = append(errs, validateAddress(field.NewPath("listenAddress"), c.ListenAddress)...)
+	if c.MetricsAddress != "" {
+		errs = append(errs, validateAddress(field.NewPath("metricsAddress"), c.MetricsAddress)...)
+		if c.MetricsAddress == c.ListenAddress {
+			errs = append(errs, field.Invalid(field.NewPath("metricsAddress"), c.MetricsAddress, "must differ from listenAddress, which serves the extender's verbs"))
+		}
 	}
 	if err := c.ResourceNames.Validate(); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("resourceNames"), c.ResourceNames, err.Error()))
@@ -64,6 +66,17 @@ func (c *Config) Validate() error {
 func durationAtLeast(name string, d, min time.Duration) field.ErrorList {
 	if d < min {
 		return field.ErrorList{field.Invalid(field.NewPath(name), d.String(), fmt.Sprintf("must be at least %s", min))}
+	}
+	return nil
+}
+
+func validateAddress(path *field.Path, address string) field.ErrorList {
+	_, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, address, "must be host:port: "+err.Error())}
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return field.ErrorList{field.Invalid(path, address, "port must be a number from 0 to 65535")}
 	}
 	return nil
 }

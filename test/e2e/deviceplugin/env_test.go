@@ -73,14 +73,18 @@ func startCluster(t *testing.T, nodes ...simNode) *cluster {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ls app.Listeners
+	for _, ln := range []*net.Listener{&ls.Extender, &ls.Metrics} {
+		var err error
+		if *ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	addr := ln.Addr().String()
-	run(func() error { return app.Serve(ctx, cfg, cp.Config, ln) })
+	addr := ls.Extender.Addr().String()
+	run(func() error { return app.Serve(ctx, cfg, cp.Config, ls) })
+	// Ready as the kubelet's probe sees it, on the metrics listener.
 	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := http.Get("http://" + ls.Metrics.Addr().String() + "/readyz")
 		if err != nil {
 			return false, err.Error()
 		}

@@ -80,7 +80,7 @@ func (x *extenderProcess) start(ln net.Listener) {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	x.cancel = cancel
 	x.done = make(chan error, 1)
-	go func() { x.done <- app.Serve(ctx, x.cfg, x.cp.Config, ln) }()
+	go func() { x.done <- app.Serve(ctx, x.cfg, x.cp.Config, app.Listeners{Extender: ln}) }()
 }
 
 // restart starts a stopped extender again on its address.
