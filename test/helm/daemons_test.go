@@ -215,14 +215,19 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 	t.Run("extender", func(t *testing.T) {
 		scheduler := findOne(t, objs, "Deployment", "-scheduler")
 		sa := serviceAccountOf(t, objs, "Deployment", "-scheduler")
-		addr := freeAddress(t)
+		addr, metricsAddr := freeAddress(t), freeAddress(t)
 		d := startDaemon(t, "extender", withFlags(t, local(containerCommand(t, scheduler, "extender")), map[string]string{
-			"listen-address": addr,
-			"kubeconfig":     serviceAccountKubeconfig(t, cp, namespace, sa, ""),
+			"listen-address":  addr,
+			"metrics-address": metricsAddr,
+			"kubeconfig":      serviceAccountKubeconfig(t, cp, namespace, sa, ""),
 		}))
 		// Ready means its informers on pods, GPUNodes and GPUAllocations
-		// listed and watched under the chart's RBAC.
-		d.waitFor(t, "the extender to be ready", func(ctx context.Context) bool { return httpOK(ctx, "http://"+addr+"/readyz") })
+		// listed and watched under the chart's RBAC. The kubelet's probe
+		// asks the metrics address, as here.
+		d.waitFor(t, "the extender to be ready", func(ctx context.Context) bool { return httpOK(ctx, "http://"+metricsAddr+"/readyz") })
+		if !httpOK(ctx, "http://"+metricsAddr+"/metrics") {
+			t.Error("the extender's metrics address does not serve /metrics")
+		}
 	})
 
 	t.Run("webhook", func(t *testing.T) {

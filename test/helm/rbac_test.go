@@ -186,7 +186,7 @@ func TestRBAC(t *testing.T) {
 				}
 			})
 
-			t.Run("scheduler pod writes only allocations, bindings, events and its lease", func(t *testing.T) {
+			t.Run("scheduler pod writes only allocations, bindings, events, pod patches and its lease", func(t *testing.T) {
 				a := accessOf(t, objs, ns, serviceAccountOf(t, objs, "Deployment", "-scheduler"))
 				wantExternal := []string{"extension-apiserver-authentication-reader", "system:kube-scheduler", "system:volume-scheduler"}
 				if !slices.Equal(a.external, wantExternal) {
@@ -196,6 +196,8 @@ func TestRBAC(t *testing.T) {
 					"gpu.tessera.dev/gpuallocations create": true, "gpu.tessera.dev/gpuallocations delete": true,
 					"gpu.tessera.dev/gpuallocations/status update": true, "/pods/binding create": true,
 					"events.k8s.io/events create": true, "events.k8s.io/events patch": true,
+					// The requeue annotation; not update, which could rewrite a whole pod.
+					"/pods patch": true,
 				}
 				for _, w := range a.writes() {
 					fields := strings.Fields(w)
@@ -208,7 +210,7 @@ func TestRBAC(t *testing.T) {
 				}
 				for _, need := range [][3]string{
 					{"gpu.tessera.dev", "gpuallocations", "create"}, {"", "pods/binding", "create"},
-					{"gpu.tessera.dev", "gpunodes", "watch"}, {"", "pods", "watch"},
+					{"gpu.tessera.dev", "gpunodes", "watch"}, {"", "pods", "watch"}, {"", "pods", "patch"},
 				} {
 					if !a.allows(need[0], need[1], need[2]) {
 						t.Errorf("the extender may not %s %s/%s, which it needs", need[2], need[0], need[1])
