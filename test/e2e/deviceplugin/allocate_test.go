@@ -23,7 +23,8 @@ func quantity(n int64) resource.Quantity { return *resource.NewQuantity(n, resou
 // TestBoundPodsAreAllocatedAndTheNextPodFollows binds a pod, lets the node
 // agent admit it through the device plugin, and checks that the plugin's
 // Allocated allocation lets the extender place the next pod on the same
-// GPU, while a pod that does not fit the rest of the GPU is refused.
+// GPU; a pod that does not fit waits until the first pod is deleted, and
+// the extender's requeue then gets it placed.
 func TestBoundPodsAreAllocatedAndTheNextPodFollows(t *testing.T) {
 	c := startCluster(t, simNode{name: "gpu-node-1", gpus: oneGPU})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -91,4 +92,10 @@ func TestBoundPodsAreAllocatedAndTheNextPodFollows(t *testing.T) {
 		}
 		return false, fmt.Sprintf("conditions %v", p.Status.Conditions)
 	})
+
+	// Deleting the first pod frees its memory; the third then runs.
+	if err := pods.Delete(ctx, "first", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	running("third", 8000)
 }
