@@ -34,8 +34,8 @@ type Agent struct {
 
 	mu      sync.Mutex
 	plugins map[string]*plugin
-	inUse   map[string]bool              // device IDs held by running pods
-	held    map[types.UID][]string       // pod → device IDs it holds
+	inUse   map[string]bool                 // device IDs held by running pods
+	held    map[types.UID][]string          // pod → device IDs it holds
 	results map[types.UID][]ContainerResult // pod → what the plugins answered
 }
 

@@ -82,7 +82,6 @@ func gpuPod(name string, initCount, appCount int64) *corev1.Pod {
 	return pod
 }
 
-
 // TestAgentAdmitsPodsThroughThePlugin registers a plugin the way a device
 // plugin does and checks that a bound pod's containers are allocated in the
 // kubelet's order, steered by the plugin's preference, with init devices
