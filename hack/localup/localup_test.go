@@ -200,8 +200,8 @@ func checkMetrics(ctx context.Context, t *testing.T, tessera versioned.Interface
 			checkGPUSeries(t, families, "tessera_gpu_cores_capacity", d.UUID, float64(d.Cores))
 		}
 	}
-	if seen != 10 {
-		t.Errorf("the GPUNodes list %d GPUs, want 10", seen)
+	if seen != 14 {
+		t.Errorf("the GPUNodes list %d GPUs, want 14", seen)
 	}
 }
 

@@ -32,7 +32,7 @@ func simNodes() []simNode {
 	}
 	return []simNode{
 		{name: "gpu-a100", gpus: gpus("a100", "NVIDIA A100-SXM4-80GB", 81920, 4)},
-		{name: "gpu-l4", gpus: gpus("l4", "NVIDIA L4", 23034, 4)},
+		{name: "gpu-l4", gpus: gpus("l4", "NVIDIA L4", 23034, 8)},
 		{name: "gpu-t4", gpus: gpus("t4", "Tesla T4", 15360, 2)},
 	}
 }

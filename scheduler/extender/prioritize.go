@@ -14,8 +14,9 @@ import (
 )
 
 // Prioritize scores each candidate node from 0 to 10 by the pod's node
-// policy: binpack favours the busiest node, spread the emptiest. A node the
-// pod does not fit scores 0.
+// policy, relative to the other candidates (placement.Rank): binpack
+// favours the busiest node, spread the emptiest. A node the pod does not
+// fit scores 0.
 func (e *Extender) Prioritize(ctx context.Context, args *extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, string, error) {
 	if !e.ready() {
 		return nil, metrics.ResultError, errNotReady
@@ -37,13 +38,20 @@ func (e *Extender) Prioritize(ctx context.Context, args *extenderv1.ExtenderArgs
 		return scores, metrics.ResultSuccess, nil
 	}
 	now := e.Clock.Now()
+	loads := make([]float64, 0, len(names))
+	fits := make([]bool, 0, len(names))
 	e.View.Read(names, pod.UID, func(name string, n *view.Node) {
-		var score int64
-		if e.unavailable(n, now) == "" {
-			score = placement.Score(&n.Placement, req.Request, req.nodePolicy)
+		var load float64
+		ok := e.unavailable(n, now) == ""
+		if ok {
+			load, ok = placement.Load(&n.Placement, req.Request)
 		}
-		scores = append(scores, extenderv1.HostPriority{Host: name, Score: score})
+		scores = append(scores, extenderv1.HostPriority{Host: name})
+		loads, fits = append(loads, load), append(fits, ok)
 	})
+	for i, score := range placement.Rank(loads, fits, req.nodePolicy) {
+		scores[i].Score = score
+	}
 	klog.FromContext(ctx).V(5).Info("Scored nodes", "pod", klog.KObj(pod), "policy", req.nodePolicy, "scores", scores)
 	return scores, metrics.ResultSuccess, nil
 }

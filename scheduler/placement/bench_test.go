@@ -40,7 +40,7 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 			for b.Loop() {
 				for _, n := range cluster {
 					if Feasible(n, tc.req, &f) {
-						_ = Score(n, tc.req, gpurequest.Binpack)
+						_, _ = Load(n, tc.req)
 					}
 				}
 			}
@@ -51,7 +51,7 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 			for b.Loop() {
 				for _, n := range cluster {
 					if _, failure := Fit(n, tc.req); failure == nil {
-						_ = Score(n, tc.req, gpurequest.Binpack)
+						_, _ = Load(n, tc.req)
 					}
 				}
 			}

@@ -45,8 +45,8 @@ func TestFitProperties(t *testing.T) {
 			if err := withinCapacity(after); err != nil {
 				t.Fatalf("%s: holds of %v over-commit: %v", name, choice, err)
 			}
-			if s := Score(n, req, gpurequest.Binpack); s < 0 || s > 10 {
-				t.Fatalf("%s: Score() = %d, want 0..10", name, s)
+			if l, ok := Load(n, req); !ok || l < 0 || l > 1 {
+				t.Fatalf("%s: Load() = %v, %v; want a fitting load in 0..1", name, l, ok)
 			}
 			continue
 		}

@@ -6,20 +6,52 @@ import (
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
-// Score rates a node for a request that fits it, from 0 to
-// extenderv1.MaxExtenderPriority, by the node policy: the node's allocated
-// share of memory and of cores, averaged, after placing the request as Fit
-// would. Binpack scores a busier node higher, Spread an emptier one; any
-// other policy counts as Binpack, the documented default. A node that does
-// not fit scores 0.
-func Score(node *Node, req *Request, policy gpurequest.Policy) int64 {
+// Load is the node's allocated share of memory and of cores, averaged,
+// after placing the request as Fit would: 0 for an empty node, 1 for a
+// full one. ok is false when the request does not fit.
+func Load(node *Node, req *Request) (load float64, ok bool) {
 	var e engine
 	if !e.place(node, req, true) {
-		return 0
+		return 0, false
 	}
-	used := e.utilisation()
-	if policy == gpurequest.Spread {
-		used = 1 - used
+	return e.utilisation(), true
+}
+
+// Rank scores nodes from 1 to extenderv1.MaxExtenderPriority by their
+// loads, relative to one another: Binpack gives the busiest node the top
+// score and the emptiest 1, Spread the reverse, and loads between scale
+// linearly; any other policy counts as Binpack, the documented default.
+// Relative scores keep the policy decisive in a nearly empty cluster, where
+// absolute shares would all round to the same score and leave the choice to
+// kube-scheduler's own spreading. Equal loads score equally, and a node
+// whose entry in fits is false scores 0, below every node that fits.
+func Rank(loads []float64, fits []bool, policy gpurequest.Policy) []int64 {
+	lo, hi, any := 0.0, 0.0, false
+	for i, l := range loads {
+		if !fits[i] {
+			continue
+		}
+		if !any || l < lo {
+			lo = l
+		}
+		if !any || l > hi {
+			hi = l
+		}
+		any = true
 	}
-	return int64(used*float64(extenderv1.MaxExtenderPriority) + 0.5)
+	scores := make([]int64, len(loads))
+	for i, l := range loads {
+		if !fits[i] {
+			continue
+		}
+		rel := 1.0
+		if hi > lo {
+			rel = (l - lo) / (hi - lo)
+			if policy == gpurequest.Spread {
+				rel = 1 - rel
+			}
+		}
+		scores[i] = 1 + int64(rel*float64(extenderv1.MaxExtenderPriority-1)+0.5)
+	}
+	return scores
 }

@@ -79,9 +79,9 @@ func TestSearchSettlesLargeSymmetricNodes(t *testing.T) {
 	}
 }
 
-// TestFeasibleAndScoreAllocateNothing pins what filtering thousands of nodes
+// TestFeasibleAndLoadAllocateNothing pins what filtering thousands of nodes
 // relies on: no garbage per node, whether the pod fits or not.
-func TestFeasibleAndScoreAllocateNothing(t *testing.T) {
+func TestFeasibleAndLoadAllocateNothing(t *testing.T) {
 	n := node(with(gpu(0), used(40960, 50, 2)), gpu(1), with(gpu(2), numa(1)), with(gpu(3), used(81920, 100, 1)))
 	tests := []struct {
 		name string
@@ -104,10 +104,10 @@ func TestFeasibleAndScoreAllocateNothing(t *testing.T) {
 				if !Feasible(n, tt.req, &f) {
 					_ = f.Fit
 				}
-				_ = Score(n, tt.req, gpurequest.Spread)
+				_, _ = Load(n, tt.req)
 			})
 			if allocs != 0 {
-				t.Errorf("Feasible and Score allocate %v times per run, want 0", allocs)
+				t.Errorf("Feasible and Load allocate %v times per run, want 0", allocs)
 			}
 		})
 	}
