@@ -161,6 +161,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	}
 
 	logger.Info("Starting kube-scheduler", "config", config.Source, "load", loadAverage())
+	cpuBefore := sampleCPU(env.dir)
 	start := time.Now()
 	scheduler, err := env.cp.StartSchedulerProcess(config.YAML)
 	if err != nil {
@@ -178,6 +179,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		return nil
 	})
 
+	res.CPU = sampleCPU(env.dir).since(cpuBefore)
 	bound, last, latencies := binds.snapshot(created, start)
 	res.Bound = bound
 	if bound > 0 {
@@ -189,6 +191,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	logger.Info("Row measured", "bound", bound, "pods", r.o.Pods, "duration", res.Duration.Round(time.Millisecond),
 		"podsPerSecond", fmt.Sprintf("%.1f", res.Throughput()),
 		"createToBoundP50", rawQ.P50.Round(time.Millisecond), "createToBoundP99", rawQ.P99.Round(time.Millisecond))
+	logger.Info("CPU time used during the row", "cpu", res.CPU.String())
 	if kubelet != nil {
 		logger.Info("Allocations completed by the simulated kubelet", "count", kubelet.completed.Load())
 	}

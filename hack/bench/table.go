@@ -33,6 +33,9 @@ type RowResult struct {
 	// BindQueueWait is how long Tessera's binds waited for the allocation
 	// ahead of them on their node; zero for other rows.
 	BindQueueWait Quantiles
+	// CPU is the CPU time each process used from the scheduler's start to
+	// the end of the row.
+	CPU cpuUsage
 	// Cycle is where the time between two binds to one node goes; nil
 	// for other rows.
 	Cycle *BindCycle
@@ -120,6 +123,10 @@ func (t Table) WriteMarkdown(w io.Writer) error {
 func (t Table) notes() []string {
 	notes := append([]string(nil), t.Notes...)
 	for _, r := range t.Rows {
+		if len(r.CPU) > 0 && r.Bound > 0 {
+			notes = append(notes, fmt.Sprintf("row %s: CPU time while scheduling, %.1f ms per pod: %s",
+				r.Row, float64(r.CPU.total())/float64(time.Millisecond)/float64(r.Bound), r.CPU))
+		}
 		if r.BindQueueWait.Count > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: binds waited for their node's previous allocation p50 %s, p99 %s (in bind p50/p99)",
 				r.Row, formatDuration(r.BindQueueWait.P50, r.BindQueueWait.Count), formatDuration(r.BindQueueWait.P99, r.BindQueueWait.Count)))
