@@ -54,6 +54,19 @@ func TestAllocateServes(t *testing.T) {
 			wantPhase:  gpuv1alpha1.AllocationAllocated,
 		},
 		{
+			name:  "an exclusive container on a core-scaled GPU is limited to 100% of the GPU",
+			alloc: testAllocation("p", "uid-p", testNode, container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 4000, 200))),
+			req:   request(1),
+			want: []*pluginapi.ContainerAllocateResponse{{Envs: map[string]string{
+				"NVIDIA_VISIBLE_DEVICES":          "GPU-b",
+				"CUDA_DEVICE_MEMORY_LIMIT_0":      "4000m",
+				"CUDA_DEVICE_SM_LIMIT":            "100",
+				"CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/tessera-vgpu-uid-p-main.cache",
+			}}},
+			wantServed: []string{"main"},
+			wantPhase:  gpuv1alpha1.AllocationAllocated,
+		},
+		{
 			name:  "library configured adds the library and ld.so.preload mounts",
 			alloc: testAllocation("p", "uid-p", testNode, container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 4000, 0))),
 			resp:  lib,

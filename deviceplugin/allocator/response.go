@@ -49,7 +49,10 @@ func (r ResponseConfig) Container(podUID types.UID, c gpuv1alpha1.ContainerAlloc
 	if len(c.Devices) > 0 {
 		cores = c.Devices[0].Cores
 	}
-	env[EnvSMLimit] = strconv.Itoa(int(cores))
+	// An exclusive container holds all of a GPU's cores, which core
+	// scaling may put above 100; the library's limit is a percentage of
+	// the physical GPU.
+	env[EnvSMLimit] = strconv.Itoa(int(min(cores, 100)))
 	env[EnvSharedCache] = fmt.Sprintf("/tmp/tessera-vgpu-%s-%s.cache", podUID, c.Name)
 
 	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
