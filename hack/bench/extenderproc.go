@@ -131,6 +131,11 @@ func (p *extenderProcess) Memory() (rss, peak int64, err error) {
 	return procMemory(p.cmd.Process.Pid)
 }
 
+// CPU returns the process's CPU time (user and system) so far.
+func (p *extenderProcess) CPU() (time.Duration, error) {
+	return processCPU(p.cmd.Process.Pid)
+}
+
 // Stop ends the process: SIGTERM, then SIGKILL after ten seconds.
 func (p *extenderProcess) Stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)

@@ -42,6 +42,10 @@ type ScaleResult struct {
 	// Filter and Prioritize are the probe calls' round trips, measured by
 	// the bench; FilterServer is the extender's own histogram.
 	Filter, Prioritize, FilterServer Quantiles
+	// FilterCPU and PrioritizeCPU are the extender's CPU time per call,
+	// garbage collection included; unlike latencies, contention for the
+	// CPUs does not inflate them.
+	FilterCPU, PrioritizeCPU time.Duration
 	// Feasible is how many of the nodes the first filter call returned.
 	Feasible int
 	// APIRequests is what the extender asked the API server, up to the scrape.
@@ -94,7 +98,15 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 		names[i] = nodeName(i)
 	}
 	var feasible []string
+	cpu0, err := extender.CPU()
+	if err != nil {
+		return nil, err
+	}
 	res.Filter, feasible, err = probeFilter(ctx, extender.url, probe, names, o.Probes)
+	if err != nil {
+		return nil, err
+	}
+	cpu1, err := extender.CPU()
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +114,11 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 	if res.Prioritize, err = probePrioritize(ctx, extender.url, probe, feasible, o.Probes); err != nil {
 		return nil, err
 	}
+	cpu2, err := extender.CPU()
+	if err != nil {
+		return nil, err
+	}
+	res.FilterCPU, res.PrioritizeCPU = (cpu1-cpu0)/time.Duration(o.Probes), (cpu2-cpu1)/time.Duration(o.Probes)
 	if _, res.PeakAfterProbes, err = extender.Memory(); err != nil {
 		return nil, err
 	}

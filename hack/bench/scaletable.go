@@ -25,7 +25,9 @@ func (r *ScaleResult) rows() [][]string {
 		{"Go heap in use at the scrape", formatBytes(r.HeapInuse), ""},
 		{fmt.Sprintf("filter p50 / p99, %d nodes, round trip", r.Nodes), q(r.Filter), targetFilterP99},
 		{fmt.Sprintf("filter p50 / p99, %d nodes, extender histogram", r.Nodes), q(r.FilterServer), targetFilterP99},
+		{"extender CPU time per filter call", formatDuration(r.FilterCPU, r.Filter.Count), ""},
 		{fmt.Sprintf("prioritize p50 / p99, %d feasible nodes, round trip", r.Feasible), q(r.Prioritize), ""},
+		{"extender CPU time per prioritize call", formatDuration(r.PrioritizeCPU, r.Prioritize.Count), ""},
 		{"API requests by the extender (sync, probes)", formatCount(r.APIRequests.Total), ""},
 	}
 }
