@@ -24,8 +24,9 @@ const probePodName = "bench-probe"
 // ScaleResult is what the scale mode measured.
 type ScaleResult struct {
 	Nodes, GPUsPerNode, Pods int
-	// Load is the load average when the extender started.
-	Load string
+	// LoadAtStart is the load average before the bench created anything;
+	// Load when the extender started, after the bench's own burst of writes.
+	LoadAtStart, Load string
 	// SyncTime is from the extender's start to its /readyz answering ok.
 	SyncTime time.Duration
 	// RSSAfterSync and PeakAfterSync are its memory a moment after it was ready.
@@ -57,6 +58,7 @@ type ScaleResult struct {
 // latency for one more pod over every node.
 func runScale(ctx context.Context, o *Options, base, bin string, config schedulerConfig) (*ScaleResult, error) {
 	logger := klog.FromContext(ctx)
+	loadAtStart := loadAverage()
 	env, err := startEnv(ctx, filepath.Join(base, "scale"), config.SchedulerName)
 	if err != nil {
 		return nil, err
@@ -74,7 +76,7 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 		return nil, fmt.Errorf("creating the probe pod: %w", err)
 	}
 
-	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, Load: loadAverage()}
+	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, LoadAtStart: loadAtStart, Load: loadAverage()}
 	started := time.Now()
 	extender, err := startExtender(ctx, bin, env.extenderKubeconfig, config.SchedulerName, env.dir, o.ExtenderArgs)
 	if err != nil {

@@ -33,7 +33,8 @@ func (r *ScaleResult) rows() [][]string {
 }
 
 func (r *ScaleResult) title() string {
-	return fmt.Sprintf("Extender at scale: %d nodes × %d GPUs, %d pods placed (load average %s)", r.Nodes, r.GPUsPerNode, r.Pods, r.Load)
+	return fmt.Sprintf("Extender at scale: %d nodes × %d GPUs, %d pods placed (load average %s before the bench's writes, %s when the extender started)",
+		r.Nodes, r.GPUsPerNode, r.Pods, r.LoadAtStart, r.Load)
 }
 
 // WriteText writes the scale table with aligned columns.
