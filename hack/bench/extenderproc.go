@@ -44,7 +44,7 @@ type extenderProcess struct {
 // startExtender runs the extender binary against the kubeconfig on a free
 // loopback port, logging to dir, and waits until it is ready (its view
 // synced with the API server).
-func startExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir string, extra []string) (*extenderProcess, error) {
+func startExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir string, extra, env []string) (*extenderProcess, error) {
 	port, err := freeLoopbackPort()
 	if err != nil {
 		return nil, err
@@ -67,6 +67,7 @@ func startExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir stri
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

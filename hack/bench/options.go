@@ -52,6 +52,9 @@ type Options struct {
 	ExtenderBin string
 	// ExtenderArgs are extra flags for the extender.
 	ExtenderArgs []string
+	// ExtenderEnv are extra environment variables (KEY=VALUE) for the
+	// extender, such as GOMEMLIMIT.
+	ExtenderEnv []string
 	// SchedulerConfig is the KubeSchedulerConfiguration rows b and c start
 	// from; its extender urlPrefix is rewritten.
 	SchedulerConfig string
@@ -97,6 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera).")
 	fs.StringVar(&o.ExtenderBin, "extender-bin", o.ExtenderBin, "Prebuilt extender binary; empty builds ./scheduler into a temporary directory.")
 	fs.StringArrayVar(&o.ExtenderArgs, "extender-arg", o.ExtenderArgs, "Extra flag for the extender, such as --extender-arg=--kube-api-qps=1000; repeatable.")
+	fs.StringArrayVar(&o.ExtenderEnv, "extender-env", o.ExtenderEnv, "Extra environment variable KEY=VALUE for the extender, such as --extender-env=GOMEMLIMIT=350MiB; repeatable.")
 	fs.StringVar(&o.SchedulerConfig, "scheduler-config", o.SchedulerConfig, "KubeSchedulerConfiguration for rows b and c, relative to the repository root; its extender urlPrefix is rewritten. A built-in equivalent is used when the file does not exist.")
 	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "Keep every control plane's data and logs under this directory; empty uses a temporary one, removed at the end.")
@@ -125,6 +129,11 @@ func (o *Options) Validate() error {
 	} {
 		if c.value < c.min || c.value > c.max {
 			return fmt.Errorf("%s=%d: must be from %d to %d", c.flag, c.value, c.min, c.max)
+		}
+	}
+	for _, kv := range o.ExtenderEnv {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("--extender-env=%q: must be KEY=VALUE", kv)
 		}
 	}
 	if o.Timeout <= 0 {

@@ -149,7 +149,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		}
 	case rowTessera:
 		started := time.Now()
-		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, r.o.ExtenderArgs)
+		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, r.o.ExtenderArgs, r.o.ExtenderEnv)
 		if err != nil {
 			return err
 		}

@@ -78,7 +78,7 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 
 	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, LoadAtStart: loadAtStart, Load: loadAverage()}
 	started := time.Now()
-	extender, err := startExtender(ctx, bin, env.extenderKubeconfig, config.SchedulerName, env.dir, o.ExtenderArgs)
+	extender, err := startExtender(ctx, bin, env.extenderKubeconfig, config.SchedulerName, env.dir, o.ExtenderArgs, o.ExtenderEnv)
 	if err != nil {
 		return nil, err
 	}
