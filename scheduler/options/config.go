@@ -54,8 +54,8 @@ const (
 	DefaultBindWaitTimeout     = 25 * time.Second
 	DefaultInFlightTTL         = 60 * time.Second
 	DefaultOrphanSweepInterval = time.Minute
-	DefaultClientQPS           = 100
-	DefaultClientBurst         = 200
+	DefaultClientQPS           = 500
+	DefaultClientBurst         = 1000
 )
 
 // NewConfig returns the configuration with every default filled in.
