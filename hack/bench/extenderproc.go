@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -34,11 +33,9 @@ func buildExtender(ctx context.Context, dir string) (string, error) {
 // extenderProcess is Tessera's extender running as its own process, as
 // in a cluster, so that its memory is its own.
 type extenderProcess struct {
-	cmd     *exec.Cmd
+	*framework.Process
 	url     string
 	logFile string
-	done    chan struct{}
-	err     error
 }
 
 // startExtender runs the extender binary against the kubeconfig on a free
@@ -61,26 +58,12 @@ func startExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir stri
 		// would refresh it while the run lasts.
 		"--heartbeat-max-age=24h",
 	}, extra...)
-	logFile := filepath.Join(dir, "tessera-scheduler.log")
-	f, err := os.Create(logFile)
+	proc, err := framework.StartProcessWithEnv(dir, bin, "tessera-scheduler", env, args...)
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
 		return nil, fmt.Errorf("starting the extender %s: %w", bin, err)
 	}
-	p := &extenderProcess{cmd: cmd, url: "http://" + address, logFile: logFile, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = f.Close()
-		close(p.done)
-	}()
-	klog.FromContext(ctx).Info("Started the extender", "pid", cmd.Process.Pid, "url", p.url, "log", logFile)
+	p := &extenderProcess{Process: proc, url: "http://" + address, logFile: filepath.Join(dir, "tessera-scheduler.log")}
+	klog.FromContext(ctx).Info("Started the extender", "pid", p.Pid(), "url", p.url, "log", p.logFile)
 	if err := p.waitReady(ctx, 5*time.Minute); err != nil {
 		p.Stop()
 		return nil, err
@@ -93,10 +76,8 @@ func (p *extenderProcess) waitReady(ctx context.Context, timeout time.Duration) 
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		select {
-		case <-p.done:
-			return fmt.Errorf("the extender exited (%v) before it was ready; see %s", p.err, p.logFile)
-		default:
+		if exited, err := p.Exited(); exited {
+			return fmt.Errorf("the extender exited (%v) before it was ready; see %s", err, p.logFile)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/readyz", nil)
 		if err != nil {
@@ -116,36 +97,15 @@ func (p *extenderProcess) waitReady(ctx context.Context, timeout time.Duration) 
 	}
 }
 
-// Exited reports whether the process has ended, and how.
-func (p *extenderProcess) Exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
-
 // Memory returns the process's resident memory now and at its peak, from
 // /proc/<pid>/status (VmRSS and VmHWM).
 func (p *extenderProcess) Memory() (rss, peak int64, err error) {
-	return procMemory(p.cmd.Process.Pid)
+	return procMemory(p.Pid())
 }
 
 // CPU returns the process's CPU time (user and system) so far.
 func (p *extenderProcess) CPU() (time.Duration, error) {
-	return processCPU(p.cmd.Process.Pid)
-}
-
-// Stop ends the process: SIGTERM, then SIGKILL after ten seconds.
-func (p *extenderProcess) Stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	return processCPU(p.Pid())
 }
 
 // procMemory reads VmRSS and VmHWM, in bytes, of a process.

@@ -25,12 +25,21 @@ type Process struct {
 // StartProcess runs bin with args, logging to dir/name.log. The process
 // is killed if the calling process dies.
 func StartProcess(dir, bin, name string, args ...string) (*Process, error) {
+	return StartProcessWithEnv(dir, bin, name, nil, args...)
+}
+
+// StartProcessWithEnv is StartProcess with env (KEY=value) added to this
+// process's environment.
+func StartProcessWithEnv(dir, bin, name string, env []string, args ...string) (*Process, error) {
 	logFile := filepath.Join(dir, name+".log")
 	f, err := os.Create(logFile)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own process group, so that a test killed mid-way does not leave
 	// the child to an unrelated signal, and Stop reaches only it.
@@ -60,6 +69,9 @@ func (p *Process) Stop() {
 		}
 	})
 }
+
+// Pid returns the process's ID.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Exited reports whether the process has ended, and how.
 func (p *Process) Exited() (bool, error) {
