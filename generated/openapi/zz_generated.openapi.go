@@ -233,7 +233,7 @@ func schema_tessera_apis_gpu_v1alpha1_GPUAllocation(ref common.ReferenceCallback
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Description: "status is how far the device plugin has served the placement.",
+							Description: "status is how far the device plugin has served the placement. The extender creates the allocation without one; the API server shows it as Pending until the device plugin writes it.",
 							Default:     map[string]interface{}{},
 							Ref:         ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUAllocationStatus"),
 						},

@@ -47,8 +47,8 @@ func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.Contai
 	}
 }
 
-// createAllocation writes the pod's GPUAllocation and marks it Pending. An
-// allocation of the same name left by an earlier pod of that name, or by an
+// createAllocation writes the pod's GPUAllocation. It has no status yet,
+// which the API server shows as Pending (the CRD's default). An allocation of the same name left by an earlier pod of that name, or by an
 // unfinished bind of this one, is replaced.
 func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) (*gpuv1alpha1.GPUAllocation, error) {
 	client := e.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace)
@@ -69,16 +69,6 @@ func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node s
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating GPU allocation %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-
-	// The status subresource cannot be set on create. An allocation with
-	// an empty phase is Pending too, so failing here is not fatal.
-	pending := created.DeepCopy()
-	pending.Status.Phase = gpuv1alpha1.AllocationPending
-	if updated, err := client.UpdateStatus(ctx, pending, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		klog.FromContext(ctx).Error(err, "Marking the allocation Pending")
-	} else {
-		created = updated
 	}
 	return created, nil
 }

@@ -19,13 +19,9 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
-// Event reasons on the pod.
-const (
-	// ReasonFailedGPUPlacement: a bind could not give the pod its GPUs.
-	ReasonFailedGPUPlacement = "FailedGPUPlacement"
-	// ReasonGPUAllocated: the pod got its GPUs and was bound.
-	ReasonGPUAllocated = "GPUAllocated"
-)
+// ReasonFailedGPUPlacement is the reason of the event on a pod whose bind
+// could not give it its GPUs.
+const ReasonFailedGPUPlacement = "FailedGPUPlacement"
 
 // Bind gives the pod its GPUs on the node the scheduler chose: it fits the
 // pod again on the current view and reserves the GPUs, waits for the node's
@@ -93,8 +89,11 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	if e.Requeue != nil {
 		e.Requeue.Forget(pod.UID)
 	}
-	e.event(pod, corev1.EventTypeNormal, ReasonGPUAllocated, fmt.Sprintf("Allocated %s on node %s", describe(containers), args.Node))
-	logger.V(2).Info("Bound pod with GPUs", "gpus", describe(containers))
+	// The GPUAllocation is the record of what the pod got; an event per
+	// bind would double the API server's writes for it.
+	if logger := logger.V(2); logger.Enabled() {
+		logger.Info("Bound pod with GPUs", "gpus", describe(containers))
+	}
 	return metrics.ResultSuccess, nil
 }
 
@@ -128,7 +127,7 @@ func validateBinding(args *extenderv1.ExtenderBindingArgs) error {
 	return errs.ToAggregate()
 }
 
-// describe words an assignment for an event, such as
+// describe words an assignment for the log, such as
 // "GPU 0 (GPU-a) to main, GPU 1 (GPU-b) to main".
 func describe(containers []gpuv1alpha1.ContainerAllocation) string {
 	var parts []string

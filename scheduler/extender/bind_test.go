@@ -70,8 +70,10 @@ func TestBindSuccess(t *testing.T) {
 		t.Errorf("spec = %+v", a.Spec)
 	case len(a.Spec.Containers) != 1 || len(a.Spec.Containers[0].Devices) != 2 || a.Spec.Containers[0].Devices[0].Cores != 20:
 		t.Errorf("containers = %+v", a.Spec.Containers)
-	case a.Status.Phase != gpuv1alpha1.AllocationPending:
-		t.Errorf("phase = %q, want Pending", a.Status.Phase)
+	case a.Status.Phase != "":
+		// The API server shows an empty status as Pending; the extender
+		// writes none.
+		t.Errorf("phase = %q, want none written", a.Status.Phase)
 	}
 	bound, _ := f.kube.CoreV1().Pods("ns").Get(t.Context(), "p", metav1.GetOptions{})
 	if bound.Spec.NodeName != "a100-1" {
@@ -83,8 +85,8 @@ func TestBindSuccess(t *testing.T) {
 	if uid, ok := f.gate.InFlight("a100-1"); !ok || uid != pod.UID {
 		t.Errorf("in flight = %q, %v; want the pod", uid, ok)
 	}
-	if ev := f.events(); len(ev) != 1 || !strings.Contains(ev[0], "Normal GPUAllocated") || !strings.Contains(ev[0], "a100-1-gpu0") {
-		t.Errorf("events = %v", ev)
+	if ev := f.events(); len(ev) != 0 {
+		t.Errorf("events = %v, want none for a bind that succeeded", ev)
 	}
 
 	// The informer then delivers the allocation: it replaces the reservation.

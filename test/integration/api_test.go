@@ -70,9 +70,30 @@ func TestClientsetRoundTrip(t *testing.T) {
 		t.Errorf("status update changed spec or lost status: spec=%v driver=%q", got.Spec, got.Status.DriverVersion)
 	}
 
+	// The extender creates allocations with no status: the CRD's default
+	// shows them as Pending to every reader, watches included.
+	allocWatch, err := client.GPUAllocations("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watching GPUAllocations: %v", err)
+	}
+	defer allocWatch.Stop()
 	alloc, err := client.GPUAllocations("default").Create(ctx, gpuAllocation("pod-1", "node-a", "uid-1", "GPU-A100-a", 4000), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating GPUAllocation: %v", err)
+	}
+	if alloc.Status.Phase != gpuv1alpha1.AllocationPending {
+		t.Errorf("created allocation has phase %q, want Pending", alloc.Status.Phase)
+	}
+	if got, err := client.GPUAllocations("default").Get(ctx, "pod-1", metav1.GetOptions{}); err != nil || got.Status.Phase != gpuv1alpha1.AllocationPending {
+		t.Errorf("getting the new allocation: phase %q, err %v; want Pending", got.Status.Phase, err)
+	}
+	select {
+	case ev := <-allocWatch.ResultChan():
+		if a, ok := ev.Object.(*gpuv1alpha1.GPUAllocation); !ok || ev.Type != watch.Added || a.Status.Phase != gpuv1alpha1.AllocationPending {
+			t.Errorf("watch sent %s %+v, want the allocation added as Pending", ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event for the new allocation")
 	}
 	alloc.Status.Phase = gpuv1alpha1.AllocationAllocated
 	alloc.Status.ServedContainers = []string{"main"}

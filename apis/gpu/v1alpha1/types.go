@@ -197,8 +197,11 @@ type GPUAllocation struct {
 	// +required
 	Spec GPUAllocationSpec `json:"spec"`
 
-	// status is how far the device plugin has served the placement.
+	// status is how far the device plugin has served the placement. The
+	// extender creates the allocation without one; the API server shows it
+	// as Pending until the device plugin writes it.
 	// +optional
+	// +kubebuilder:default={}
 	Status GPUAllocationStatus `json:"status,omitempty"`
 }
 
@@ -321,6 +324,7 @@ const (
 type GPUAllocationStatus struct {
 	// phase is Pending, Allocated or Failed.
 	// +optional
+	// +kubebuilder:default=Pending
 	Phase AllocationPhase `json:"phase,omitempty"`
 
 	// servedContainers are the names of the containers the kubelet has been

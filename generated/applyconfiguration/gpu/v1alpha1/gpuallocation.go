@@ -35,7 +35,9 @@ type GPUAllocationApplyConfiguration struct {
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	// spec is the placement the scheduler extender chose.
 	Spec *GPUAllocationSpecApplyConfiguration `json:"spec,omitempty"`
-	// status is how far the device plugin has served the placement.
+	// status is how far the device plugin has served the placement. The
+	// extender creates the allocation without one; the API server shows it
+	// as Pending until the device plugin writes it.
 	Status *GPUAllocationStatusApplyConfiguration `json:"status,omitempty"`
 }
 
