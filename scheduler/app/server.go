@@ -66,6 +66,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	}
 
 	clk := clock.RealClock{}
+	trim := tracker.Trim(cfg.ResourceNames)
 	s := &server{
 		mux:         http.NewServeMux(),
 		operational: http.NewServeMux(),
@@ -74,8 +75,8 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", cfg.SchedulerName).String()
 			}),
-			informers.WithTransform(tracker.TrimPod(cfg.ResourceNames))),
-		tessera: externalversions.NewSharedInformerFactory(tessera, 0),
+			informers.WithTransform(trim)),
+		tessera: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim)),
 		events:  events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
 	}
 	v := view.New()

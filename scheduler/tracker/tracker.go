@@ -35,9 +35,10 @@ type Config struct {
 	Tessera versioned.Interface
 
 	// Pods should hold only the pods of the extender's scheduler profile,
-	// trimmed with TrimPod.
+	// trimmed with Trim.
 	Pods coreinformers.PodInformer
-	// GPUNodes and Allocations are informers on Tessera's objects.
+	// GPUNodes and Allocations are informers on Tessera's objects, which
+	// may be trimmed with Trim.
 	GPUNodes    gpuinformers.GPUNodeInformer
 	Allocations gpuinformers.GPUAllocationInformer
 

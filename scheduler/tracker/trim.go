@@ -5,48 +5,89 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
-// TrimPod returns an informer transform that keeps only what the extender
-// reads of a pod: identity, placement annotations, the containers' GPU
-// resources, node, scheduler and phase. At tens of thousands of pods this
-// keeps the cache small.
-func TrimPod(names gpurequest.ResourceNames) cache.TransformFunc {
+// Trim returns an informer transform that keeps only what the extender
+// reads of pods, GPUAllocations and GPUNodes. At 40,000 pods the whole
+// objects, with their managed fields, would be most of the extender's
+// memory.
+func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 	resources := names.All()
 	annotations := gpurequest.AnnotationKeys()
 	return func(obj any) (any, error) {
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return obj, nil
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			return trimPod(o, resources, annotations), nil
+		case *gpuv1alpha1.GPUAllocation:
+			return trimAllocation(o), nil
+		case *gpuv1alpha1.GPUNode:
+			// The view copies what it needs; the tracker compares spec and status.
+			o.ManagedFields = nil
+			return o, nil
 		}
-		out := &corev1.Pod{
-			TypeMeta: pod.TypeMeta,
-			ObjectMeta: metav1.ObjectMeta{
-				Name:              pod.Name,
-				Namespace:         pod.Namespace,
-				UID:               pod.UID,
-				ResourceVersion:   pod.ResourceVersion,
-				CreationTimestamp: pod.CreationTimestamp,
-				DeletionTimestamp: pod.DeletionTimestamp,
-			},
-			Spec: corev1.PodSpec{
-				NodeName:       pod.Spec.NodeName,
-				SchedulerName:  pod.Spec.SchedulerName,
-				InitContainers: trimContainers(pod.Spec.InitContainers, resources),
-				Containers:     trimContainers(pod.Spec.Containers, resources),
-			},
-			Status: corev1.PodStatus{Phase: pod.Status.Phase},
-		}
-		for _, key := range annotations {
-			if v, ok := pod.Annotations[key]; ok {
-				if out.Annotations == nil {
-					out.Annotations = map[string]string{}
-				}
-				out.Annotations[key] = v
+		return obj, nil
+	}
+}
+
+// trimPod keeps a pod's identity, node, scheduler and phase, and for a pod
+// not yet bound, what bind reads of its request: placement annotations and
+// the containers' GPU resources. A bound pod is never bound again, so its
+// request is dropped.
+func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []string) *corev1.Pod {
+	out := &corev1.Pod{
+		TypeMeta:   pod.TypeMeta,
+		ObjectMeta: trimMeta(&pod.ObjectMeta),
+		Spec: corev1.PodSpec{
+			NodeName:      pod.Spec.NodeName,
+			SchedulerName: pod.Spec.SchedulerName,
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	if pod.Spec.NodeName != "" {
+		return out
+	}
+	out.Spec.InitContainers = trimContainers(pod.Spec.InitContainers, resources)
+	out.Spec.Containers = trimContainers(pod.Spec.Containers, resources)
+	for _, key := range annotations {
+		if v, ok := pod.Annotations[key]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
 			}
+			out.Annotations[key] = v
 		}
-		return out, nil
+	}
+	return out
+}
+
+// trimAllocation keeps what the view places and the tracker checks: the
+// allocation's identity, its pod, node and devices, and its phase.
+func trimAllocation(a *gpuv1alpha1.GPUAllocation) *gpuv1alpha1.GPUAllocation {
+	return &gpuv1alpha1.GPUAllocation{
+		TypeMeta:   a.TypeMeta,
+		ObjectMeta: trimMeta(&a.ObjectMeta),
+		Spec: gpuv1alpha1.GPUAllocationSpec{
+			PodUID:     a.Spec.PodUID,
+			NodeName:   a.Spec.NodeName,
+			Containers: a.Spec.Containers,
+		},
+		Status: gpuv1alpha1.GPUAllocationStatus{
+			Phase:   a.Status.Phase,
+			Message: a.Status.Message,
+		},
+	}
+}
+
+// trimMeta keeps an object's identity and age.
+func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp,
+		DeletionTimestamp: m.DeletionTimestamp,
 	}
 }
 
