@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -107,7 +106,6 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	for _, c := range []prometheus.Collector{
-		metrics.NewCollector(v),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -137,7 +135,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Ready:             s.tracker.HasSynced,
 	})
 	ext.Register(s.mux)
-	s.metrics = promhttp.HandlerFor(registry, promhttp.HandlerOpts{})
+	s.metrics = metrics.Handler(registry, metrics.NewState(v))
 	s.addOperationalEndpoints(s.mux)
 	s.addOperationalEndpoints(s.operational)
 
