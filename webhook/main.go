@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/webhook/app"
 )
 
@@ -60,7 +60,7 @@ func run(ctx context.Context, o *app.Options) error {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
 	config.UserAgent = "tessera-webhook"
-	kube, err := kubernetes.NewForConfig(config)
+	kube, err := kubeclient.New(config)
 	if err != nil {
 		return fmt.Errorf("creating the Kubernetes client: %w", err)
 	}

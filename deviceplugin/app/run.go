@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 )
 
 // Client rate limits: a node's plugin writes little, but Allocate must not
@@ -28,7 +28,7 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	restConfig.QPS, restConfig.Burst = clientQPS, clientBurst
 	restConfig = rest.AddUserAgent(restConfig, userAgent)
-	kube, err := kubernetes.NewForConfig(restConfig)
+	kube, err := kubeclient.New(restConfig)
 	if err != nil {
 		return fmt.Errorf("creating the Kubernetes client: %w", err)
 	}

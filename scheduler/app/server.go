@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
@@ -55,7 +55,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	restConfig.QPS = cfg.ClientQPS
 	restConfig.Burst = int(cfg.ClientBurst)
 	restConfig.UserAgent = extender.FieldManager
-	kube, err := kubernetes.NewForConfig(restConfig)
+	kube, err := kubeclient.New(restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
 	}
