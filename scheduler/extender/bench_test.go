@@ -64,13 +64,15 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 			})
 			pod := podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000", "nvidia.com/gpucores=20")
 			ctx := b.Context()
+			var filtered filterAnswer
+			var scored priorityAnswer
 			b.ReportAllocs()
 			for b.Loop() {
-				result, _ := ext.Filter(ctx, &extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
-				if len(*result.NodeNames) != size.nodes {
-					b.Fatalf("%d feasible nodes, want %d: %s", len(*result.NodeNames), size.nodes, result.Error)
+				ext.filter(ctx, &extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names}, &filtered)
+				if len(filtered.feasible) != size.nodes {
+					b.Fatalf("%d feasible nodes, want %d: %s", len(filtered.feasible), size.nodes, filtered.err)
 				}
-				if _, _, err := ext.Prioritize(ctx, &extenderv1.ExtenderArgs{Pod: pod, NodeNames: result.NodeNames}); err != nil {
+				if _, err := ext.prioritize(ctx, &extenderv1.ExtenderArgs{Pod: pod, NodeNames: &filtered.feasible}, &scored); err != nil {
 					b.Fatal(err)
 				}
 			}

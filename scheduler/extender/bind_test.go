@@ -35,9 +35,9 @@ func TestRequeueIsTold(t *testing.T) {
 	r := &recordingRequeue{}
 	f.ext.Requeue = r
 	names := []string{"t4"}
-	f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: podSpec("fits", nil, "nvidia.com/gpu=1"), NodeNames: &names})
-	f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: podSpec("big", nil, "nvidia.com/gpumem=20000"), NodeNames: &names})
-	f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: podSpec("bad", nil, "nvidia.com/gpumem=-1"), NodeNames: &names})
+	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("fits", nil, "nvidia.com/gpu=1"), NodeNames: &names})
+	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("big", nil, "nvidia.com/gpumem=20000"), NodeNames: &names})
+	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("bad", nil, "nvidia.com/gpumem=-1"), NodeNames: &names})
 	if !reflect.DeepEqual(r.rejected, []types.UID{"uid-big"}) {
 		t.Errorf("rejected %v, want only the pod no node fits", r.rejected)
 	}

@@ -1,6 +1,7 @@
 package extender
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,17 +13,36 @@ import (
 // name is well under 1 MiB; a whole pod is at most a few hundred KiB.
 const MaxRequestBytes = 10 << 20
 
+// readBody reads a whole request body into buf.
+func readBody(buf *bytes.Buffer, r io.Reader) error {
+	if _, err := buf.ReadFrom(r); err != nil {
+		if err := tooLarge(err); err != nil {
+			return err
+		}
+		return fmt.Errorf("reading the request body: %w", err)
+	}
+	return nil
+}
+
+// tooLarge words err if it is http.MaxBytesReader's, and is nil otherwise.
+func tooLarge(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return fmt.Errorf("request body is larger than the limit of %d bytes", tooLarge.Limit)
+	}
+	return nil
+}
+
 // decode reads one JSON value of the named type from r, and nothing after
 // it. Its errors say what was wrong in words a person can act on.
 func decode(r io.Reader, what string, v any) error {
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.Is(err, io.EOF):
+		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("request body is empty: want a JSON %s", what)
-		case errors.As(err, &tooLarge):
-			return fmt.Errorf("request body is larger than the limit of %d bytes", tooLarge.Limit)
+		}
+		if err := tooLarge(err); err != nil {
+			return err
 		}
 		return fmt.Errorf("request body is not a valid JSON %s: %w", what, err)
 	}
@@ -33,9 +53,8 @@ func decode(r io.Reader, what string, v any) error {
 	case err == nil:
 		return fmt.Errorf("request body has more after the JSON %s", what)
 	default:
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return fmt.Errorf("request body is larger than the limit of %d bytes", tooLarge.Limit)
+		if err := tooLarge(err); err != nil {
+			return err
 		}
 		return fmt.Errorf("request body has data after the JSON %s: %w", what, err)
 	}

@@ -73,6 +73,9 @@ type Requeue interface {
 // Extender answers filter, prioritize and bind.
 type Extender struct {
 	Config
+
+	// calls is the memory filter and prioritize calls reuse.
+	calls calls
 }
 
 // New returns an extender.

@@ -2,8 +2,10 @@ package extender
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
@@ -12,67 +14,140 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
-// Filter returns every candidate node the pod's GPU request fits, and for
-// every other node why not. Nodes that cannot fit the pod even with every
-// GPU free, or that take no GPU pods at all, are unresolvable.
-func (e *Extender) Filter(ctx context.Context, args *extenderv1.ExtenderArgs) (*extenderv1.ExtenderFilterResult, string) {
+// filter decides for every candidate node whether the pod's GPU request
+// fits it, and for every other node why not, into out. Nodes that cannot
+// fit the pod even with every GPU free, or that take no GPU pods at all,
+// are unresolvable. It returns the outcome to count the call under.
+func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, out *filterAnswer) string {
+	out.reset()
 	if !e.ready() {
-		return &extenderv1.ExtenderFilterResult{Error: errNotReady.Error()}, metrics.ResultError
+		out.err = errNotReady.Error()
+		return metrics.ResultError
 	}
 	if args.Pod == nil {
-		return &extenderv1.ExtenderFilterResult{Error: "Pod: Required value: the pod to filter nodes for"}, metrics.ResultInvalid
+		out.err = "Pod: Required value: the pod to filter nodes for"
+		return metrics.ResultInvalid
 	}
 	names := nodeNames(args)
 	pod := args.Pod
 	req, err := e.request(pod)
 	if err != nil {
-		return &extenderv1.ExtenderFilterResult{
-			Error: fmt.Sprintf("pod %s/%s has an invalid GPU request: %v", pod.Namespace, pod.Name, err),
-		}, metrics.ResultInvalid
+		out.err = fmt.Sprintf("pod %s/%s has an invalid GPU request: %v", pod.Namespace, pod.Name, err)
+		return metrics.ResultInvalid
 	}
 
-	feasible := make([]string, 0, len(names))
-	failed := extenderv1.FailedNodesMap{}
-	unresolvable := extenderv1.FailedNodesMap{}
 	if len(req.Containers) == 0 {
 		// Nothing to place: every node fits.
-		feasible = append(feasible, names...)
+		out.feasible = append(out.feasible, names...)
 	} else {
 		now := e.Clock.Now()
 		var f placement.Failure
 		e.View.Read(names, pod.UID, func(name string, n *view.Node) {
 			if reason := e.unavailable(n, now); reason != "" {
-				unresolvable[name] = reason
+				out.unresolvable = append(out.unresolvable, nodeReason{name, reason})
 				return
 			}
 			switch {
 			case placement.Feasible(&n.Placement, req.Request, &f):
-				feasible = append(feasible, name)
+				out.feasible = append(out.feasible, name)
 			case f.Unresolvable:
-				unresolvable[name] = f.Error()
+				out.unresolvable = append(out.unresolvable, nodeReason{name, out.reason(&f)})
 			default:
-				failed[name] = f.Error()
+				out.failed = append(out.failed, nodeReason{name, out.reason(&f)})
 			}
 		})
 	}
-
-	result := &extenderv1.ExtenderFilterResult{
-		NodeNames:                  &feasible,
-		FailedNodes:                failed,
-		FailedAndUnresolvableNodes: unresolvable,
-	}
 	if args.Nodes != nil && args.NodeNames == nil {
 		// A scheduler that is not node-cache capable expects whole nodes back.
-		result.Nodes = filterNodeList(args, feasible)
-		result.NodeNames = nil
+		out.nodes = filterNodeList(args, out.feasible)
 	}
 	klog.FromContext(ctx).V(4).Info("Filtered nodes", "pod", klog.KObj(pod), "candidates", len(names),
-		"feasible", len(feasible), "failed", len(failed), "unresolvable", len(unresolvable))
-	if len(feasible) == 0 {
+		"feasible", len(out.feasible), "failed", len(out.failed), "unresolvable", len(out.unresolvable))
+	if len(out.feasible) == 0 {
 		if e.Requeue != nil {
 			e.Requeue.Rejected(pod)
 		}
-		return result, metrics.ResultUnschedulable
+		return metrics.ResultUnschedulable
 	}
-	return result, metrics.ResultSuccess
+	return metrics.ResultSuccess
+}
+
+// filterAnswer is the answer to one filter call, kept in buffers that the
+// next call reuses, and written as an extenderv1.ExtenderFilterResult.
+type filterAnswer struct {
+	// err is why the call could not be decided; the rest is then empty.
+	err      string
+	feasible []string
+	// failed and unresolvable are FailedNodes and FailedAndUnresolvableNodes.
+	failed, unresolvable []nodeReason
+	// nodes, for a scheduler that sent whole nodes, are the feasible ones.
+	nodes *corev1.NodeList
+	// reasons words each distinct failure once per call: thousands of
+	// nodes fail for a handful of reasons.
+	reasons map[placement.Failure]string
+}
+
+// nodeReason is a node that does not fit, and why.
+type nodeReason struct{ node, reason string }
+
+func (a *filterAnswer) reset() {
+	a.err, a.nodes = "", nil
+	a.feasible, a.failed, a.unresolvable = a.feasible[:0], a.failed[:0], a.unresolvable[:0]
+	if a.reasons == nil {
+		a.reasons = map[placement.Failure]string{}
+	}
+	clear(a.reasons)
+}
+
+// reason words f, once per distinct failure.
+func (a *filterAnswer) reason(f *placement.Failure) string {
+	r, ok := a.reasons[*f]
+	if !ok {
+		r = f.Error()
+		a.reasons[*f] = r
+	}
+	return r
+}
+
+// appendJSON appends the answer as encoding/json would encode its
+// extenderv1.ExtenderFilterResult, up to the order of map keys.
+func (a *filterAnswer) appendJSON(dst []byte) ([]byte, error) {
+	if a.err != "" {
+		dst = append(dst, `{"Nodes":null,"NodeNames":null,"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":`...)
+		return append(appendString(dst, a.err), "}\n"...), nil
+	}
+	dst = append(dst, `{"Nodes":`...)
+	if a.nodes != nil {
+		nodes, err := json.Marshal(a.nodes)
+		if err != nil {
+			return dst, fmt.Errorf("encoding the feasible nodes: %w", err)
+		}
+		dst = append(dst, nodes...)
+		dst = append(dst, `,"NodeNames":null`...)
+	} else {
+		dst = append(dst, `null,"NodeNames":[`...)
+		for i, name := range a.feasible {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, name)
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendReasons(append(dst, `,"FailedNodes":`...), a.failed)
+	dst = appendReasons(append(dst, `,"FailedAndUnresolvableNodes":`...), a.unresolvable)
+	return append(dst, `,"Error":""}`+"\n"...), nil
+}
+
+// appendReasons appends nodes as a JSON object from node name to reason.
+func appendReasons(dst []byte, nodes []nodeReason) []byte {
+	dst = append(dst, '{')
+	for i, n := range nodes {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendString(dst, n.node), ':')
+		dst = appendString(dst, n.reason)
+	}
+	return append(dst, '}')
 }

@@ -126,7 +126,7 @@ func TestFilter(t *testing.T) {
 			}
 			before := f.usage("t4")
 			names := tc.nodes
-			result, outcome := f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
+			result, outcome := f.filter(&extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
 			if outcome != tc.wantResult {
 				t.Errorf("result = %s, want %s", outcome, tc.wantResult)
 			}
@@ -168,7 +168,7 @@ func TestFilterWholeNodes(t *testing.T) {
 	nodes := &corev1.NodeList{Items: []corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: "a100-1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "no-gpunode"}},
 	}}
-	result, _ := f.ext.Filter(t.Context(), &extenderv1.ExtenderArgs{Pod: podSpec("p", nil, "nvidia.com/gpu=1"), Nodes: nodes})
+	result, _ := f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("p", nil, "nvidia.com/gpu=1"), Nodes: nodes})
 	if result.NodeNames != nil || result.Nodes == nil || len(result.Nodes.Items) != 1 || result.Nodes.Items[0].Name != "a100-1" {
 		t.Errorf("a scheduler sending whole nodes got %+v", result)
 	}

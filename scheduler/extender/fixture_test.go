@@ -1,6 +1,7 @@
 package extender
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -138,6 +140,54 @@ func (f *fixture) place(podName string, uid types.UID, gpu string, memoryMiB int
 	}
 	f.view.Place(a)
 	return a
+}
+
+// filter makes a filter call as serveFilter does, from the JSON of args to
+// the JSON of the answer, and returns the answer as kube-scheduler reads
+// it and the outcome the call is counted under.
+func (f *fixture) filter(args *extenderv1.ExtenderArgs) (*extenderv1.ExtenderFilterResult, string) {
+	f.t.Helper()
+	var c call
+	c.decode(f.t, args)
+	outcome := f.ext.filter(f.t.Context(), &c.args, &c.filter)
+	out, err := c.filter.appendJSON(nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var result extenderv1.ExtenderFilterResult
+	if err := json.Unmarshal(out, &result); err != nil {
+		f.t.Fatalf("filter answered with %q: %v", out, err)
+	}
+	return &result, outcome
+}
+
+// prioritize makes a prioritize call as servePrioritize does.
+func (f *fixture) prioritize(args *extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, string, error) {
+	f.t.Helper()
+	var c call
+	c.decode(f.t, args)
+	outcome, err := f.ext.prioritize(f.t.Context(), &c.args, &c.priority)
+	if err != nil {
+		return nil, outcome, err
+	}
+	out := c.priority.appendJSON(nil)
+	var scores extenderv1.HostPriorityList
+	if err := json.Unmarshal(out, &scores); err != nil {
+		f.t.Fatalf("prioritize answered with %q: %v", out, err)
+	}
+	return scores, outcome, nil
+}
+
+// decode reads args, encoded as kube-scheduler encodes them, into the call.
+func (c *call) decode(t *testing.T, args *extenderv1.ExtenderArgs) {
+	t.Helper()
+	body, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.names, err = decodeArgs(body, &c.args, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // usage returns the memory used on every GPU of the node.

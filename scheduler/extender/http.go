@@ -1,8 +1,10 @@
 package extender
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -25,32 +27,85 @@ type errorBody struct {
 	Error string `json:"error"`
 }
 
+// call is the memory one filter or prioritize call works in. Calls reuse
+// it, so that a call over thousands of nodes allocates almost nothing.
+type call struct {
+	body     bytes.Buffer
+	args     extenderv1.ExtenderArgs
+	names    []string
+	filter   filterAnswer
+	priority priorityAnswer
+	out      []byte
+}
+
+// maxPooledBytes bounds the request and answer a call's memory keeps for
+// the next call; an unusually large one is left to the garbage collector.
+const maxPooledBytes = 4 << 20
+
+// calls hands out calls' memory.
+type calls struct{ pool sync.Pool }
+
+func (c *calls) get() *call {
+	if v, ok := c.pool.Get().(*call); ok {
+		return v
+	}
+	return new(call)
+}
+
+func (c *calls) put(v *call) {
+	if v.body.Cap() > maxPooledBytes || cap(v.out) > maxPooledBytes {
+		return
+	}
+	v.args = extenderv1.ExtenderArgs{}
+	v.filter.nodes = nil
+	c.pool.Put(v)
+}
+
+// read decodes the request's ExtenderArgs into c.args.
+func (c *call) read(w http.ResponseWriter, r *http.Request) error {
+	c.body.Reset()
+	if err := readBody(&c.body, http.MaxBytesReader(w, r.Body, MaxRequestBytes)); err != nil {
+		return err
+	}
+	var err error
+	c.names, err = decodeArgs(c.body.Bytes(), &c.args, c.names[:0])
+	return err
+}
+
 // The wire types carry the error of a request that was understood in the
 // body of a 200 answer, since kube-scheduler reads the body of 200 answers
 // only. A request that could not be decoded gets 400.
 
 func (e *Extender) serveFilter(w http.ResponseWriter, r *http.Request) {
 	start := e.Clock.Now()
-	var args extenderv1.ExtenderArgs
-	if err := decode(http.MaxBytesReader(w, r.Body, MaxRequestBytes), "ExtenderArgs", &args); err != nil {
+	c := e.calls.get()
+	defer e.calls.put(c)
+	if err := c.read(w, r); err != nil {
 		e.observe(metrics.VerbFilter, metrics.ResultInvalid, start)
 		e.reply(w, r, http.StatusBadRequest, &extenderv1.ExtenderFilterResult{Error: err.Error()})
 		return
 	}
-	result, outcome := e.Filter(r.Context(), &args)
+	outcome := e.filter(r.Context(), &c.args, &c.filter)
+	var err error
+	c.out, err = c.filter.appendJSON(c.out[:0])
 	e.observe(metrics.VerbFilter, outcome, start)
-	e.reply(w, r, http.StatusOK, result)
+	if err != nil {
+		e.reply(w, r, http.StatusInternalServerError, &extenderv1.ExtenderFilterResult{Error: err.Error()})
+		return
+	}
+	e.write(w, r, http.StatusOK, c.out)
 }
 
 func (e *Extender) servePrioritize(w http.ResponseWriter, r *http.Request) {
 	start := e.Clock.Now()
-	var args extenderv1.ExtenderArgs
-	if err := decode(http.MaxBytesReader(w, r.Body, MaxRequestBytes), "ExtenderArgs", &args); err != nil {
+	c := e.calls.get()
+	defer e.calls.put(c)
+	if err := c.read(w, r); err != nil {
 		e.observe(metrics.VerbPrioritize, metrics.ResultInvalid, start)
 		e.reply(w, r, http.StatusBadRequest, errorBody{err.Error()})
 		return
 	}
-	scores, outcome, err := e.Prioritize(r.Context(), &args)
+	outcome, err := e.prioritize(r.Context(), &c.args, &c.priority)
 	e.observe(metrics.VerbPrioritize, outcome, start)
 	if err != nil {
 		status := http.StatusBadRequest
@@ -60,7 +115,8 @@ func (e *Extender) servePrioritize(w http.ResponseWriter, r *http.Request) {
 		e.reply(w, r, status, errorBody{err.Error()})
 		return
 	}
-	e.reply(w, r, http.StatusOK, scores)
+	c.out = c.priority.appendJSON(c.out[:0])
+	e.write(w, r, http.StatusOK, c.out)
 }
 
 func (e *Extender) serveBind(w http.ResponseWriter, r *http.Request) {
@@ -93,6 +149,15 @@ func (e *Extender) reply(w http.ResponseWriter, r *http.Request, status int, bod
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	if err := json.NewEncoder(w).Encode(body); err != nil {
+		klog.FromContext(r.Context()).V(2).Info("Writing the answer failed", "path", r.URL.Path, "err", err)
+	}
+}
+
+// write answers with an encoded JSON body.
+func (e *Extender) write(w http.ResponseWriter, r *http.Request, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if _, err := w.Write(body); err != nil {
 		klog.FromContext(r.Context()).V(2).Info("Writing the answer failed", "path", r.URL.Path, "err", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -13,45 +14,70 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
-// Prioritize scores each candidate node from 0 to 10 by the pod's node
-// policy, relative to the other candidates (placement.Rank): binpack
-// favours the busiest node, spread the emptiest. A node the pod does not
-// fit scores 0.
-func (e *Extender) Prioritize(ctx context.Context, args *extenderv1.ExtenderArgs) (extenderv1.HostPriorityList, string, error) {
+// prioritize scores each candidate node from 0 to 10 by the pod's node
+// policy, relative to the other candidates (placement.Rank), into out:
+// binpack favours the busiest node, spread the emptiest. A node the pod
+// does not fit scores 0. It returns the outcome to count the call under.
+func (e *Extender) prioritize(ctx context.Context, args *extenderv1.ExtenderArgs, out *priorityAnswer) (string, error) {
+	out.reset()
 	if !e.ready() {
-		return nil, metrics.ResultError, errNotReady
+		return metrics.ResultError, errNotReady
 	}
 	if args.Pod == nil {
-		return nil, metrics.ResultInvalid, errors.New("Pod: Required value: the pod to score nodes for")
+		return metrics.ResultInvalid, errors.New("Pod: Required value: the pod to score nodes for")
 	}
 	pod := args.Pod
 	req, err := e.request(pod)
 	if err != nil {
-		return nil, metrics.ResultInvalid, fmt.Errorf("pod %s/%s has an invalid GPU request: %w", pod.Namespace, pod.Name, err)
+		return metrics.ResultInvalid, fmt.Errorf("pod %s/%s has an invalid GPU request: %w", pod.Namespace, pod.Name, err)
 	}
 	names := nodeNames(args)
-	scores := make(extenderv1.HostPriorityList, 0, len(names))
+	out.hosts = append(out.hosts, names...)
+	out.scores = append(out.scores, make([]int64, len(names))...)
 	if len(req.Containers) == 0 {
-		for _, name := range names {
-			scores = append(scores, extenderv1.HostPriority{Host: name})
-		}
-		return scores, metrics.ResultSuccess, nil
+		return metrics.ResultSuccess, nil
 	}
 	now := e.Clock.Now()
-	loads := make([]float64, 0, len(names))
-	fits := make([]bool, 0, len(names))
-	e.View.Read(names, pod.UID, func(name string, n *view.Node) {
+	e.View.Read(names, pod.UID, func(_ string, n *view.Node) {
 		var load float64
 		ok := e.unavailable(n, now) == ""
 		if ok {
 			load, ok = placement.Load(&n.Placement, req.Request)
 		}
-		scores = append(scores, extenderv1.HostPriority{Host: name})
-		loads, fits = append(loads, load), append(fits, ok)
+		out.loads, out.fits = append(out.loads, load), append(out.fits, ok)
 	})
-	for i, score := range placement.Rank(loads, fits, req.nodePolicy) {
-		scores[i].Score = score
+	placement.Rank(out.scores, out.loads, out.fits, req.nodePolicy)
+	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
+		logger.Info("Scored nodes", "pod", klog.KObj(pod), "policy", req.nodePolicy, "hosts", out.hosts, "scores", out.scores)
 	}
-	klog.FromContext(ctx).V(5).Info("Scored nodes", "pod", klog.KObj(pod), "policy", req.nodePolicy, "scores", scores)
-	return scores, metrics.ResultSuccess, nil
+	return metrics.ResultSuccess, nil
+}
+
+// priorityAnswer is the answer to one prioritize call, kept in buffers
+// that the next call reuses, and written as an extenderv1.HostPriorityList.
+type priorityAnswer struct {
+	hosts  []string
+	scores []int64
+	// loads and fits are each host's load and whether the pod fits it.
+	loads []float64
+	fits  []bool
+}
+
+func (a *priorityAnswer) reset() {
+	a.hosts, a.scores, a.loads, a.fits = a.hosts[:0], a.scores[:0], a.loads[:0], a.fits[:0]
+}
+
+// appendJSON appends the answer as encoding/json would encode its
+// extenderv1.HostPriorityList.
+func (a *priorityAnswer) appendJSON(dst []byte) []byte {
+	dst = append(dst, '[')
+	for i, host := range a.hosts {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(append(dst, `{"Host":`...), host)
+		dst = strconv.AppendInt(append(dst, `,"Score":`...), a.scores[i], 10)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]\n"...)
 }

@@ -29,7 +29,7 @@ func TestPrioritize(t *testing.T) {
 			f := newFixture(t)
 			f.place("busy", "uid-busy", "a100-1-gpu0", 40000, 40)
 			names := []string{"a100-1", "a100-2", "t4", "no-gpunode"}
-			scores, _, err := f.ext.Prioritize(t.Context(), &extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
+			scores, _, err := f.prioritize(&extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
 			if tc.wantError != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
 					t.Fatalf("err = %v, want %q", err, tc.wantError)

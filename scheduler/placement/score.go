@@ -17,15 +17,15 @@ func Load(node *Node, req *Request) (load float64, ok bool) {
 	return e.utilisation(), true
 }
 
-// Rank scores nodes from 1 to extenderv1.MaxExtenderPriority by their
-// loads, relative to one another: Binpack gives the busiest node the top
-// score and the emptiest 1, Spread the reverse, and loads between scale
-// linearly; any other policy counts as Binpack, the documented default.
+// Rank writes into scores, one for each of loads, the nodes' scores from 1
+// to extenderv1.MaxExtenderPriority by their loads, relative to one
+// another: Binpack gives the busiest node the top score and the emptiest
+// 1, Spread the reverse, and loads between scale linearly; any other policy counts as Binpack, the documented default.
 // Relative scores keep the policy decisive in a nearly empty cluster, where
 // absolute shares would all round to the same score and leave the choice to
 // kube-scheduler's own spreading. Equal loads score equally, and a node
 // whose entry in fits is false scores 0, below every node that fits.
-func Rank(loads []float64, fits []bool, policy gpurequest.Policy) []int64 {
+func Rank(scores []int64, loads []float64, fits []bool, policy gpurequest.Policy) {
 	lo, hi, any := 0.0, 0.0, false
 	for i, l := range loads {
 		if !fits[i] {
@@ -39,9 +39,9 @@ func Rank(loads []float64, fits []bool, policy gpurequest.Policy) []int64 {
 		}
 		any = true
 	}
-	scores := make([]int64, len(loads))
 	for i, l := range loads {
 		if !fits[i] {
+			scores[i] = 0
 			continue
 		}
 		rel := 1.0
@@ -53,5 +53,4 @@ func Rank(loads []float64, fits []bool, policy gpurequest.Policy) []int64 {
 		}
 		scores[i] = 1 + int64(rel*float64(extenderv1.MaxExtenderPriority-1)+0.5)
 	}
-	return scores
 }

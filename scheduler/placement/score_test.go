@@ -68,7 +68,11 @@ func TestRank(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Rank(tt.loads, tt.fits, tt.policy); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			got := make([]int64, len(tt.loads))
+			for i := range got {
+				got[i] = -1 // every score is written, including the zeros
+			}
+			if Rank(got, tt.loads, tt.fits, tt.policy); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("Rank() = %v, want %v", got, tt.want)
 			}
 		})
