@@ -1,14 +1,25 @@
 package app
 
-import "net/http"
+import (
+	"net/http"
+	"net/http/pprof"
+)
 
-// addOperationalEndpoints adds /healthz, /readyz and /metrics to mux. The
-// extender's listener and the metrics listener get the same handlers, so
-// both report the same readiness and the same registry.
-func (s *server) addOperationalEndpoints(mux *http.ServeMux) {
+// addOperationalEndpoints adds /healthz, /readyz and /metrics to mux, and
+// /debug/pprof/ when profiling is on. The extender's listener and the
+// metrics listener get the same handlers, so both report the same
+// readiness and the same registry.
+func (s *server) addOperationalEndpoints(mux *http.ServeMux, profiling bool) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics)
+	if profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 }
 
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -17,10 +17,10 @@ import (
 
 // serve runs Serve against an API server address nothing listens on: the
 // informers never sync, which is all these tests need.
-func serve(ctx context.Context, ls Listeners) <-chan error {
+func serve(ctx context.Context, cfg *options.Config, ls Listeners) <-chan error {
 	done := make(chan error, 1)
 	unreachable := &rest.Config{Host: "http://127.0.0.1:1"}
-	go func() { done <- Serve(ctx, options.NewConfig(), unreachable, ls) }()
+	go func() { done <- Serve(ctx, cfg, unreachable, ls) }()
 	return done
 }
 
@@ -63,7 +63,7 @@ func TestServeNotReadyUntilSynced(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	ln := listen(t)
-	done := serve(ctx, Listeners{Extender: ln})
+	done := serve(ctx, options.NewConfig(), Listeners{Extender: ln})
 	base := "http://" + ln.Addr().String()
 	tests := []struct {
 		path   string
@@ -107,7 +107,7 @@ func TestServeReturnsWhenTheListenerFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln.Close()
-	if err := waitReturn(t, serve(ctx, Listeners{Extender: ln})); err == nil || !strings.Contains(err.Error(), "serving HTTP") {
+	if err := waitReturn(t, serve(ctx, options.NewConfig(), Listeners{Extender: ln})); err == nil || !strings.Contains(err.Error(), "serving HTTP") {
 		t.Errorf("Serve = %v, want the listener's error", err)
 	}
 }
@@ -120,7 +120,7 @@ func TestMetricsListenerServesOnlyHealthAndMetrics(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	ls := Listeners{Extender: listen(t), Metrics: listen(t)}
-	done := serve(ctx, ls)
+	done := serve(ctx, options.NewConfig(), ls)
 	extender, metrics := "http://"+ls.Extender.Addr().String(), "http://"+ls.Metrics.Addr().String()
 
 	// A filter on the extender's listener is counted in the registry that
@@ -170,10 +170,38 @@ func TestServeReturnsWhenTheMetricsListenerFails(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ls := Listeners{Extender: listen(t), Metrics: listen(t)}
 	ls.Metrics.Close()
-	if err := waitReturn(t, serve(ctx, ls)); err == nil || !strings.Contains(err.Error(), "serving HTTP on "+ls.Metrics.Addr().String()) {
+	if err := waitReturn(t, serve(ctx, options.NewConfig(), ls)); err == nil || !strings.Contains(err.Error(), "serving HTTP on "+ls.Metrics.Addr().String()) {
 		t.Errorf("Serve = %v, want the metrics listener's error", err)
 	}
 	if _, err := net.Dial("tcp", ls.Extender.Addr().String()); err == nil {
 		t.Error("the extender's listener is still open")
+	}
+}
+
+func TestProfilingOnlyWhenEnabled(t *testing.T) {
+	for _, enabled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[enabled], func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			ctx, cancel := context.WithCancel(ctx)
+			cfg := options.NewConfig()
+			cfg.EnableProfiling = enabled
+			ls := Listeners{Extender: listen(t), Metrics: listen(t)}
+			done := serve(ctx, cfg, ls)
+
+			want := http.StatusNotFound
+			if enabled {
+				want = http.StatusOK
+			}
+			for _, ln := range []net.Listener{ls.Extender, ls.Metrics} {
+				status, body := do(t, http.MethodGet, "http://"+ln.Addr().String()+"/debug/pprof/")
+				if status != want || (enabled && !strings.Contains(body, "goroutine")) {
+					t.Errorf("GET /debug/pprof/ on %s = %d, want %d with the profile index", ln.Addr(), status, want)
+				}
+			}
+			cancel()
+			if err := waitReturn(t, done); err != nil {
+				t.Errorf("Serve = %v", err)
+			}
+		})
 	}
 }

@@ -136,8 +136,8 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	})
 	ext.Register(s.mux)
 	s.metrics = metrics.Handler(registry, metrics.NewState(v))
-	s.addOperationalEndpoints(s.mux)
-	s.addOperationalEndpoints(s.operational)
+	s.addOperationalEndpoints(s.mux, cfg.EnableProfiling)
+	s.addOperationalEndpoints(s.operational, cfg.EnableProfiling)
 
 	s.kube.Start(ctx.Done())
 	s.tessera.Start(ctx.Done())

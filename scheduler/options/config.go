@@ -43,6 +43,9 @@ type Config struct {
 	// ClientQPS and ClientBurst limit the extender's requests to the API server.
 	ClientQPS   float32 `json:"clientQPS"`
 	ClientBurst int32   `json:"clientBurst"`
+	// EnableProfiling serves Go's profiles under /debug/pprof/ beside
+	// /metrics. Off by default: a CPU profile costs CPU while it runs.
+	EnableProfiling bool `json:"enableProfiling"`
 }
 
 // Defaults.

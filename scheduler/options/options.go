@@ -50,6 +50,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.OrphanSweepInterval.Duration, "orphan-sweep-interval", c.OrphanSweepInterval.Duration, "How often allocations whose pod is gone are deleted.")
 	fs.Float32Var(&c.ClientQPS, "kube-api-qps", c.ClientQPS, "Queries per second to the API server.")
 	fs.Int32Var(&c.ClientBurst, "kube-api-burst", c.ClientBurst, "Burst of queries to the API server.")
+	fs.BoolVar(&c.EnableProfiling, "profiling", c.EnableProfiling, "Serve Go's CPU, heap and goroutine profiles under /debug/pprof/ beside /metrics.")
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !before[f.Name] {
 			o.configFlags = append(o.configFlags, f.Name)
