@@ -48,7 +48,7 @@ func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, ou
 				return
 			}
 			switch {
-			case placement.Feasible(&n.Placement, req.Request, &f):
+			case out.fitter.Feasible(&n.Placement, req.Request, &f):
 				out.feasible = append(out.feasible, name)
 			case f.Unresolvable:
 				out.unresolvable = append(out.unresolvable, nodeReason{name, out.reason(&f)})
@@ -85,6 +85,7 @@ type filterAnswer struct {
 	// reasons words each distinct failure once per call: thousands of
 	// nodes fail for a handful of reasons.
 	reasons map[placement.Failure]string
+	fitter  placement.Fitter
 }
 
 // nodeReason is a node that does not fit, and why.

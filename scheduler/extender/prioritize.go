@@ -42,7 +42,7 @@ func (e *Extender) prioritize(ctx context.Context, args *extenderv1.ExtenderArgs
 		var load float64
 		ok := e.unavailable(n, now) == ""
 		if ok {
-			load, ok = placement.Load(&n.Placement, req.Request)
+			load, ok = out.fitter.Load(&n.Placement, req.Request)
 		}
 		out.loads, out.fits = append(out.loads, load), append(out.fits, ok)
 	})
@@ -59,8 +59,9 @@ type priorityAnswer struct {
 	hosts  []string
 	scores []int64
 	// loads and fits are each host's load and whether the pod fits it.
-	loads []float64
-	fits  []bool
+	loads  []float64
+	fits   []bool
+	fitter placement.Fitter
 }
 
 func (a *priorityAnswer) reset() {

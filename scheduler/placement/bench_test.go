@@ -35,12 +35,13 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 		name := fmt.Sprintf("nodes=%d/pods=%d/pod=%s", tc.nodes, tc.pods, tc.pod)
 		b.Run(name+"/feasible", func(b *testing.B) {
 			var f Failure
+			var ft Fitter
 			b.ReportAllocs()
 			defer reportCPUTime(b)()
 			for b.Loop() {
 				for _, n := range cluster {
-					if Feasible(n, tc.req, &f) {
-						_, _ = Load(n, tc.req)
+					if ft.Feasible(n, tc.req, &f) {
+						_, _ = ft.Load(n, tc.req)
 					}
 				}
 			}
@@ -51,7 +52,7 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 			for b.Loop() {
 				for _, n := range cluster {
 					if _, failure := Fit(n, tc.req); failure == nil {
-						_, _ = Load(n, tc.req)
+						_, _ = new(Fitter).Load(n, tc.req)
 					}
 				}
 			}

@@ -50,10 +50,10 @@ type engine struct {
 }
 
 // place decides whether the request fits and, when choose is set and it
-// does, fills chosen.
+// does, fills chosen. The engine may have placed another request before;
+// place clears what that left, and no more than this request uses.
 func (e *engine) place(node *Node, req *Request, choose bool) bool {
-	e.node, e.req = node, req
-	e.binpack = req.GPUPolicy == gpurequest.Binpack
+	e.reset(node, req)
 	if len(node.Devices) > MaxDevices {
 		e.outcome = DetailTooManyDevices
 		return false
@@ -114,6 +114,19 @@ func (e *engine) place(node *Node, req *Request, choose bool) bool {
 		e.outcome = DetailTogether
 	}
 	return false
+}
+
+// reset readies the engine for a placement, keeping free. Of the per-GPU
+// and per-container state it clears what is added to, not what is
+// written before it is read.
+func (e *engine) reset(node *Node, req *Request) {
+	e.node, e.req = node, req
+	e.binpack = req.GPUPolicy == gpurequest.Binpack
+	e.outcome, e.needed, e.steps = DetailNone, 0, 0
+	e.static, e.loaded = 0, 0
+	e.numLong, e.sidecars = 0, 0
+	clear(e.chosen[:min(len(req.Containers), MaxContainers)])
+	clear(e.pod[:min(len(node.Devices), MaxDevices)])
 }
 
 // sameShape returns the GPUs an earlier container asking the same memory

@@ -368,7 +368,7 @@ func TestFit(t *testing.T) {
 				t.Errorf("Fit changed the node")
 			}
 			var f Failure
-			if feasible := Feasible(tt.node, tt.req, &f); feasible != (failure == nil) {
+			if feasible := new(Fitter).Feasible(tt.node, tt.req, &f); feasible != (failure == nil) {
 				t.Errorf("Feasible() = %v, Fit failure = %v", feasible, failure)
 			}
 			if tt.want != nil {

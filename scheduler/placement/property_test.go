@@ -15,11 +15,14 @@ import (
 // small random nodes and pods: every placement keeps each phase of the pod
 // within every GPU's free capacity, its Holds keep the node within capacity,
 // a refusal happens only when no placement exists, and Unresolvable is set
-// exactly when an empty node would refuse too.
+// exactly when an empty node would refuse too. One Fitter decides every
+// trial, and must answer as Fit and a fresh Fitter do whatever it decided
+// before.
 func TestFitProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 14))
 	const trials = 20000
 	fits, unresolvable, searched := 0, 0, 0
+	var ft Fitter
 	for trial := range trials {
 		n := randomNode(r, 1+r.IntN(5), true)
 		req := randomRequest(r, n, 3)
@@ -31,7 +34,7 @@ func TestFitProperties(t *testing.T) {
 		got, failure := Fit(n, req)
 		exists := bruteForce(n, req)
 		var f Failure
-		if feasible := Feasible(n, req, &f); feasible != (failure == nil) || (failure != nil && f != *failure) {
+		if feasible := ft.Feasible(n, req, &f); feasible != (failure == nil) || (failure != nil && f != *failure) {
 			t.Fatalf("%s: Feasible() = %v, %+v; Fit failure %+v", name, feasible, f, failure)
 		}
 		if failure == nil {
@@ -45,8 +48,10 @@ func TestFitProperties(t *testing.T) {
 			if err := withinCapacity(after); err != nil {
 				t.Fatalf("%s: holds of %v over-commit: %v", name, choice, err)
 			}
-			if l, ok := Load(n, req); !ok || l < 0 || l > 1 {
+			if l, ok := ft.Load(n, req); !ok || l < 0 || l > 1 {
 				t.Fatalf("%s: Load() = %v, %v; want a fitting load in 0..1", name, l, ok)
+			} else if fresh, _ := new(Fitter).Load(n, req); l != fresh {
+				t.Fatalf("%s: Load() = %v after other trials, %v fresh", name, l, fresh)
 			}
 			continue
 		}

@@ -55,8 +55,9 @@ func (e *engine) utilisation() float64 {
 
 // failure explains why place failed: for each GPU the first rule it breaks
 // for the first container it does not fit, and whether an empty node would
-// fit the request.
-func (e *engine) failure(f *Failure) {
+// fit the request, which it decides with empty, an engine set to ignore
+// usage.
+func (e *engine) failure(f *Failure, empty *engine) {
 	f.reset(len(e.node.Devices))
 	f.Detail, f.Needed = e.outcome, e.needed
 	if e.outcome == DetailTooManyDevices || e.outcome == DetailInvalidRequest {
@@ -104,7 +105,6 @@ func (e *engine) failure(f *Failure) {
 	// A search that gave up says nothing about an empty node either; the
 	// node then counts as resolvable, which at worst lets preemption try.
 	if !e.free && e.outcome != DetailSearchLimit {
-		empty := engine{free: true}
 		f.Unresolvable = !empty.place(e.node, e.req, false) && empty.outcome != DetailSearchLimit
 	}
 }

@@ -9,12 +9,11 @@ import (
 // Load is the node's allocated share of memory and of cores, averaged,
 // after placing the request as Fit would: 0 for an empty node, 1 for a
 // full one. ok is false when the request does not fit.
-func Load(node *Node, req *Request) (load float64, ok bool) {
-	var e engine
-	if !e.place(node, req, true) {
+func (ft *Fitter) Load(node *Node, req *Request) (load float64, ok bool) {
+	if !ft.e.place(node, req, true) {
 		return 0, false
 	}
-	return e.utilisation(), true
+	return ft.e.utilisation(), true
 }
 
 // Rank writes into scores, one for each of loads, the nodes' scores from 1

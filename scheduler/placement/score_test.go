@@ -42,7 +42,7 @@ func TestLoad(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := Load(tt.node, tt.req)
+			got, ok := new(Fitter).Load(tt.node, tt.req)
 			if ok != tt.wantOK || math.Abs(got-tt.want) > 0.05 {
 				t.Errorf("Load() = %.3f, %v; want %.3f, %v", got, ok, tt.want, tt.wantOK)
 			}

@@ -100,11 +100,12 @@ func TestFeasibleAndLoadAllocateNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var f Failure
+			var ft Fitter
 			allocs := testing.AllocsPerRun(100, func() {
-				if !Feasible(n, tt.req, &f) {
+				if !ft.Feasible(n, tt.req, &f) {
 					_ = f.Fit
 				}
-				_, _ = Load(n, tt.req)
+				_, _ = ft.Load(n, tt.req)
 			})
 			if allocs != 0 {
 				t.Errorf("Feasible and Load allocate %v times per run, want 0", allocs)
