@@ -28,21 +28,9 @@ func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, erro
 
 // scrapeSized is scrape that also returns the size of the answer in bytes.
 func scrapeSized(ctx context.Context, url string) (map[string]*dto.MetricFamily, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := httpGet(ctx, url)
 	if err != nil {
-		return nil, 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, 0, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, 0, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("scraping %s: %s: %.1024s", url, resp.Status, body)
+		return nil, 0, fmt.Errorf("scraping: %w", err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
@@ -50,6 +38,27 @@ func scrapeSized(ctx context.Context, url string) (map[string]*dto.MetricFamily,
 		return nil, 0, fmt.Errorf("parsing the metrics of %s: %w", url, err)
 	}
 	return families, len(body), nil
+}
+
+// httpGet returns the body of a 200 answer to GET url.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.1024s", url, resp.Status, body)
+	}
+	return body, nil
 }
 
 // verbQuantiles are the median and 99th percentile of a request-duration

@@ -65,6 +65,9 @@ type Options struct {
 	Dir string
 	// Timeout bounds one row, from the scheduler's start to the last bind.
 	Timeout time.Duration
+	// ProfileSeconds, when positive, takes CPU profiles of kube-apiserver
+	// and the extender for that long from kube-scheduler's start, into Dir.
+	ProfileSeconds int
 	// Probes is how many filter calls the scale mode sends for its probe pod.
 	Probes int
 	// Workers is how many requests run at once while the bench creates objects.
@@ -105,6 +108,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "Keep every control plane's data and logs under this directory; empty uses a temporary one, removed at the end.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Longest one row may take from the scheduler's start to the last bind.")
+	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender for this many seconds from kube-scheduler's start, into each row's directory under --dir (which it needs); 0 for none.")
 	fs.IntVar(&o.Probes, "probes", o.Probes, fmt.Sprintf("Filter calls for the probe pod in scale mode (1 to %d).", maxProbes))
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Requests in flight while the bench creates nodes, pods and allocations (1 to 256).")
 	logsapi.AddFlags(o.Logs, fs)
@@ -135,6 +139,9 @@ func (o *Options) Validate() error {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return fmt.Errorf("--extender-env=%q: must be KEY=VALUE", kv)
 		}
+	}
+	if o.ProfileSeconds < 0 || o.ProfileSeconds > 0 && o.Dir == "" {
+		return fmt.Errorf("--profile-seconds=%d: must be 0, or positive with --dir to keep the profiles in", o.ProfileSeconds)
 	}
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout=%s: must be positive", o.Timeout)

@@ -149,7 +149,11 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		}
 	case rowTessera:
 		started := time.Now()
-		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, r.o.ExtenderArgs, r.o.ExtenderEnv)
+		args := r.o.ExtenderArgs
+		if r.o.ProfileSeconds > 0 {
+			args = append([]string{"--profiling"}, args...)
+		}
+		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, args, r.o.ExtenderEnv)
 		if err != nil {
 			return err
 		}
@@ -167,6 +171,13 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	if err != nil {
 		return err
 	}
+	profiles := &profiler{seconds: r.o.ProfileSeconds}
+	var extenderURL string
+	if extender != nil {
+		extenderURL = extender.url
+	}
+	profiles.start(ctx, env, extenderURL)
+	defer profiles.wait()
 	waitErr := waitAllBound(ctx, binds, r.o.Timeout, func() error {
 		if exited, err := scheduler.Exited(); exited {
 			return fmt.Errorf("kube-scheduler exited: %v", err)

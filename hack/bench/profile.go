@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// profiler takes CPU profiles of kube-apiserver and, in row c, of the
+// extender while a row schedules, so that what dominates each row's CPU
+// time can be read with `go tool pprof`.
+type profiler struct {
+	seconds int
+	wg      sync.WaitGroup
+}
+
+// start begins a profile of seconds of every process that serves one and
+// writes them into dir as <process>.cpu.pprof. extenderURL is empty for
+// rows without Tessera's extender.
+func (p *profiler) start(ctx context.Context, env *clusterEnv, extenderURL string) {
+	if p.seconds <= 0 {
+		return
+	}
+	seconds := strconv.Itoa(p.seconds)
+	fetch := func(process string, get func(context.Context) ([]byte, error)) {
+		defer p.wg.Done()
+		logger := klog.FromContext(ctx)
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(p.seconds)*time.Second+time.Minute)
+		defer cancel()
+		data, err := get(ctx)
+		if err == nil {
+			file := filepath.Join(env.dir, process+".cpu.pprof")
+			if err = os.WriteFile(file, data, 0o644); err == nil {
+				logger.Info("Wrote a CPU profile", "process", process, "file", file)
+				return
+			}
+		}
+		logger.Error(err, "Taking a CPU profile", "process", process)
+	}
+
+	p.wg.Add(1)
+	go fetch("kube-apiserver", func(ctx context.Context) ([]byte, error) {
+		return env.cp.Kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", seconds).Timeout(0).DoRaw(ctx)
+	})
+	if extenderURL != "" {
+		p.wg.Add(1)
+		go fetch("tessera-scheduler", func(ctx context.Context) ([]byte, error) {
+			return httpGet(ctx, extenderURL+"/debug/pprof/profile?seconds="+seconds)
+		})
+	}
+}
+
+// wait returns once every profile started is written or failed.
+func (p *profiler) wait() { p.wg.Wait() }
