@@ -10,6 +10,10 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -48,3 +52,17 @@ func appendString(dst []byte, s string) []byte {
 }
 
 const hex = "0123456789abcdef"
+
+// plain8 reports whether none of the 8 bytes of s needs escaping, looking
+// at them as one word: each is ASCII, at least 0x20, and neither '"' nor
+// '\\'. Names and reasons are almost all such bytes.
+func plain8(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	// A byte below n sets its high bit in (w - n*ones) &^ w, provided
+	// that no byte of w has its own high bit set, which highs checks.
+	below := func(w uint64, n uint64) uint64 { return (w - n*ones) &^ w }
+	quote, backslash := w^('"'*ones), w^('\\'*ones)
+	return (w|below(w, 0x20)|below(quote, 1)|below(backslash, 1))&highs == 0
+}

@@ -3,6 +3,7 @@ package extender
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -20,6 +21,14 @@ func TestAnswersDecodeAsEncodingJSON(t *testing.T) {
 	for i := range answerStrings {
 		s := answerStrings[i:]
 		checkAnswers(t, s[0], s[len(s)-1], s...)
+	}
+	// Each byte that decides escaping, at every place of a word and past it.
+	for _, c := range []byte{0x00, 0x1f, 0x20, '"', '\\', 0x7f, 0x80, 0xc3, 0xff} {
+		for i := range 17 {
+			b := []byte(strings.Repeat("n", 17))
+			b[i] = c
+			checkAnswers(t, string(b), string(b[:i+1]), string(b), string(b[i:]))
+		}
 	}
 }
 
