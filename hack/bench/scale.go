@@ -40,6 +40,9 @@ type ScaleResult struct {
 	HeapInuse int64
 	// MetricsBytes is the size of that scrape.
 	MetricsBytes int
+	// ScrapeCPU is the extender's CPU time for that scrape, garbage
+	// collection included.
+	ScrapeCPU time.Duration
 	// Filter and Prioritize are the probe calls' round trips, measured by
 	// the bench; FilterServer is the extender's own histogram.
 	Filter, Prioritize, FilterServer Quantiles
@@ -129,7 +132,11 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 	if err != nil {
 		return nil, err
 	}
-	res.MetricsBytes = size
+	cpu3, err := extender.CPU()
+	if err != nil {
+		return nil, err
+	}
+	res.MetricsBytes, res.ScrapeCPU = size, cpu3-cpu2
 	res.FilterServer = verbQuantiles(families, extenderDurationMetric)[verbFilter]
 	if v, ok := gaugeValue(families, heapInuseMetric); ok {
 		res.HeapInuse = int64(v)

@@ -23,6 +23,7 @@ func (r *ScaleResult) rows() [][]string {
 		{fmt.Sprintf("peak resident memory after %d filter + %d prioritize probes", r.Filter.Count, r.Prioritize.Count), formatBytes(r.PeakAfterProbes), targetMemory},
 		{fmt.Sprintf("peak resident memory after one /metrics scrape (%.1f MiB of text)", float64(r.MetricsBytes)/(1<<20)), formatBytes(r.PeakAfterScrape), ""},
 		{"Go heap in use at the scrape", formatBytes(r.HeapInuse), ""},
+		{"extender CPU time for the scrape", formatDuration(r.ScrapeCPU, 1), ""},
 		{fmt.Sprintf("filter p50 / p99, %d nodes, round trip", r.Nodes), q(r.Filter), targetFilterP99},
 		{fmt.Sprintf("filter p50 / p99, %d nodes, extender histogram", r.Nodes), q(r.FilterServer), targetFilterP99},
 		{"extender CPU time per filter call", formatDuration(r.FilterCPU, r.Filter.Count), ""},

@@ -10,7 +10,7 @@ func TestScaleResultMarkdown(t *testing.T) {
 	r := &ScaleResult{
 		Nodes: 5000, GPUsPerNode: 8, Pods: 40000, LoadAtStart: "0.50 0.40 0.30", Load: "2.00 1.00 0.50",
 		SyncTime: 12 * time.Second, RSSAfterSync: 300 << 20, PeakAfterSync: 310 << 20, PeakAfterProbes: 320 << 20,
-		PeakAfterScrape: 400 << 20, HeapInuse: 200 << 20, MetricsBytes: 50 << 20,
+		PeakAfterScrape: 400 << 20, HeapInuse: 200 << 20, MetricsBytes: 50 << 20, ScrapeCPU: 900 * time.Millisecond,
 		Filter:       Quantiles{P50: 3 * time.Millisecond, P99: 4500 * time.Microsecond, Count: 300},
 		FilterServer: Quantiles{P50: 2 * time.Millisecond, P99: 4 * time.Millisecond, Count: 300},
 		Prioritize:   Quantiles{P50: time.Millisecond, P99: 2 * time.Millisecond, Count: 300},
@@ -30,6 +30,7 @@ func TestScaleResultMarkdown(t *testing.T) {
 		"| extender CPU time per filter call | 2.5 ms |  |",
 		"| prioritize p50 / p99, 3500 feasible nodes, round trip | 1.0 ms / 2.0 ms |  |",
 		"| peak resident memory after one /metrics scrape (50.0 MiB of text) | 400 MiB |  |",
+		"| extender CPU time for the scrape | 900 ms |  |",
 		"extender API requests by kind: watch gpuallocations: 1, watch gpunodes: 1, watch pods: 1",
 	} {
 		if !strings.Contains(out, want) {
