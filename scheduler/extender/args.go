@@ -2,7 +2,9 @@ package extender
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -140,8 +142,8 @@ func (s *scanner) end() bool {
 	return s.i == len(s.b)
 }
 
-// plainString reads a string of printable ASCII without escapes and
-// returns its contents.
+// plainString reads a string of ASCII without escapes or control
+// characters and returns its contents.
 func (s *scanner) plainString() ([]byte, bool) {
 	if !s.consume('"') {
 		return nil, false
@@ -151,8 +153,14 @@ func (s *scanner) plainString() ([]byte, bool) {
 		return nil, false
 	}
 	str := s.b[s.i : s.i+n]
-	for _, c := range str {
-		if c < 0x20 || c >= 0x7f || c == '\\' {
+	k := 0
+	for ; k+8 <= len(str); k += 8 {
+		if !plainWord(binary.LittleEndian.Uint64(str[k:])) {
+			return nil, false
+		}
+	}
+	for _, c := range str[k:] {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
 			return nil, false
 		}
 	}

@@ -25,6 +25,10 @@ func argsBodies() map[string]string {
 		"empty object":           `{}`,
 		"escaped name":           `{"NodeNames":["n\u0031","a\"b","\\"]}`,
 		"bracket in a name":      `{"NodeNames":["a]b","c"]}`,
+		"long names":             `{"NodeNames":["gpu-node-0001.zone-a.example.com","gpu-node-0002.zone-a.example.com"]}`,
+		"long escaped name":      `{"NodeNames":["gpu-node-000\u0031","gpu-node-0002\\"]}`,
+		"long non-ASCII name":    `{"NodeNames":["gpu-node-000ü"]}`,
+		"control byte in a name": "{\"NodeNames\":[\"gpu-node-000\x01\"]}",
 		"non-ASCII name":         `{"NodeNames":["nœud"]}`,
 		"invalid UTF-8 name":     "{\"NodeNames\":[\"n\xff\"]}",
 		"duplicate key":          `{"NodeNames":["a"],"nodenames":["b"]}`,
@@ -52,7 +56,7 @@ func argsBodies() map[string]string {
 func TestDecodeArgsMatchesEncodingJSON(t *testing.T) {
 	// The shapes kube-scheduler sends, which must not need encoding/json.
 	scanned := map[string]bool{"names": true, "names in any case": true, "white space everywhere": true, "no names": true,
-		"empty names": true, "whole nodes": true, "null pod": true, "empty object": true}
+		"empty names": true, "long names": true, "whole nodes": true, "null pod": true, "empty object": true}
 	for name, body := range argsBodies() {
 		t.Run(name, func(t *testing.T) {
 			checkDecodeArgs(t, []byte(body))

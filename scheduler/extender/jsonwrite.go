@@ -53,13 +53,18 @@ func appendString(dst []byte, s string) []byte {
 
 const hex = "0123456789abcdef"
 
-// plain8 reports whether none of the 8 bytes of s needs escaping, looking
-// at them as one word: each is ASCII, at least 0x20, and neither '"' nor
-// '\\'. Names and reasons are almost all such bytes.
+// plain8 reports whether none of the 8 bytes of s needs escaping.
 func plain8(s string) bool {
+	return plainWord(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
+}
+
+// plainWord reports whether none of the 8 bytes of w needs escaping in a
+// JSON string: each is ASCII, at least 0x20, and neither '"' nor a
+// backslash. Names and reasons are almost all such bytes, so scanning and
+// escaping them look at a word at a time.
+func plainWord(w uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	// A byte below n sets its high bit in (w - n*ones) &^ w, provided
 	// that no byte of w has its own high bit set, which highs checks.
 	below := func(w uint64, n uint64) uint64 { return (w - n*ones) &^ w }
