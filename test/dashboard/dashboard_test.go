@@ -5,6 +5,8 @@ package dashboard
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,8 +15,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	dpmetrics "github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	schedmetrics "github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -55,7 +61,6 @@ func exported(t *testing.T) map[string]metric {
 	if _, err := admission.NewMetrics(rec); err != nil {
 		t.Fatal(err)
 	}
-	rec.MustRegister(schedmetrics.NewCollector(view.New()))
 	rec.MustRegister(dpmetrics.NewCollector(klog.Background(), "", nil, nil, nil, nil))
 	rec.MustRegister(dpmetrics.NewAllocateMetrics().Collectors()...)
 	rec.MustRegister(certs.NewExpiryCollector(nil))
@@ -78,8 +83,46 @@ func exported(t *testing.T) map[string]metric {
 			out[m[1]] = metric{labels: labels, histogram: isHistogram}
 		}
 	}
+	for name, m := range stateMetrics(t) {
+		out[name] = m
+	}
 	if len(out) < 15 {
 		t.Fatalf("found only %d metrics in the daemons: %v", len(out), out)
+	}
+	return out
+}
+
+// stateMetrics reads the extender's per-GPU, per-node and per-allocation
+// families from its /metrics handler, which writes them without
+// descriptors, for a view with one GPU and one allocation on it.
+func stateMetrics(t *testing.T) map[string]metric {
+	t.Helper()
+	v := view.New()
+	hb := metav1.Now()
+	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	gn.Status.LastHeartbeatTime = &hb
+	gn.Status.Devices = []gpuv1alpha1.GPUDevice{{UUID: "GPU-a", Model: "A100", MemoryMiB: 1024, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy}}
+	v.SetGPUNode(gn)
+	v.Place(&gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "a1"},
+		Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: "u1", NodeName: "n1", Containers: []gpuv1alpha1.ContainerAllocation{
+			{Name: "main", Kind: gpuv1alpha1.ContainerApp, Devices: []gpuv1alpha1.DeviceAllocation{{UUID: "GPU-a", MemoryMiB: 256}}},
+		}},
+	})
+	rec := httptest.NewRecorder()
+	schedmetrics.Handler(prometheus.NewRegistry(), schedmetrics.NewState(v)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("parsing the extender's metrics: %v", err)
+	}
+	out := map[string]metric{}
+	for name, f := range families {
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels = append(labels, l.GetName())
+		}
+		out[name] = metric{labels: labels}
 	}
 	return out
 }
