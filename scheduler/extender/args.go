@@ -23,17 +23,10 @@ func decodeArgs(body []byte, args *extenderv1.ExtenderArgs, names []string) ([]s
 	return names, decode(bytes.NewReader(body), "ExtenderArgs", args)
 }
 
-// The ExtenderArgs fields scanArgs knows, as encoding/json matches them:
-// in any case.
-var (
-	keyPod       = []byte("Pod")
-	keyNodes     = []byte("Nodes")
-	keyNodeNames = []byte("NodeNames")
-)
-
 // scanArgs decodes body as encoding/json would into args when body is one
 // object whose keys are Pod, Nodes and NodeNames, each at most once, and
-// whose node names are plain ASCII with nothing to unescape. The pod and
+// whose node names are plain ASCII with nothing to unescape; keys match
+// in any case, as encoding/json matches field names. The pod and
 // the nodes are decoded by encoding/json; the names become substrings of
 // one string, so that 5,000 names cost one allocation, and are appended to
 // names, which args.NodeNames then points to. It reports false for any
@@ -54,29 +47,30 @@ func scanArgs(body []byte, args *extenderv1.ExtenderArgs, names []string) ([]str
 			return names, false
 		}
 		switch {
-		case !seenPod && bytes.EqualFold(key, keyPod):
+		case !seenPod && bytes.EqualFold(key, []byte("Pod")):
 			seenPod = true
 			if args.Pod, ok = scanObject[corev1.Pod](&s); !ok {
 				return names, false
 			}
-		case !seenNodes && bytes.EqualFold(key, keyNodes):
+		case !seenNodes && bytes.EqualFold(key, []byte("Nodes")):
 			seenNodes = true
 			if args.Nodes, ok = scanObject[corev1.NodeList](&s); !ok {
 				return names, false
 			}
-		case !seenNames && bytes.EqualFold(key, keyNodeNames):
+		case !seenNames && bytes.EqualFold(key, []byte("NodeNames")):
 			seenNames = true
+			if s.null() {
+				break
+			}
 			start := len(names)
 			if names, ok = s.names(names); !ok {
 				return names[:start], false
 			}
-			if !s.null {
-				list := names[start:len(names):len(names)]
-				if list == nil {
-					list = []string{} // as encoding/json decodes []
-				}
-				args.NodeNames = &list
+			list := names[start:len(names):len(names)]
+			if list == nil {
+				list = []string{} // as encoding/json decodes []
 			}
+			args.NodeNames = &list
 		default:
 			return names, false
 		}
@@ -92,12 +86,12 @@ func scanArgs(body []byte, args *extenderv1.ExtenderArgs, names []string) ([]str
 // scanObject decodes the next value with encoding/json, as a field of type
 // *T: null is nil.
 func scanObject[T any](s *scanner) (*T, bool) {
+	if s.null() {
+		return nil, true
+	}
 	raw, ok := s.value()
 	if !ok {
 		return nil, false
-	}
-	if string(raw) == "null" {
-		return nil, true
 	}
 	v := new(T)
 	if json.Unmarshal(raw, v) != nil {
@@ -111,8 +105,6 @@ func scanObject[T any](s *scanner) (*T, bool) {
 type scanner struct {
 	b []byte
 	i int
-	// null is set when the last names call read null.
-	null bool
 }
 
 func (s *scanner) space() {
@@ -134,6 +126,17 @@ func (s *scanner) consume(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// null reads null if it comes next. Whatever follows is read on as JSON,
+// so that such as nullx fails as a whole.
+func (s *scanner) null() bool {
+	s.space()
+	if !bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		return false
+	}
+	s.i += len("null")
+	return true
 }
 
 // end reports whether only white space is left.
@@ -168,16 +171,9 @@ func (s *scanner) plainString() ([]byte, bool) {
 	return str, true
 }
 
-// names reads null or an array of plain strings, appending them to names
-// as substrings of one copy of the array.
+// names reads an array of plain strings, appending them to names as
+// substrings of one copy of the array.
 func (s *scanner) names(names []string) ([]string, bool) {
-	s.null = false
-	s.space()
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += len("null")
-		s.null = true
-		return names, true
-	}
 	if !s.consume('[') {
 		return names, false
 	}
@@ -185,7 +181,8 @@ func (s *scanner) names(names []string) ([]string, bool) {
 		return names, true
 	}
 	// A plain name holds no ']', so the array ends at the first one; if
-	// that one is inside a string, the string never ends and the scan fails.
+	// that one is inside a string, the string ends past it and the scan
+	// fails.
 	start := s.i
 	n := bytes.IndexByte(s.b[start:], ']')
 	if n < 0 {

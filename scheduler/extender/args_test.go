@@ -22,6 +22,7 @@ func argsBodies() map[string]string {
 		"empty names":            `{"Pod":` + p + `,"NodeNames":[]}`,
 		"whole nodes":            `{"Pod":` + p + `,"Nodes":{"items":[{"metadata":{"name":"n1"}},{"metadata":{"name":"n2"}}]}}`,
 		"null pod":               `{"Pod":null,"NodeNames":["n1"]}`,
+		"null run on":            `{"Pod":nullx,"NodeNames":nullnull}`,
 		"empty object":           `{}`,
 		"escaped name":           `{"NodeNames":["n\u0031","a\"b","\\"]}`,
 		"bracket in a name":      `{"NodeNames":["a]b","c"]}`,
