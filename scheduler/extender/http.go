@@ -1,10 +1,8 @@
 package extender
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
-	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -25,51 +23,6 @@ func (e *Extender) Register(mux *http.ServeMux) {
 // has no place for an error.
 type errorBody struct {
 	Error string `json:"error"`
-}
-
-// call is the memory one filter or prioritize call works in. Calls reuse
-// it, so that a call over thousands of nodes allocates almost nothing.
-type call struct {
-	body     bytes.Buffer
-	args     extenderv1.ExtenderArgs
-	names    []string
-	filter   filterAnswer
-	priority priorityAnswer
-	out      []byte
-}
-
-// maxPooledBytes bounds the request and answer a call's memory keeps for
-// the next call; an unusually large one is left to the garbage collector.
-const maxPooledBytes = 4 << 20
-
-// calls hands out calls' memory.
-type calls struct{ pool sync.Pool }
-
-func (c *calls) get() *call {
-	if v, ok := c.pool.Get().(*call); ok {
-		return v
-	}
-	return new(call)
-}
-
-func (c *calls) put(v *call) {
-	if v.body.Cap() > maxPooledBytes || cap(v.out) > maxPooledBytes {
-		return
-	}
-	v.args = extenderv1.ExtenderArgs{}
-	v.filter.nodes = nil
-	c.pool.Put(v)
-}
-
-// read decodes the request's ExtenderArgs into c.args.
-func (c *call) read(w http.ResponseWriter, r *http.Request) error {
-	c.body.Reset()
-	if err := readBody(&c.body, http.MaxBytesReader(w, r.Body, MaxRequestBytes)); err != nil {
-		return err
-	}
-	var err error
-	c.names, err = decodeArgs(c.body.Bytes(), &c.args, c.names[:0])
-	return err
 }
 
 // The wire types carry the error of a request that was understood in the
@@ -145,12 +98,14 @@ func (e *Extender) observe(verb, result string, start time.Time) {
 	e.Metrics.Duration.WithLabelValues(verb).Observe(e.Clock.Since(start).Seconds())
 }
 
+// reply encodes body as the answer.
 func (e *Extender) reply(w http.ResponseWriter, r *http.Request, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(body); err != nil {
-		klog.FromContext(r.Context()).V(2).Info("Writing the answer failed", "path", r.URL.Path, "err", err)
+	data, err := json.Marshal(body)
+	if err != nil {
+		klog.FromContext(r.Context()).V(2).Info("Encoding the answer failed", "path", r.URL.Path, "err", err)
+		status, data = http.StatusInternalServerError, []byte(`{"error":"encoding the answer failed"}`)
 	}
+	e.write(w, r, status, append(data, '\n'))
 }
 
 // write answers with an encoded JSON body.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
@@ -85,5 +86,50 @@ func TestHTTP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReusedMemoryAnswersAsFresh sends filter and prioritize calls of
+// different pods and nodes one after another, so that each reuses what the
+// one before left, and checks each answer against a call with fresh memory.
+func TestReusedMemoryAnswersAsFresh(t *testing.T) {
+	f := newFixture(t)
+	f.place("busy", "uid-busy", "a100-1-gpu0", 40000, 40)
+	mux := http.NewServeMux()
+	f.ext.Register(mux)
+	pods := []*corev1.Pod{
+		podSpec("small", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000"),
+		podSpec("big", nil, "nvidia.com/gpu=2", "nvidia.com/gpumem=50000"),
+		podSpec("none", nil, "cpu=1"),
+		podSpec("t4", map[string]string{"nvidia.com/use-gputype": "T4"}, "nvidia.com/gpu=1"),
+	}
+	lists := [][]string{
+		{"a100-1", "a100-2", "t4", "stale", "notready", "no-gpunode"},
+		{"t4"},
+		{},
+		{"a100-2", "a100-1"},
+	}
+	for i := range 3 * len(pods) * len(lists) {
+		args := &extenderv1.ExtenderArgs{Pod: pods[i%len(pods)], NodeNames: &lists[i/len(pods)%len(lists)]}
+		body, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFilter, _ := f.filter(args)
+		wantScores, _, err := f.prioritize(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string]any{"/filter": wantFilter, "/prioritize": wantScores} {
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+			got := reflect.New(reflect.TypeOf(want)).Interface()
+			if err := json.Unmarshal(rec.Body.Bytes(), got); err != nil {
+				t.Fatalf("call %d %s answered %q: %v", i, path, rec.Body, err)
+			}
+			if got := reflect.ValueOf(got).Elem().Interface(); !reflect.DeepEqual(got, want) {
+				t.Errorf("call %d %s answered %+v, a fresh call %+v", i, path, got, want)
+			}
+		}
 	}
 }
