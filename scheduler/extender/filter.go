@@ -42,7 +42,7 @@ func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, ou
 	} else {
 		now := e.Clock.Now()
 		var f placement.Failure
-		e.View.Read(names, pod.UID, func(name string, n *view.Node) {
+		e.View.ReadWith(&out.lookup, names, pod.UID, func(name string, n *view.Node) {
 			if reason := e.unavailable(n, now); reason != "" {
 				out.unresolvable = append(out.unresolvable, nodeReason{name, reason})
 				return
@@ -86,6 +86,7 @@ type filterAnswer struct {
 	// nodes fail for a handful of reasons.
 	reasons map[placement.Failure]string
 	fitter  placement.Fitter
+	lookup  view.Lookup
 }
 
 // nodeReason is a node that does not fit, and why.

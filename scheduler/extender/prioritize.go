@@ -38,7 +38,7 @@ func (e *Extender) prioritize(ctx context.Context, args *extenderv1.ExtenderArgs
 		return metrics.ResultSuccess, nil
 	}
 	now := e.Clock.Now()
-	e.View.Read(names, pod.UID, func(_ string, n *view.Node) {
+	e.View.ReadWith(&out.lookup, names, pod.UID, func(_ string, n *view.Node) {
 		var load float64
 		ok := e.unavailable(n, now) == ""
 		if ok {
@@ -62,6 +62,7 @@ type priorityAnswer struct {
 	loads  []float64
 	fits   []bool
 	fitter placement.Fitter
+	lookup view.Lookup
 }
 
 func (a *priorityAnswer) reset() {

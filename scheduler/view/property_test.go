@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -79,6 +80,43 @@ func checkRecount(t *testing.T, v *View, seed uint64, step int) {
 	for uid, p := range v.pods {
 		if n, ok := v.nodes[p.Node]; !ok || n.pods[uid] != p {
 			t.Errorf("seed %d step %d: pod %s is not on its node %s", seed, step, uid, p.Node)
+		}
+	}
+}
+
+// TestReadWithLookupFindsWhatReadFinds changes the view at random and, after
+// each change, reads random lists of names with one Lookup kept throughout:
+// every name must be the node Read finds, though nodes come and go and the
+// lists change length and order.
+func TestReadWithLookupFindsWhatReadFinds(t *testing.T) {
+	names := []string{"n0", "n1", "n2", "absent"}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		v := New()
+		var l Lookup
+		for step := range 100 {
+			node := names[rng.IntN(3)]
+			pod := types.UID(fmt.Sprintf("pod%d", rng.IntN(4)))
+			switch rng.IntN(4) {
+			case 0:
+				v.SetGPUNode(gpuNode(node, 2))
+			case 1:
+				v.DeleteGPUNode(node)
+			case 2:
+				v.Place(allocation(string(pod), types.UID(fmt.Sprintf("a%d", step)), pod, node, containers(1000, 10, node+"-gpu0")))
+			case 3:
+				v.Release(pod)
+			}
+			list := make([]string, rng.IntN(6))
+			for i := range list {
+				list[i] = names[rng.IntN(len(names))]
+			}
+			var got, want []*Node
+			v.ReadWith(&l, list, "", func(_ string, n *Node) { got = append(got, n) })
+			v.Read(list, "", func(_ string, n *Node) { want = append(want, n) })
+			if !slices.Equal(got, want) {
+				t.Fatalf("seed %d step %d: ReadWith found %v for %v, Read %v", seed, step, got, list, want)
+			}
 		}
 	}
 }

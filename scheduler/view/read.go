@@ -16,15 +16,56 @@ func (v *View) Pod(uid types.UID) (*Pod, bool) {
 // again holds only what an interrupted bind left behind. fn must not keep
 // the node or change it.
 func (v *View) Read(names []string, without types.UID, fn func(name string, n *Node)) {
+	v.ReadWith(nil, names, without, fn)
+}
+
+// ReadWith is Read, remembering in l which node each name is, for the next
+// call with l: kube-scheduler asks about the same thousands of nodes in
+// call after call, and finding each in the view costs more than comparing
+// its name with the one at its place in the list before. l may be nil.
+func (v *View) ReadWith(l *Lookup, names []string, without types.UID, fn func(name string, n *Node)) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	stale, hasStale := v.pods[without]
-	for _, name := range names {
-		n := v.nodes[name]
+	if l != nil && l.generation != v.generation {
+		l.names, l.nodes, l.generation = l.names[:0], l.nodes[:0], v.generation
+	}
+	for i, name := range names {
+		var n *Node
+		if l != nil && i < len(l.names) && l.names[i] == name {
+			n = l.nodes[i]
+		} else {
+			n = v.nodes[name]
+			l.set(i, name, n)
+		}
 		if n != nil && hasStale && stale.Node == name {
 			n = n.without(stale)
 		}
 		fn(name, n)
+	}
+	if l != nil && len(l.names) > len(names) {
+		l.names, l.nodes = l.names[:len(names)], l.nodes[:len(names)]
+	}
+}
+
+// Lookup is the nodes a list of names was found to be, while the view
+// holds the same nodes. Its zero value is ready for use; it is not safe
+// for concurrent use.
+type Lookup struct {
+	names []string
+	nodes []*Node
+	// generation is the view's when the nodes were found.
+	generation uint64
+}
+
+// set records that the i-th name is node n; a nil l records nothing.
+func (l *Lookup) set(i int, name string, n *Node) {
+	switch {
+	case l == nil:
+	case i < len(l.names):
+		l.names[i], l.nodes[i] = name, n
+	default:
+		l.names, l.nodes = append(l.names, name), append(l.nodes, n)
 	}
 }
 

@@ -17,6 +17,9 @@ type View struct {
 	mu    sync.RWMutex
 	nodes map[string]*Node
 	pods  map[types.UID]*Pod
+	// generation changes whenever a node is added to or removed from
+	// nodes, so that a Lookup knows its nodes are still the view's.
+	generation uint64
 }
 
 // New returns an empty view.
@@ -173,6 +176,7 @@ func (v *View) node(name string) *Node {
 	if !ok {
 		n = &Node{Placement: placement.Node{Name: name}, pods: map[types.UID]*Pod{}}
 		v.nodes[name] = n
+		v.generation++
 	}
 	return n
 }
@@ -201,5 +205,6 @@ func (v *View) release(uid types.UID) (*Pod, bool) {
 func (v *View) forgetIfEmpty(name string, n *Node) {
 	if !n.HasGPUNode && len(n.pods) == 0 {
 		delete(v.nodes, name)
+		v.generation++
 	}
 }
