@@ -85,8 +85,9 @@ type filterAnswer struct {
 	// reasons words each distinct failure once per call: thousands of
 	// nodes fail for a handful of reasons.
 	reasons map[placement.Failure]string
-	fitter  placement.Fitter
-	lookup  view.Lookup
+	// fitter and lookup are what deciding the nodes reuses from call to call.
+	fitter placement.Fitter
+	lookup view.Lookup
 }
 
 // nodeReason is a node that does not fit, and why.

@@ -59,8 +59,9 @@ type priorityAnswer struct {
 	hosts  []string
 	scores []int64
 	// loads and fits are each host's load and whether the pod fits it.
-	loads  []float64
-	fits   []bool
+	loads []float64
+	fits  []bool
+	// fitter and lookup are what scoring the nodes reuses from call to call.
 	fitter placement.Fitter
 	lookup view.Lookup
 }
