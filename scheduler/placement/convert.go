@@ -8,9 +8,10 @@ import (
 
 // NewNode builds a node's view from its GPUNode, with no usage: healthy
 // devices are those marked Healthy, cordoned ones those listed in the spec.
-// Apply the node's allocations with Add.
-func NewNode(gn *gpuv1alpha1.GPUNode) *Node {
-	n := &Node{Name: gn.Name, Devices: make([]Device, 0, len(gn.Status.Devices))}
+// The devices go into buf's memory where they fit, so that the caller
+// decides where they lie. Apply the node's allocations with Add.
+func NewNode(gn *gpuv1alpha1.GPUNode, buf []Device) Node {
+	n := Node{Name: gn.Name, Devices: buf[:0]}
 	for _, d := range gn.Status.Devices {
 		n.Devices = append(n.Devices, Device{
 			UUID:       d.UUID,

@@ -162,11 +162,15 @@ func TestNewNode(t *testing.T) {
 		{UUID: "GPU-0", Index: 0, Model: "A100", MemoryMiB: 40960, Cores: 100, ShareLimit: 4, NUMANode: 1, Health: gpuv1alpha1.GPUHealthy},
 		{UUID: "GPU-1", Index: 1, Model: "A100", MemoryMiB: 40960, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUUnhealthy},
 	}
-	want := &Node{Name: "n1", Devices: []Device{
+	want := Node{Name: "n1", Devices: []Device{
 		{UUID: "GPU-0", Index: 0, Model: "A100", MemoryMiB: 40960, Cores: 100, ShareLimit: 4, NUMANode: 1, Healthy: true},
 		{UUID: "GPU-1", Index: 1, Model: "A100", MemoryMiB: 40960, Cores: 100, ShareLimit: 4, Cordoned: true},
 	}}
-	if got := NewNode(gn); !reflect.DeepEqual(got, want) {
+	if got := NewNode(gn, nil); !reflect.DeepEqual(got, want) {
 		t.Errorf("NewNode() = %+v, want %+v", got, want)
+	}
+	var buf [2]Device
+	if got := NewNode(gn, buf[:]); !reflect.DeepEqual(got, want) || &got.Devices[0] != &buf[0] {
+		t.Errorf("NewNode() into a buffer of 2 = %+v, want %+v in the buffer", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package view
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 var now = time.Unix(1_700_000_000, 0)
@@ -279,4 +281,36 @@ func TestDeletedNodeWithoutPodsIsForgotten(t *testing.T) {
 	if len(v.nodes) != 0 {
 		t.Errorf("view keeps %d nodes", len(v.nodes))
 	}
+}
+
+// TestForgottenNodeLeavesNothing forgets a node that had a not-ready
+// GPUNode with a cordoned GPU, then makes other nodes, one of which takes
+// its place in memory: none may show anything of it.
+func TestForgottenNodeLeavesNothing(t *testing.T) {
+	v := New()
+	gn := gpuNode("old", 2, "old-gpu1")
+	gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionFalse, Reason: "Gone"}}
+	v.SetGPUNode(gn)
+	v.Place(allocation("p", "a-p", "p", "old", containers(1000, 10, "old-gpu0")))
+	v.DeleteGPUNode("old")
+	v.Release("p")
+	v.Place(allocation("q", "a-q", "q", "pods-only", containers(1000, 10, "pods-only-gpu0")))
+	v.SetGPUNode(gpuNode("fresh", 1))
+	v.Read([]string{"old", "pods-only", "fresh"}, "", func(name string, n *Node) {
+		switch name {
+		case "old":
+			if n != nil {
+				t.Errorf("forgotten node old is still there: %+v", n)
+			}
+		case "pods-only":
+			if n == nil || n.HasGPUNode || len(n.Placement.Devices) != 0 || n.NotReady != "" || !n.Heartbeat.IsZero() || n.Pods() != 1 {
+				t.Errorf("node pods-only = %+v, want only its pod", n)
+			}
+		case "fresh":
+			want := []placement.Device{{UUID: "fresh-gpu0", Model: "A100", MemoryMiB: 80000, Cores: 100, ShareLimit: 10, Healthy: true}}
+			if n == nil || !n.HasGPUNode || n.NotReady != "" || n.Pods() != 0 || !reflect.DeepEqual(n.Placement.Devices, want) {
+				t.Errorf("node fresh = %+v, want its one idle GPU", n)
+			}
+		}
+	})
 }
