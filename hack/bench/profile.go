@@ -19,6 +19,15 @@ type profiler struct {
 	wg      sync.WaitGroup
 }
 
+// extenderArgs are the extra flags for the extender: --profiling when
+// profiles are taken, and then the user's.
+func (o *Options) extenderArgs() []string {
+	if o.ProfileSeconds > 0 {
+		return append([]string{"--profiling"}, o.ExtenderArgs...)
+	}
+	return o.ExtenderArgs
+}
+
 // start begins a profile of seconds of every process that serves one and
 // writes them into dir as <process>.cpu.pprof. extenderURL is empty for
 // rows without Tessera's extender.

@@ -156,11 +156,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		}
 	case rowTessera:
 		started := time.Now()
-		args := r.o.ExtenderArgs
-		if r.o.ProfileSeconds > 0 {
-			args = append([]string{"--profiling"}, args...)
-		}
-		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, args, r.o.ExtenderEnv)
+		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, r.o.extenderArgs(), r.o.ExtenderEnv)
 		if err != nil {
 			return err
 		}

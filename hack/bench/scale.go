@@ -81,7 +81,7 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 
 	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, LoadAtStart: loadAtStart, Load: loadAverage()}
 	started := time.Now()
-	extender, err := startExtender(ctx, bin, env.extenderKubeconfig, config.SchedulerName, env.dir, o.ExtenderArgs, o.ExtenderEnv)
+	extender, err := startExtender(ctx, bin, env.extenderKubeconfig, config.SchedulerName, env.dir, o.extenderArgs(), o.ExtenderEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +103,11 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 		names[i] = nodeName(i)
 	}
 	var feasible []string
+	// The profiles cover the probes, filter first: with --probes in the
+	// thousands they last for seconds.
+	profiles := &profiler{seconds: o.ProfileSeconds}
+	profiles.start(ctx, env, extender.url)
+	defer profiles.wait()
 	cpu0, err := extender.CPU()
 	if err != nil {
 		return nil, err
