@@ -19,6 +19,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/internal/cputime"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -202,7 +203,7 @@ func BenchmarkServeScale(b *testing.B) {
 		b.Run(bc.path[1:], func(b *testing.B) {
 			b.SetBytes(int64(len(bc.body)))
 			b.ReportAllocs()
-			defer reportCPUTime(b)()
+			defer cputime.Report(b, cputime.Process)()
 			var w discardWriter
 			r := httptest.NewRequest(http.MethodPost, bc.path, nil)
 			for b.Loop() {
@@ -238,16 +239,4 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 		w.status = http.StatusOK
 	}
 	return len(p), nil
-}
-
-// reportCPUTime reports, when the returned function runs at the
-// benchmark's end, the process's CPU time per op as cpu-ns/op.
-func reportCPUTime(b *testing.B) func() {
-	start, ok := processCPUTime()
-	return func() {
-		end, _ := processCPUTime()
-		if ok && b.N > 0 {
-			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
-		}
-	}
 }

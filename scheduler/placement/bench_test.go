@@ -3,10 +3,10 @@ package placement
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/internal/cputime"
 )
 
 // BenchmarkFilterPrioritize measures what the extender does for one pod:
@@ -37,7 +37,7 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 			var f Failure
 			var ft Fitter
 			b.ReportAllocs()
-			defer reportCPUTime(b)()
+			defer cputime.Report(b, cputime.Thread)()
 			for b.Loop() {
 				for _, n := range cluster {
 					if ft.Feasible(n, tc.req, &f) {
@@ -48,7 +48,7 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 		})
 		b.Run(name+"/fit", func(b *testing.B) {
 			b.ReportAllocs()
-			defer reportCPUTime(b)()
+			defer cputime.Report(b, cputime.Thread)()
 			for b.Loop() {
 				for _, n := range cluster {
 					if _, failure := Fit(n, tc.req); failure == nil {
@@ -79,21 +79,6 @@ func BenchmarkFitSearch(b *testing.B) {
 	for b.Loop() {
 		if _, f := Fit(n, req); f != nil {
 			b.Fatal(f)
-		}
-	}
-}
-
-// reportCPUTime locks the benchmark to one OS thread and, when the returned
-// function runs at its end, reports the thread's CPU time per op as
-// cpu-ns/op: on a busy machine wall time also counts waiting for a CPU.
-func reportCPUTime(b *testing.B) func() {
-	runtime.LockOSThread()
-	start, ok := threadCPUTime()
-	return func() {
-		end, _ := threadCPUTime()
-		runtime.UnlockOSThread()
-		if ok && b.N > 0 {
-			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }
