@@ -29,6 +29,11 @@ type ScaleResult struct {
 	LoadAtStart, Load string
 	// SyncTime is from the extender's start to its /readyz answering ok.
 	SyncTime time.Duration
+	// QuietAfter is how long the probes waited, after the memory was read,
+	// for the control plane to settle from the bench's writes; Quiet is
+	// whether it had by then.
+	QuietAfter time.Duration
+	Quiet      bool
 	// RSSAfterSync and PeakAfterSync are its memory a moment after it was ready.
 	RSSAfterSync, PeakAfterSync int64
 	// PeakAfterProbes is its peak memory after the filter and prioritize probes.
@@ -101,6 +106,9 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 	names := make([]string, o.Nodes)
 	for i := range names {
 		names[i] = nodeName(i)
+	}
+	if res.QuietAfter, res.Quiet, err = settled.wait(ctx, env.dir); err != nil {
+		return nil, err
 	}
 	var feasible []string
 	// The profiles cover the probes, filter first: with --probes in the

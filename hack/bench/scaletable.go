@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 )
 
 // Targets of issue 7 for the scale mode.
@@ -34,8 +35,12 @@ func (r *ScaleResult) rows() [][]string {
 }
 
 func (r *ScaleResult) title() string {
-	return fmt.Sprintf("Extender at scale: %d nodes × %d GPUs, %d pods placed (load average %s before the bench's writes, %s when the extender started)",
-		r.Nodes, r.GPUsPerNode, r.Pods, r.LoadAtStart, r.Load)
+	settled := "once the control plane was idle"
+	if !r.Quiet {
+		settled = "with the control plane still busy"
+	}
+	return fmt.Sprintf("Extender at scale: %d nodes × %d GPUs, %d pods placed (load average %s before the bench's writes, %s when the extender started; probes began %s after its memory was read, %s)",
+		r.Nodes, r.GPUsPerNode, r.Pods, r.LoadAtStart, r.Load, r.QuietAfter.Round(time.Second), settled)
 }
 
 // WriteText writes the scale table with aligned columns.
