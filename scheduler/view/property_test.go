@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -88,8 +89,13 @@ func checkRecount(t *testing.T, v *View, seed uint64, step int) {
 // each change, reads random lists of names with one Lookup kept throughout:
 // every name must be the node Read finds, though nodes come and go and the
 // lists change length and order.
+// TestReadWithLookupFindsWhatReadFinds also passes names as the extender
+// does, sharing one buffer that the next call overwrites: the lookup must
+// keep names of its own. All names have the same length, so a lookup that
+// kept the caller's would find its old names equal to any new ones.
 func TestReadWithLookupFindsWhatReadFinds(t *testing.T) {
-	names := []string{"n0", "n1", "n2", "absent"}
+	names := []string{"n0", "n1", "n2", "n9"}
+	var buf []byte
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		v := New()
@@ -108,8 +114,12 @@ func TestReadWithLookupFindsWhatReadFinds(t *testing.T) {
 				v.Release(pod)
 			}
 			list := make([]string, rng.IntN(6))
+			buf = buf[:0]
+			for range list {
+				buf = append(buf, names[rng.IntN(len(names))]...)
+			}
 			for i := range list {
-				list[i] = names[rng.IntN(len(names))]
+				list[i] = unsafe.String(&buf[2*i], 2)
 			}
 			var got, want []*Node
 			v.ReadWith(&l, list, "", func(_ string, n *Node) { got = append(got, n) })

@@ -1,6 +1,10 @@
 package view
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // Pod returns what the pod holds. The result must not be changed.
 func (v *View) Pod(uid types.UID) (*Pod, bool) {
@@ -58,10 +62,19 @@ type Lookup struct {
 	generation uint64
 }
 
-// set records that the i-th name is node n; a nil l records nothing.
+// set records that the i-th name is node n; a nil l records nothing. It
+// keeps a copy of the name that the caller may not change (the node's own,
+// or a clone): callers pass names that live only as long as their call.
 func (l *Lookup) set(i int, name string, n *Node) {
+	if l == nil {
+		return
+	}
+	if n != nil && n.Placement.Name == name {
+		name = n.Placement.Name
+	} else {
+		name = strings.Clone(name)
+	}
 	switch {
-	case l == nil:
 	case i < len(l.names):
 		l.names[i], l.nodes[i] = name, n
 	default:
