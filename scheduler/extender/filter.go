@@ -61,8 +61,10 @@ func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, ou
 		// A scheduler that is not node-cache capable expects whole nodes back.
 		out.nodes = filterNodeList(args, out.feasible)
 	}
-	klog.FromContext(ctx).V(4).Info("Filtered nodes", "pod", klog.KObj(pod), "candidates", len(names),
-		"feasible", len(out.feasible), "failed", len(out.failed), "unresolvable", len(out.unresolvable))
+	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+		logger.Info("Filtered nodes", "pod", klog.KObj(pod), "candidates", len(names),
+			"feasible", len(out.feasible), "failed", len(out.failed), "unresolvable", len(out.unresolvable))
+	}
 	if len(out.feasible) == 0 {
 		if e.Requeue != nil {
 			e.Requeue.Rejected(pod)
