@@ -37,18 +37,25 @@ func (a *Agent) sync(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Status.Phase != corev1.PodPending {
 		return nil
 	}
-	results, err := a.allocate(ctx, pod)
-	if err != nil {
-		if _, retry := err.(retryable); retry {
-			return err
-		}
-		klog.FromContext(ctx).Info("Pod admission failed", "pod", klog.KObj(pod), "err", err)
-		return a.setPhase(ctx, pod, corev1.PodFailed, "UnexpectedAdmissionError", err.Error())
-	}
+	// A pod admitted before whose Running status did not land (a conflict
+	// with another writer) is not admitted again: its devices are served.
 	a.mu.Lock()
-	a.results[pod.UID] = results
+	_, admitted := a.results[pod.UID]
 	a.mu.Unlock()
-	klog.FromContext(ctx).V(2).Info("Pod admitted", "pod", klog.KObj(pod), "containers", len(results))
+	if !admitted {
+		results, err := a.allocate(ctx, pod)
+		if err != nil {
+			if _, retry := err.(retryable); retry {
+				return err
+			}
+			klog.FromContext(ctx).Info("Pod admission failed", "pod", klog.KObj(pod), "err", err)
+			return a.setPhase(ctx, pod, corev1.PodFailed, "UnexpectedAdmissionError", err.Error())
+		}
+		a.mu.Lock()
+		a.results[pod.UID] = results
+		a.mu.Unlock()
+		klog.FromContext(ctx).V(2).Info("Pod admitted", "pod", klog.KObj(pod), "containers", len(results))
+	}
 	return a.setPhase(ctx, pod, corev1.PodRunning, "", "")
 }
 
