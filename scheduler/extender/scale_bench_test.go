@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -40,8 +41,9 @@ var scaleMix = []scaleShape{
 // 80 GiB GPUs shared by at most 10 containers each, and pods of scaleMix
 // placed as its placer does (round robin, each on the first node from its
 // turn with room, on that node's first GPUs with room). It returns the
-// view and the nodes' names.
-func scaleView(b *testing.B, nodes, pods int) (*view.View, []string) {
+// view and the nodes' names. Like the informers at their sync, it records
+// the GPUNodes and allocations in no particular order.
+func scaleView(b testing.TB, nodes, pods int) (*view.View, []string) {
 	b.Helper()
 	const gpus, memoryMiB, cores, split = 8, 81920, 100, 10
 	v := view.New()
@@ -49,6 +51,8 @@ func scaleView(b *testing.B, nodes, pods int) (*view.View, []string) {
 	hb := metav1.NewTime(time.Now())
 	type gpuUse struct{ memoryMiB, cores, shares int64 }
 	used := make([][gpus]gpuUse, nodes)
+	rng := rand.New(rand.NewPCG(1, 2))
+	gpuNodes := make([]*gpuv1alpha1.GPUNode, nodes)
 	for i := range nodes {
 		names[i] = fmt.Sprintf("bench-node-%05d", i)
 		gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
@@ -59,8 +63,9 @@ func scaleView(b *testing.B, nodes, pods int) (*view.View, []string) {
 				MemoryMiB: memoryMiB, Cores: cores, ShareLimit: split, NUMANode: int32(g * 2 / gpus), Health: gpuv1alpha1.GPUHealthy,
 			})
 		}
-		v.SetGPUNode(gn)
+		gpuNodes[i] = gn
 	}
+	var allocations []*gpuv1alpha1.GPUAllocation
 	// Smooth weighted round robin over the mix, as hack/bench interleaves it.
 	current := make([]int, len(scaleMix))
 	total := 0
@@ -105,7 +110,7 @@ func scaleView(b *testing.B, nodes, pods int) (*view.View, []string) {
 				})
 			}
 			uid := types.UID(fmt.Sprintf("pod-%06d", p))
-			v.Place(&gpuv1alpha1.GPUAllocation{
+			allocations = append(allocations, &gpuv1alpha1.GPUAllocation{
 				ObjectMeta: metav1.ObjectMeta{Name: string(uid), Namespace: "bench", UID: "a-" + uid},
 				Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: uid, NodeName: names[node], Containers: []gpuv1alpha1.ContainerAllocation{{
 					Name: "cuda", Kind: gpuv1alpha1.ContainerApp, Devices: devices,
@@ -115,6 +120,16 @@ func scaleView(b *testing.B, nodes, pods int) (*view.View, []string) {
 		}
 		if !placed {
 			b.Fatalf("pod %d fits on no node", p)
+		}
+	}
+	rng.Shuffle(len(gpuNodes), func(i, j int) { gpuNodes[i], gpuNodes[j] = gpuNodes[j], gpuNodes[i] })
+	rng.Shuffle(len(allocations), func(i, j int) { allocations[i], allocations[j] = allocations[j], allocations[i] })
+	for i := range max(len(gpuNodes), len(allocations)) {
+		if i < len(gpuNodes) {
+			v.SetGPUNode(gpuNodes[i])
+		}
+		if i < len(allocations) {
+			v.Place(allocations[i])
 		}
 	}
 	return v, names

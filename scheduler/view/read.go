@@ -27,13 +27,26 @@ func (v *View) Read(names []string, without types.UID, fn func(name string, n *N
 // call with l: kube-scheduler asks about the same thousands of nodes in
 // call after call, and finding each in the view costs more than comparing
 // its name with the one at its place in the list before. l may be nil.
+//
+// The first time a Lookup finds its nodes after they changed, the view
+// lays them out in memory in the order of names (see arrange).
 func (v *View) ReadWith(l *Lookup, names []string, without types.UID, fn func(name string, n *Node)) {
+	if v.read(l, names, without, fn) {
+		v.arrange(names)
+	}
+}
+
+// read is ReadWith under the read lock. It returns whether the nodes are to
+// be arranged in the order of names: l had to find them, and they have not
+// been arranged since they last changed.
+func (v *View) read(l *Lookup, names []string, without types.UID, fn func(name string, n *Node)) (unarranged bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	stale, hasStale := v.pods[without]
 	if l != nil && l.generation != v.generation {
 		l.names, l.nodes, l.generation = l.names[:0], l.nodes[:0], v.generation
 	}
+	found := false
 	for i, name := range names {
 		var n *Node
 		if l != nil && i < len(l.names) && l.names[i] == name {
@@ -41,6 +54,7 @@ func (v *View) ReadWith(l *Lookup, names []string, without types.UID, fn func(na
 		} else {
 			n = v.nodes[name]
 			l.set(i, name, n)
+			found = true
 		}
 		if n != nil && hasStale && stale.Node == name {
 			n = n.without(stale)
@@ -50,6 +64,7 @@ func (v *View) ReadWith(l *Lookup, names []string, without types.UID, fn func(na
 	if l != nil && len(l.names) > len(names) {
 		l.names, l.nodes = l.names[:len(names)], l.nodes[:len(names)]
 	}
+	return l != nil && found && v.arranged != v.generation
 }
 
 // Lookup is the nodes a list of names was found to be, while the view

@@ -18,8 +18,12 @@ type View struct {
 	nodes map[string]*Node
 	pods  map[types.UID]*Pod
 	// generation changes whenever a node is added to or removed from
-	// nodes, so that a Lookup knows its nodes are still the view's.
+	// nodes, or moved by arrange, so that a Lookup knows its nodes are
+	// still the view's.
 	generation uint64
+	// arranged is the generation that arrange made, to arrange the nodes
+	// once per change.
+	arranged uint64
 
 	// spare are nodes to use next, and devices memory for the devices of
 	// nodes to come: see newNode.
@@ -28,10 +32,8 @@ type View struct {
 }
 
 // Nodes are made nodeBlock at a time and their devices deviceBlock at a
-// time, so that nodes made one after another, as at the informers' sync,
-// lie one after another in memory, in about the order kube-scheduler
-// lists them. A filter call reads every node, and reads them several
-// times faster so than scattered among the informers' objects.
+// time, which saves the allocator and the garbage collector work at the
+// informers' sync. The order they lie in is arrange's business.
 const (
 	nodeBlock   = 64
 	deviceBlock = 512
