@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/tessera-gpu/tessera/scheduler/metrics"
 )
 
 // noopDurationMetric is the no-op extender's latency histogram.
@@ -40,7 +42,7 @@ func newNoopExtender(kube kubernetes.Interface) (*noopExtender, error) {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    noopDurationMetric,
 			Help:    "Latency of the no-op extender's requests.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 20),
+			Buckets: metrics.RequestDurationBuckets,
 		}, []string{"verb"}),
 	}
 	if err := e.registry.Register(e.duration); err != nil {
