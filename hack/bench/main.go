@@ -9,10 +9,13 @@
 // Each row runs on a fresh control plane. All pods are created first; the
 // row is timed from kube-scheduler's start to the last bind. With
 // --mode=scale it measures instead the extender's memory and filter
-// latency with many pods already placed. See docs/benchmark.md.
+// latency with many pods already placed, and with --mode=writes what each
+// write of a pod's scheduling costs the control plane. See
+// docs/benchmark.md.
 //
 //	go run ./hack/bench                      # 1,000 nodes × 8 GPUs, 5,000 pods
 //	go run ./hack/bench --mode=scale --nodes=5000 --pods=40000
+//	go run ./hack/bench --mode=writes
 package main
 
 import (
@@ -92,6 +95,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	if o.Mode == modeScale {
 		res, err := runScale(ctx, o, base, bin, config)
+		if err != nil {
+			return err
+		}
+		return emit(out, o.Out, res)
+	}
+	if o.Mode == modeWrites {
+		res, err := runWrites(ctx, o, base, config.SchedulerName)
 		if err != nil {
 			return err
 		}

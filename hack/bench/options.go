@@ -21,6 +21,7 @@ const (
 const (
 	modeThroughput = "throughput"
 	modeScale      = "scale"
+	modeWrites     = "writes"
 )
 
 // Limits of the flags: a loopback control plane on one machine holds at
@@ -35,8 +36,9 @@ const (
 
 // Options are everything the bench's command line sets.
 type Options struct {
-	// Mode is throughput (rows a, b, c) or scale (the extender's memory and
-	// filter latency with many pods already placed).
+	// Mode is throughput (rows a, b, c), scale (the extender's memory and
+	// filter latency with many pods already placed) or writes (what each
+	// write of a pod's scheduling costs the control plane).
 	Mode string
 	// Nodes, GPUsPerNode and Split size the cluster: every GPU is shared by
 	// at most Split containers, and a Node's allocatable nvidia.com/gpu is
@@ -66,7 +68,8 @@ type Options struct {
 	// Timeout bounds one row, from the scheduler's start to the last bind.
 	Timeout time.Duration
 	// ProfileSeconds, when positive, takes CPU profiles of kube-apiserver
-	// and the extender for that long from kube-scheduler's start, into Dir.
+	// and the extender, and a trace of the extender, for that long from
+	// kube-scheduler's start, into Dir.
 	ProfileSeconds int
 	// Probes is how many filter calls the scale mode sends for its probe pod.
 	Probes int
@@ -95,7 +98,7 @@ func NewOptions() *Options {
 
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes.")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each.")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Simulated GPU nodes (1 to %d).", maxNodes))
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
 	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
@@ -108,7 +111,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "Keep every control plane's data and logs under this directory; empty uses a temporary one, removed at the end.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Longest one row may take from the scheduler's start to the last bind.")
-	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender for this many seconds, into each row's directory under --dir (which it needs): from kube-scheduler's start in the throughput rows, from the first probe in scale mode; 0 for none.")
+	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender, and an execution trace of the extender, for this many seconds, into each row's directory under --dir (which it needs): from kube-scheduler's start in the throughput rows, from the first probe in scale mode; 0 for none.")
 	fs.IntVar(&o.Probes, "probes", o.Probes, fmt.Sprintf("Filter calls for the probe pod in scale mode (1 to %d).", maxProbes))
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Requests in flight while the bench creates nodes, pods and allocations (1 to 256).")
 	logsapi.AddFlags(o.Logs, fs)
@@ -116,8 +119,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Validate reports the first flag out of its range, naming the flag and the limit.
 func (o *Options) Validate() error {
-	if o.Mode != modeThroughput && o.Mode != modeScale {
-		return fmt.Errorf("--mode=%q: must be %s or %s", o.Mode, modeThroughput, modeScale)
+	if o.Mode != modeThroughput && o.Mode != modeScale && o.Mode != modeWrites {
+		return fmt.Errorf("--mode=%q: must be %s, %s or %s", o.Mode, modeThroughput, modeScale, modeWrites)
 	}
 	for _, c := range []struct {
 		flag     string

@@ -14,7 +14,7 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{name: "defaults are valid", mutate: func(*Options) {}},
 		{name: "scale mode is valid", mutate: func(o *Options) { o.Mode = modeScale; o.Nodes = 5000; o.Pods = 40000 }},
-		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput or scale`},
+		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale or writes`},
 		{name: "no nodes", mutate: func(o *Options) { o.Nodes = 0 }, wantErr: "--nodes=0: must be from 1 to 20000"},
 		{name: "too many GPUs per node", mutate: func(o *Options) { o.GPUsPerNode = 17 }, wantErr: "--gpus-per-node=17: must be from 4 to 16"},
 		{name: "too few GPUs per node for the 4-GPU shapes", mutate: func(o *Options) { o.GPUsPerNode = 2 }, wantErr: "--gpus-per-node=2: must be from 4 to 16"},

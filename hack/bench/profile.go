@@ -13,7 +13,8 @@ import (
 
 // profiler takes CPU profiles of kube-apiserver and, in row c, of the
 // extender while a row schedules, so that what dominates each row's CPU
-// time can be read with `go tool pprof`.
+// time can be read with `go tool pprof`, and an execution trace of the
+// extender (`go tool trace`), which shows where its calls wait.
 type profiler struct {
 	seconds int
 	wg      sync.WaitGroup
@@ -29,38 +30,42 @@ func (o *Options) extenderArgs() []string {
 }
 
 // start begins a profile of seconds of every process that serves one and
-// writes them into dir as <process>.cpu.pprof. extenderURL is empty for
-// rows without Tessera's extender.
+// writes them into dir as <process>.cpu.pprof, with the extender's trace as
+// tessera-scheduler.trace. extenderURL is empty for rows without Tessera's
+// extender.
 func (p *profiler) start(ctx context.Context, env *clusterEnv, extenderURL string) {
 	if p.seconds <= 0 {
 		return
 	}
 	seconds := strconv.Itoa(p.seconds)
-	fetch := func(process string, get func(context.Context) ([]byte, error)) {
+	fetch := func(file string, get func(context.Context) ([]byte, error)) {
 		defer p.wg.Done()
 		logger := klog.FromContext(ctx)
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(p.seconds)*time.Second+time.Minute)
 		defer cancel()
 		data, err := get(ctx)
 		if err == nil {
-			file := filepath.Join(env.dir, process+".cpu.pprof")
+			file = filepath.Join(env.dir, file)
 			if err = os.WriteFile(file, data, 0o644); err == nil {
-				logger.Info("Wrote a CPU profile", "process", process, "file", file)
+				logger.Info("Wrote a profile", "file", file)
 				return
 			}
 		}
-		logger.Error(err, "Taking a CPU profile", "process", process)
+		logger.Error(err, "Taking a profile", "file", file)
 	}
 
 	p.wg.Add(1)
-	go fetch("kube-apiserver", func(ctx context.Context) ([]byte, error) {
+	go fetch("kube-apiserver.cpu.pprof", func(ctx context.Context) ([]byte, error) {
 		return env.cp.Kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", seconds).Timeout(0).DoRaw(ctx)
 	})
 	if extenderURL != "" {
-		p.wg.Add(1)
-		go fetch("tessera-scheduler", func(ctx context.Context) ([]byte, error) {
+		p.wg.Add(2)
+		go fetch("tessera-scheduler.cpu.pprof", func(ctx context.Context) ([]byte, error) {
 			return httpGet(ctx, extenderURL+"/debug/pprof/profile?seconds="+seconds)
+		})
+		go fetch("tessera-scheduler.trace", func(ctx context.Context) ([]byte, error) {
+			return httpGet(ctx, extenderURL+"/debug/pprof/trace?seconds="+seconds)
 		})
 	}
 }

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
+)
+
+// WriteCost is what one kind of write cost the control plane, per write.
+type WriteCost struct {
+	// Write is what was written, By who writes it when Tessera schedules
+	// a pod, and Rows the throughput rows that make it.
+	Write, By, Rows string
+	// Count is how many were written.
+	Count int
+	// APIServer and Etcd are each process's CPU time per write, from the
+	// first write until every watcher had seen the last.
+	APIServer, Etcd time.Duration
+	// PerSecond is writes per second with --workers in flight.
+	PerSecond float64
+}
+
+// WritesResult is what the writes mode measured.
+type WritesResult struct {
+	Pods, Workers int
+	Load          string
+	Costs         []WriteCost
+}
+
+// runWrites measures, one kind after another, the writes that scheduling
+// a pod makes: the pod's create (before any row is timed), its binding
+// (every row), and the two Tessera adds (row c): the extender's
+// GPUAllocation create and the device plugin's status update marking it
+// Allocated. The pods and allocations are watched as in row c, by one
+// informer each.
+func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*WritesResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	env, err := startEnv(ctx, filepath.Join(base, "writes"), schedulerName)
+	if err != nil {
+		return nil, err
+	}
+	defer env.stop()
+	if err := createNodes(ctx, env, o); err != nil {
+		return nil, err
+	}
+	watchClient, err := kubeclient.New(env.cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(watchClient, 0, informers.WithNamespace(benchNamespace))
+	podLister := kubeFactory.Core().V1().Pods().Lister()
+	tesseraFactory := externalversions.NewSharedInformerFactoryWithOptions(env.cp.Tessera, 0, externalversions.WithNamespace(benchNamespace))
+	allocationLister := tesseraFactory.Gpu().V1alpha1().GPUAllocations().Lister()
+	kubeFactory.Start(ctx.Done())
+	tesseraFactory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		kubeFactory.Shutdown()
+		tesseraFactory.Shutdown()
+	}()
+	kubeFactory.WaitForCacheSync(ctx.Done())
+	tesseraFactory.WaitForCacheSync(ctx.Done())
+
+	shapes := DefaultMix().Sequence(o.Pods)
+	p := newPlacer(o.Nodes, o.GPUsPerNode, o.Split)
+	nodes := make([]int, o.Pods)
+	devices := make([][]gpuv1alpha1.DeviceAllocation, o.Pods)
+	for i, s := range shapes {
+		if nodes[i], devices[i], err = p.place(i, s); err != nil {
+			return nil, err
+		}
+	}
+	pods := make([]*corev1.Pod, o.Pods)
+	allocations := make([]*gpuv1alpha1.GPUAllocation, o.Pods)
+	res := &WritesResult{Pods: o.Pods, Workers: o.Workers, Load: loadAverage()}
+
+	// measure makes the writes and waits until the informers have seen
+	// them all, so that their watch events are paid for too.
+	measure := func(write, by, rows string, fn func(ctx context.Context, i int) error, seen func() (int, error)) error {
+		before, start := sampleCPU(env.dir), time.Now()
+		if err := forEach(ctx, o.Pods, o.Workers, fn); err != nil {
+			return err
+		}
+		took := time.Since(start)
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			n, err := seen()
+			return n == o.Pods, err
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the informers to see every %s: %w", write, err)
+		}
+		used := sampleCPU(env.dir).since(before)
+		cost := WriteCost{Write: write, By: by, Rows: rows, Count: o.Pods,
+			APIServer: used["kube-apiserver"] / time.Duration(o.Pods), Etcd: used["etcd"] / time.Duration(o.Pods),
+			PerSecond: float64(o.Pods) / took.Seconds()}
+		klog.FromContext(ctx).Info("Measured writes", "write", write, "count", o.Pods, "took", took.Round(time.Millisecond), "cpu", used)
+		res.Costs = append(res.Costs, cost)
+		return nil
+	}
+	countPods := func(keep func(*corev1.Pod) bool) func() (int, error) {
+		return func() (int, error) {
+			list, err := podLister.List(labels.Everything())
+			n := 0
+			for _, pod := range list {
+				if keep(pod) {
+					n++
+				}
+			}
+			return n, err
+		}
+	}
+	countAllocations := func(keep func(*gpuv1alpha1.GPUAllocation) bool) func() (int, error) {
+		return func() (int, error) {
+			list, err := allocationLister.List(labels.Everything())
+			n := 0
+			for _, a := range list {
+				if keep(a) {
+					n++
+				}
+			}
+			return n, err
+		}
+	}
+
+	err = measure("pod create", "the user", "all, before timing", func(ctx context.Context, i int) error {
+		pod, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, newPod(podName(i), schedulerName, shapes[i], false),
+			metav1.CreateOptions{FieldManager: fieldManager})
+		pods[i] = pod
+		return err
+	}, countPods(func(*corev1.Pod) bool { return true }))
+	if err != nil {
+		return nil, err
+	}
+	err = measure("GPUAllocation create", "Tessera's extender, before binding", "c", func(ctx context.Context, i int) error {
+		pod := pods[i].DeepCopy()
+		pod.Spec.NodeName = nodeName(nodes[i])
+		a, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).Create(ctx, allocationFor(pod, devices[i]),
+			metav1.CreateOptions{FieldManager: fieldManager})
+		allocations[i] = a
+		return err
+	}, countAllocations(func(*gpuv1alpha1.GPUAllocation) bool { return true }))
+	if err != nil {
+		return nil, err
+	}
+	err = measure("binding", "kube-scheduler (a), the extender (b, c)", "a, b, c", func(ctx context.Context, i int) error {
+		return env.cp.Kube.CoreV1().Pods(benchNamespace).Bind(ctx, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pods[i].Name, UID: pods[i].UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: nodeName(nodes[i])},
+		}, metav1.CreateOptions{FieldManager: fieldManager})
+	}, countPods(func(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" }))
+	if err != nil {
+		return nil, err
+	}
+	err = measure("GPUAllocation status: Allocated", "Tessera's device plugin", "c", func(ctx context.Context, i int) error {
+		a := allocations[i].DeepCopy()
+		a.Status = allocatedStatus(a, metav1.Now())
+		_, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).UpdateStatus(ctx, a, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	}, countAllocations(func(a *gpuv1alpha1.GPUAllocation) bool { return a.Status.Phase == gpuv1alpha1.AllocationAllocated }))
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (r *WritesResult) title() string {
+	return fmt.Sprintf("Control-plane CPU per write: %d of each, %d at once, watched by one pod and one GPUAllocation informer (load average %s before)",
+		r.Pods, r.Workers, r.Load)
+}
+
+func (r *WritesResult) rows() [][]string {
+	rows := make([][]string, 0, len(r.Costs))
+	for _, c := range r.Costs {
+		count := uint64(c.Count)
+		rows = append(rows, []string{c.Write, c.By, c.Rows,
+			formatDuration(c.APIServer, count), formatDuration(c.Etcd, count), fmt.Sprintf("%.0f", c.PerSecond)})
+	}
+	return rows
+}
+
+var writesHeader = []string{"write", "made by", "rows", "kube-apiserver CPU", "etcd CPU", "writes/s"}
+
+// WriteText writes the writes table with aligned columns.
+func (r *WritesResult) WriteText(w io.Writer) error {
+	return writeGrid(w, r.title(), writesHeader, r.rows(), nil, false)
+}
+
+// WriteMarkdown writes the writes table in Markdown.
+func (r *WritesResult) WriteMarkdown(w io.Writer) error {
+	return writeGrid(w, r.title(), writesHeader, r.rows(), nil, true)
+}
