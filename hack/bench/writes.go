@@ -111,37 +111,12 @@ func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*Wr
 		res.Costs = append(res.Costs, cost)
 		return nil
 	}
-	countPods := func(keep func(*corev1.Pod) bool) func() (int, error) {
-		return func() (int, error) {
-			list, err := podLister.List(labels.Everything())
-			n := 0
-			for _, pod := range list {
-				if keep(pod) {
-					n++
-				}
-			}
-			return n, err
-		}
-	}
-	countAllocations := func(keep func(*gpuv1alpha1.GPUAllocation) bool) func() (int, error) {
-		return func() (int, error) {
-			list, err := allocationLister.List(labels.Everything())
-			n := 0
-			for _, a := range list {
-				if keep(a) {
-					n++
-				}
-			}
-			return n, err
-		}
-	}
-
 	err = measure("pod create", "the user", "all, before timing", func(ctx context.Context, i int) error {
 		pod, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, newPod(podName(i), schedulerName, shapes[i], false),
 			metav1.CreateOptions{FieldManager: fieldManager})
 		pods[i] = pod
 		return err
-	}, countPods(func(*corev1.Pod) bool { return true }))
+	}, counter(podLister.List, func(*corev1.Pod) bool { return true }))
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +127,7 @@ func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*Wr
 			metav1.CreateOptions{FieldManager: fieldManager})
 		allocations[i] = a
 		return err
-	}, countAllocations(func(*gpuv1alpha1.GPUAllocation) bool { return true }))
+	}, counter(allocationLister.List, func(*gpuv1alpha1.GPUAllocation) bool { return true }))
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +136,7 @@ func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*Wr
 			ObjectMeta: metav1.ObjectMeta{Name: pods[i].Name, UID: pods[i].UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: nodeName(nodes[i])},
 		}, metav1.CreateOptions{FieldManager: fieldManager})
-	}, countPods(func(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" }))
+	}, counter(podLister.List, func(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" }))
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +145,25 @@ func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*Wr
 		a.Status = allocatedStatus(a, metav1.Now())
 		_, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).UpdateStatus(ctx, a, metav1.UpdateOptions{FieldManager: fieldManager})
 		return err
-	}, countAllocations(func(a *gpuv1alpha1.GPUAllocation) bool { return a.Status.Phase == gpuv1alpha1.AllocationAllocated }))
+	}, counter(allocationLister.List, func(a *gpuv1alpha1.GPUAllocation) bool { return a.Status.Phase == gpuv1alpha1.AllocationAllocated }))
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// counter returns how many objects a lister holds that keep accepts.
+func counter[T any](list func(labels.Selector) ([]T, error), keep func(T) bool) func() (int, error) {
+	return func() (int, error) {
+		objects, err := list(labels.Everything())
+		n := 0
+		for _, o := range objects {
+			if keep(o) {
+				n++
+			}
+		}
+		return n, err
+	}
 }
 
 func (r *WritesResult) title() string {
