@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -19,6 +20,9 @@ import (
 
 // probePodName is the unscheduled pod whose filter calls the scale mode times.
 const probePodName = "bench-probe"
+
+// probeOrders is how many orders of the nodes the probes cycle through.
+const probeOrders = 16
 
 // ScaleResult is what the scale mode measured.
 type ScaleResult struct {
@@ -106,6 +110,12 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 	for i := range names {
 		names[i] = nodeName(i)
 	}
+	// kube-scheduler lists the nodes in the order of its cache, which is
+	// the order its informer delivered them in, then gathers them in a
+	// different interleaving on every call.
+	rng := rand.New(rand.NewPCG(uint64(o.Nodes), uint64(o.Pods)))
+	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	lists := schedulerOrders(names, numCPU(), probeOrders, rng)
 	if res.QuietAfter, res.Quiet, err = settled.wait(ctx, env.dir); err != nil {
 		return nil, err
 	}
@@ -119,7 +129,7 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 	if err != nil {
 		return nil, err
 	}
-	res.Filter, feasible, err = probeFilter(ctx, extender.url, probe, names, o.Probes)
+	res.Filter, feasible, err = probeFilter(ctx, extender.url, probe, lists, o.Probes)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +138,7 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 		return nil, err
 	}
 	res.Feasible = len(feasible)
-	if res.Prioritize, err = probePrioritize(ctx, extender.url, probe, feasible, o.Probes); err != nil {
+	if res.Prioritize, err = probePrioritize(ctx, extender.url, probe, keepOrder(lists, feasible), o.Probes); err != nil {
 		return nil, err
 	}
 	cpu2, err := extender.CPU()
@@ -231,11 +241,12 @@ func allocationFor(pod *corev1.Pod, devices []gpuv1alpha1.DeviceAllocation) *gpu
 	}
 }
 
-// probeFilter sends n filter calls for the pod over the named nodes and
-// times each round trip. It returns the feasible nodes of the first.
-func probeFilter(ctx context.Context, url string, pod *corev1.Pod, names []string, n int) (Quantiles, []string, error) {
+// probeFilter sends n filter calls for the pod, over the nodes in each of
+// lists in turn, and times each round trip. It returns the feasible nodes
+// of the first.
+func probeFilter(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int) (Quantiles, []string, error) {
 	var feasible []string
-	samples, err := probe(ctx, url+"/filter", pod, names, n, func(answer []byte) error {
+	samples, err := probe(ctx, url+"/filter", pod, lists, n, func(answer []byte) error {
 		var result extenderv1.ExtenderFilterResult
 		if err := json.Unmarshal(answer, &result); err != nil {
 			return err
@@ -251,38 +262,44 @@ func probeFilter(ctx context.Context, url string, pod *corev1.Pod, names []strin
 	return samples, feasible, err
 }
 
-// probePrioritize sends n prioritize calls for the pod over the nodes and
-// times each round trip.
-func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, names []string, n int) (Quantiles, error) {
-	return probe(ctx, url+"/prioritize", pod, names, n, func(answer []byte) error {
+// probePrioritize sends n prioritize calls for the pod, over the nodes in
+// each of lists in turn, and times each round trip.
+func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int) (Quantiles, error) {
+	return probe(ctx, url+"/prioritize", pod, lists, n, func(answer []byte) error {
 		var result extenderv1.HostPriorityList
 		return json.Unmarshal(answer, &result)
 	})
 }
 
-// probe posts the same ExtenderArgs n times and times each round trip. An
-// answer goes to check only when it differs from the one before: decoding
+// probe posts ExtenderArgs for the pod n times, over the nodes of each of
+// lists in turn, and times each round trip. An answer goes to check only
+// when it differs from the one before for the same list: decoding
 // thousands of names made the bench collect garbage after every call, on
 // the CPUs it shares with the extender it times, and that showed in the
 // extender's 99th percentile.
-func probe(ctx context.Context, url string, pod *corev1.Pod, names []string, n int, check func(answer []byte) error) (Quantiles, error) {
-	body, err := json.Marshal(&extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
-	if err != nil {
-		return Quantiles{}, err
-	}
-	samples := make([]time.Duration, 0, n)
-	var answer, last bytes.Buffer
-	for range n {
-		took, err := post(ctx, url, body, &answer)
+func probe(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int, check func(answer []byte) error) (Quantiles, error) {
+	bodies := make([][]byte, len(lists))
+	for i := range lists {
+		body, err := json.Marshal(&extenderv1.ExtenderArgs{Pod: pod, NodeNames: &lists[i]})
 		if err != nil {
 			return Quantiles{}, err
 		}
-		if !bytes.Equal(answer.Bytes(), last.Bytes()) {
+		bodies[i] = body
+	}
+	samples := make([]time.Duration, 0, n)
+	var answer bytes.Buffer
+	last := make([][]byte, len(lists))
+	for i := range n {
+		k := i % len(bodies)
+		took, err := post(ctx, url, bodies[k], &answer)
+		if err != nil {
+			return Quantiles{}, err
+		}
+		if !bytes.Equal(answer.Bytes(), last[k]) {
 			if err := check(answer.Bytes()); err != nil {
 				return Quantiles{}, fmt.Errorf("POST %s: %w", url, err)
 			}
-			last.Reset()
-			last.Write(answer.Bytes())
+			last[k] = append(last[k][:0], answer.Bytes()...)
 		}
 		samples = append(samples, took)
 	}

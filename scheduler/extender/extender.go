@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,10 @@ type Config struct {
 	// Ready reports whether the view holds everything the API does; until
 	// it does, the extender refuses to decide.
 	Ready func() bool
+	// Workers is how many goroutines at most decide the nodes of one filter
+	// or prioritize call, each a run of at least view.MinNodesPerWorker of
+	// them; 0 means GOMAXPROCS, the CPUs the process may use.
+	Workers int
 }
 
 // Requeue remembers the pods turned away, until they are bound.
@@ -81,6 +86,23 @@ type Extender struct {
 // New returns an extender.
 func New(cfg Config) *Extender {
 	return &Extender{Config: cfg}
+}
+
+// workers is how many goroutines may decide the nodes of one call.
+func (e *Extender) workers() int {
+	if e.Workers > 0 {
+		return e.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// resize returns s with length n, reusing its memory when it can; what it
+// holds is to be overwritten.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // podRequest is a pod's GPU request, resolved for placement.

@@ -41,21 +41,33 @@ func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, ou
 		out.feasible = append(out.feasible, names...)
 	} else {
 		now := e.Clock.Now()
-		var f placement.Failure
-		e.View.ReadWith(&out.lookup, names, pod.UID, func(name string, n *view.Node) {
+		workers := e.workers()
+		out.parts = resize(out.parts, workers)
+		for w := range out.parts {
+			out.parts[w].reset()
+		}
+		e.View.ReadParallel(&out.lookup, names, pod.UID, workers, func(w, i int, n *view.Node) {
+			part, name := &out.parts[w], names[i]
 			if reason := e.unavailable(n, now); reason != "" {
-				out.unresolvable = append(out.unresolvable, nodeReason{name, reason})
+				part.unresolvable = append(part.unresolvable, nodeReason{name, reason})
 				return
 			}
+			f := &part.failure
 			switch {
-			case out.fitter.Feasible(&n.Placement, req.Request, &f):
-				out.feasible = append(out.feasible, name)
+			case part.fitter.Feasible(&n.Placement, req.Request, f):
+				part.feasible = append(part.feasible, name)
 			case f.Unresolvable:
-				out.unresolvable = append(out.unresolvable, nodeReason{name, out.reason(&f)})
+				part.unresolvable = append(part.unresolvable, nodeReason{name, part.reason(f)})
 			default:
-				out.failed = append(out.failed, nodeReason{name, out.reason(&f)})
+				part.failed = append(part.failed, nodeReason{name, part.reason(f)})
 			}
 		})
+		for w := range out.parts {
+			part := &out.parts[w]
+			out.feasible = append(out.feasible, part.feasible...)
+			out.failed = append(out.failed, part.failed...)
+			out.unresolvable = append(out.unresolvable, part.unresolvable...)
+		}
 	}
 	if args.Nodes != nil && args.NodeNames == nil {
 		// A scheduler that is not node-cache capable expects whole nodes back.
@@ -84,12 +96,24 @@ type filterAnswer struct {
 	failed, unresolvable []nodeReason
 	// nodes, for a scheduler that sent whole nodes, are the feasible ones.
 	nodes *corev1.NodeList
+	// parts are what each worker decided for its run of the nodes, gathered
+	// into the lists above in the order of the runs.
+	parts []filterPart
+	// lookup is what finding the nodes reuses from call to call.
+	lookup view.Lookup
+}
+
+// filterPart is what one worker of a filter call decided, for one run of
+// the nodes.
+type filterPart struct {
+	feasible             []string
+	failed, unresolvable []nodeReason
 	// reasons words each distinct failure once per call: thousands of
 	// nodes fail for a handful of reasons.
 	reasons map[placement.Failure]string
-	// fitter and lookup are what deciding the nodes reuses from call to call.
-	fitter placement.Fitter
-	lookup view.Lookup
+	// fitter and failure are what deciding a node reuses.
+	fitter  placement.Fitter
+	failure placement.Failure
 }
 
 // nodeReason is a node that does not fit, and why.
@@ -98,18 +122,22 @@ type nodeReason struct{ node, reason string }
 func (a *filterAnswer) reset() {
 	a.err, a.nodes = "", nil
 	a.feasible, a.failed, a.unresolvable = a.feasible[:0], a.failed[:0], a.unresolvable[:0]
-	if a.reasons == nil {
-		a.reasons = map[placement.Failure]string{}
+}
+
+func (p *filterPart) reset() {
+	p.feasible, p.failed, p.unresolvable = p.feasible[:0], p.failed[:0], p.unresolvable[:0]
+	if p.reasons == nil {
+		p.reasons = map[placement.Failure]string{}
 	}
-	clear(a.reasons)
+	clear(p.reasons)
 }
 
 // reason words f, once per distinct failure.
-func (a *filterAnswer) reason(f *placement.Failure) string {
-	r, ok := a.reasons[*f]
+func (p *filterPart) reason(f *placement.Failure) string {
+	r, ok := p.reasons[*f]
 	if !ok {
 		r = f.Error()
-		a.reasons[*f] = r
+		p.reasons[*f] = r
 	}
 	return r
 }

@@ -38,13 +38,16 @@ func (e *Extender) prioritize(ctx context.Context, args *extenderv1.ExtenderArgs
 		return metrics.ResultSuccess, nil
 	}
 	now := e.Clock.Now()
-	e.View.ReadWith(&out.lookup, names, pod.UID, func(_ string, n *view.Node) {
+	workers := e.workers()
+	out.fitters = resize(out.fitters, workers)
+	out.loads, out.fits = resize(out.loads, len(names)), resize(out.fits, len(names))
+	e.View.ReadParallel(&out.lookup, names, pod.UID, workers, func(w, i int, n *view.Node) {
 		var load float64
 		ok := e.unavailable(n, now) == ""
 		if ok {
-			load, ok = out.fitter.Load(&n.Placement, req.Request)
+			load, ok = out.fitters[w].Load(&n.Placement, req.Request)
 		}
-		out.loads, out.fits = append(out.loads, load), append(out.fits, ok)
+		out.loads[i], out.fits[i] = load, ok
 	})
 	placement.Rank(out.scores, out.loads, out.fits, req.nodePolicy)
 	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
@@ -61,9 +64,10 @@ type priorityAnswer struct {
 	// loads and fits are each host's load and whether the pod fits it.
 	loads []float64
 	fits  []bool
-	// fitter and lookup are what scoring the nodes reuses from call to call.
-	fitter placement.Fitter
-	lookup view.Lookup
+	// fitters, one per worker, and lookup are what scoring the nodes
+	// reuses from call to call.
+	fitters []placement.Fitter
+	lookup  view.Lookup
 }
 
 func (a *priorityAnswer) reset() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -128,6 +129,55 @@ func TestReadWithLookupFindsWhatReadFinds(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("seed %d step %d: ReadWith found %v for %v, Read %v", seed, step, got, list, want)
 			}
+		}
+	}
+}
+
+// TestReadParallelFindsWhatReadFinds reads lists long enough for several
+// workers, with one Lookup kept throughout while nodes come and go: every
+// name must be read once, as the node Read finds, by the worker whose run
+// of the list holds it, and the workers' runs must follow one another.
+func TestReadParallelFindsWhatReadFinds(t *testing.T) {
+	const nodes = 3 * MinNodesPerWorker
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%04d", i)
+	}
+	rng := rand.New(rand.NewPCG(5, 9))
+	v := New()
+	var l Lookup
+	for step := range 40 {
+		for range 50 {
+			if node := names[rng.IntN(nodes)]; rng.IntN(3) == 0 {
+				v.DeleteGPUNode(node)
+			} else {
+				v.SetGPUNode(gpuNode(node, 1))
+			}
+		}
+		list := slices.Clone(names[:rng.IntN(nodes+1)])
+		rng.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+		var want []*Node
+		v.Read(list, "", func(_ string, n *Node) { want = append(want, n) })
+		got := make([]*Node, len(list))
+		worker := make([]int, len(list))
+		calls := make([]int, len(list))
+		var mu sync.Mutex
+		v.ReadParallel(&l, list, "", 4, func(w, i int, n *Node) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[i], worker[i] = n, w
+			calls[i]++
+		})
+		for i := range list {
+			if calls[i] != 1 || got[i] != want[i] {
+				t.Fatalf("step %d: name %d (%s) read %d times as %p, Read found %p", step, i, list[i], calls[i], got[i], want[i])
+			}
+			if i > 0 && worker[i] != worker[i-1] && worker[i] != worker[i-1]+1 {
+				t.Fatalf("step %d: name %d read by worker %d after worker %d", step, i, worker[i], worker[i-1])
+			}
+		}
+		if workers := worker[len(worker)-1] + 1; len(list) > 0 && workers != max(1, min(4, len(list)/MinNodesPerWorker)) {
+			t.Fatalf("step %d: %d names read by %d workers", step, len(list), workers)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package view
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -31,50 +33,102 @@ func (v *View) Read(names []string, without types.UID, fn func(name string, n *N
 // The first time a Lookup finds its nodes after they changed, the view
 // lays them out in memory in the order of names (see arrange).
 func (v *View) ReadWith(l *Lookup, names []string, without types.UID, fn func(name string, n *Node)) {
-	if v.read(l, names, without, fn) {
+	v.ReadParallel(l, names, without, 1, func(_, i int, n *Node) { fn(names[i], n) })
+}
+
+// MinNodesPerWorker is the fewest names ReadParallel gives a worker of
+// its own: below that, starting one costs more than it saves.
+const MinNodesPerWorker = 512
+
+// ReadParallel is ReadWith with the names cut into up to workers runs, one
+// after another, each read by a goroutine of its own: fn is called for
+// name i with the number of the worker reading it, from 0, and calls for
+// different workers run at once. A worker gets at least MinNodesPerWorker
+// names.
+func (v *View) ReadParallel(l *Lookup, names []string, without types.UID, workers int, fn func(worker, i int, n *Node)) {
+	if v.read(l, names, without, workers, fn) {
 		v.arrange(names)
 	}
 }
 
-// read is ReadWith under the read lock. It returns whether the nodes are to
-// be arranged in the order of names: l had to find them, and they have not
-// been arranged since they last changed.
-func (v *View) read(l *Lookup, names []string, without types.UID, fn func(name string, n *Node)) (unarranged bool) {
+// read is ReadParallel under the read lock. It returns whether the nodes
+// are to be arranged in the order of names: l had to find them, and they
+// have not been arranged since they last changed.
+func (v *View) read(l *Lookup, names []string, without types.UID, workers int, fn func(worker, i int, n *Node)) (unarranged bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	stale, hasStale := v.pods[without]
-	if l != nil && l.generation != v.generation {
-		l.names, l.nodes, l.generation = l.names[:0], l.nodes[:0], v.generation
-	}
-	found := false
-	for i, name := range names {
-		var n *Node
-		if l != nil && i < len(l.names) && l.names[i] == name {
-			n = l.nodes[i]
-		} else {
-			n = v.nodes[name]
-			l.set(i, name, n)
-			found = true
+	l.prepare(v.generation, len(names))
+	var found atomic.Bool
+	readRun := func(worker, from, to int) {
+		missed := false
+		for i := from; i < to; i++ {
+			name := names[i]
+			n, ok := l.get(i, name)
+			if !ok {
+				n = v.nodes[name]
+				l.set(i, name, n)
+				missed = true
+			}
+			if n != nil && hasStale && stale.Node == name {
+				n = n.without(stale)
+			}
+			fn(worker, i, n)
 		}
-		if n != nil && hasStale && stale.Node == name {
-			n = n.without(stale)
+		if missed {
+			found.Store(true)
 		}
-		fn(name, n)
 	}
-	if l != nil && len(l.names) > len(names) {
-		l.names, l.nodes = l.names[:len(names)], l.nodes[:len(names)]
+	workers = max(1, min(workers, len(names)/MinNodesPerWorker))
+	run := (len(names) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Go(func() { readRun(w, w*run, min((w+1)*run, len(names))) })
 	}
-	return l != nil && found && v.arranged != v.generation
+	readRun(0, 0, min(run, len(names)))
+	wg.Wait()
+	return l != nil && found.Load() && v.arranged != v.generation
 }
 
 // Lookup is the nodes a list of names was found to be, while the view
 // holds the same nodes. Its zero value is ready for use; it is not safe
-// for concurrent use.
+// for concurrent use, but the workers of one ReadParallel each use their
+// own places in it.
 type Lookup struct {
 	names []string
 	nodes []*Node
 	// generation is the view's when the nodes were found.
 	generation uint64
+}
+
+// prepare readies l for a list of count names in the view's generation:
+// the names remembered stay only while the view holds the same nodes. A nil
+// l does nothing.
+func (l *Lookup) prepare(generation uint64, count int) {
+	if l == nil {
+		return
+	}
+	if l.generation != generation {
+		// Forget every name, even those past the length, which a longer
+		// list would otherwise find again.
+		clear(l.names[:cap(l.names)])
+		clear(l.nodes[:cap(l.nodes)])
+		l.generation = generation
+	}
+	if cap(l.names) < count {
+		l.names = append(l.names[:cap(l.names)], make([]string, count-cap(l.names))...)
+		l.nodes = append(l.nodes[:cap(l.nodes)], make([]*Node, count-cap(l.nodes))...)
+	}
+	l.names, l.nodes = l.names[:count], l.nodes[:count]
+}
+
+// get returns the node the i-th name was found to be, if the name is the
+// same as then. A nil l knows none.
+func (l *Lookup) get(i int, name string) (*Node, bool) {
+	if l == nil || l.names[i] != name || name == "" {
+		return nil, false
+	}
+	return l.nodes[i], true
 }
 
 // set records that the i-th name is node n; a nil l records nothing. It
@@ -89,12 +143,7 @@ func (l *Lookup) set(i int, name string, n *Node) {
 	} else {
 		name = strings.Clone(name)
 	}
-	switch {
-	case i < len(l.names):
-		l.names[i], l.nodes[i] = name, n
-	default:
-		l.names, l.nodes = append(l.names, name), append(l.nodes, n)
-	}
+	l.names[i], l.nodes[i] = name, n
 }
 
 // Each calls nodeFn for every node with a GPUNode and podFn for every pod
