@@ -26,9 +26,12 @@ func (v *View) Read(names []string, without types.UID, fn func(name string, n *N
 }
 
 // ReadWith is Read, remembering in l which node each name is, for the next
-// call with l: kube-scheduler asks about the same thousands of nodes in
-// call after call, and finding each in the view costs more than comparing
-// its name with the one at its place in the list before. l may be nil.
+// call with l: finding a node in the view costs more than comparing its
+// name with the one at its place in the list before. kube-scheduler lists
+// its nodes in the same order call after call when its filter runs on one
+// CPU; on more, its parallel filter interleaves them differently every
+// call, and l then finds few in their place, at the cost of a comparison
+// each. l may be nil.
 //
 // The first time a Lookup finds its nodes after they changed, the view
 // lays them out in memory in the order of names (see arrange).
