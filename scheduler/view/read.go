@@ -118,11 +118,16 @@ func (l *Lookup) prepare(generation uint64, count int) {
 		clear(l.nodes[:cap(l.nodes)])
 		l.generation = generation
 	}
-	if cap(l.names) < count {
-		l.names = append(l.names[:cap(l.names)], make([]string, count-cap(l.names))...)
-		l.nodes = append(l.nodes[:cap(l.nodes)], make([]*Node, count-cap(l.nodes))...)
+	l.names, l.nodes = lengthen(l.names, count), lengthen(l.nodes, count)
+}
+
+// lengthen returns s with length n, keeping what it holds up to its
+// capacity, and zeros past that.
+func lengthen[T any](s []T, n int) []T {
+	if cap(s) < n {
+		s = append(s[:cap(s)], make([]T, n-cap(s))...)
 	}
-	l.names, l.nodes = l.names[:count], l.nodes[:count]
+	return s[:n]
 }
 
 // get returns the node the i-th name was found to be, if the name is the
