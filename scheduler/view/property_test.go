@@ -181,3 +181,29 @@ func TestReadParallelFindsWhatReadFinds(t *testing.T) {
 		}
 	}
 }
+
+// TestReadParallelPanicsInTheCaller makes fn panic on another worker's
+// goroutine: the panic must reach the caller, as it would had fn run
+// there, and leave the view unlocked.
+func TestReadParallelPanicsInTheCaller(t *testing.T) {
+	v := New()
+	names := make([]string, 2*MinNodesPerWorker)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%04d", i)
+		v.SetGPUNode(gpuNode(names[i], 1))
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v, want the worker's panic", r)
+			}
+		}()
+		v.ReadParallel(nil, names, "", 2, func(w, _ int, _ *Node) {
+			if w == 1 {
+				panic("boom")
+			}
+		})
+		t.Fatal("ReadParallel returned")
+	}()
+	v.SetGPUNode(gpuNode(names[0], 2)) // would block if the read lock were held
+}

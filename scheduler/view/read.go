@@ -85,11 +85,25 @@ func (v *View) read(l *Lookup, names []string, without types.UID, workers int, f
 	workers = max(1, min(workers, len(names)/MinNodesPerWorker))
 	run := (len(names) + workers - 1) / workers
 	var wg sync.WaitGroup
+	// A panic in fn on another goroutine goes on in this one, once every
+	// worker is done, as if fn had run here: an HTTP server recovers from
+	// a panicking request, not from a goroutine the request started.
+	var panicked atomic.Pointer[any]
 	for w := 1; w < workers; w++ {
-		wg.Go(func() { readRun(w, w*run, min((w+1)*run, len(names))) })
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					panicked.CompareAndSwap(nil, &r)
+				}
+			}()
+			readRun(w, w*run, min((w+1)*run, len(names)))
+		})
 	}
 	readRun(0, 0, min(run, len(names)))
 	wg.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(*r)
+	}
 	return l != nil && found.Load() && v.arranged != v.generation
 }
 
