@@ -25,19 +25,7 @@ type View struct {
 	// once per change.
 	arranged uint64
 
-	// spare are nodes to use next, and devices memory for the devices of
-	// nodes to come: see newNode.
-	spare   []*Node
-	devices []placement.Device
 }
-
-// Nodes are made nodeBlock at a time and their devices deviceBlock at a
-// time, which saves the allocator and the garbage collector work at the
-// informers' sync. The order they lie in is arrange's business.
-const (
-	nodeBlock   = 64
-	deviceBlock = 512
-)
 
 // New returns an empty view.
 func New() *View {
@@ -50,11 +38,7 @@ func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n := v.node(gn.Name)
-	buf := n.Placement.Devices
-	if cap(buf) < len(gn.Status.Devices) {
-		buf = v.deviceMemory(len(gn.Status.Devices))
-	}
-	n.Placement = placement.NewNode(gn, buf)
+	n.Placement = placement.NewNode(gn, n.Placement.Devices)
 	n.HasGPUNode = true
 	n.Heartbeat = time.Time{}
 	if hb := gn.Status.LastHeartbeatTime; hb != nil {
@@ -195,40 +179,11 @@ func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time
 func (v *View) node(name string) *Node {
 	n, ok := v.nodes[name]
 	if !ok {
-		n = v.newNode(name)
+		n = &Node{Placement: placement.Node{Name: name}, pods: map[types.UID]*Pod{}}
 		v.nodes[name] = n
 		v.generation++
 	}
 	return n
-}
-
-// newNode returns an empty node, the next of a block of nodes or one the
-// view forgot, with the memory its devices had.
-func (v *View) newNode(name string) *Node {
-	if len(v.spare) == 0 {
-		block := make([]Node, nodeBlock)
-		for i := range block {
-			v.spare = append(v.spare, &block[len(block)-1-i])
-		}
-	}
-	n := v.spare[len(v.spare)-1]
-	v.spare = v.spare[:len(v.spare)-1]
-	devices, pods := n.Placement.Devices[:0], n.pods
-	if pods == nil {
-		pods = map[types.UID]*Pod{}
-	}
-	*n = Node{Placement: placement.Node{Name: name, Devices: devices}, pods: pods}
-	return n
-}
-
-// deviceMemory returns room for count devices, after the room it gave before.
-func (v *View) deviceMemory(count int) []placement.Device {
-	if cap(v.devices)-len(v.devices) < count {
-		v.devices = make([]placement.Device, 0, max(deviceBlock, count))
-	}
-	start := len(v.devices)
-	v.devices = v.devices[:start+count]
-	return v.devices[start : start : start+count]
 }
 
 func (v *View) add(p *Pod) {
@@ -256,6 +211,5 @@ func (v *View) forgetIfEmpty(name string, n *Node) {
 	if !n.HasGPUNode && len(n.pods) == 0 {
 		delete(v.nodes, name)
 		v.generation++
-		v.spare = append(v.spare, n)
 	}
 }
