@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 )
 
@@ -77,21 +75,17 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	}
 
 	binds := newBindRecorder(r.o.Pods)
-	// The bench watches pods as Tessera's daemons and kube-scheduler do,
-	// in protobuf, so that its own share of the CPUs stays small.
-	watchClient, err := kubeclient.New(env.cp.Config)
+	watches, err := newBenchInformers(env)
 	if err != nil {
 		return err
 	}
-	kubeFactory := informers.NewSharedInformerFactoryWithOptions(watchClient, 0, informers.WithNamespace(benchNamespace))
-	pods := kubeFactory.Core().V1().Pods()
+	pods := watches.kube.Core().V1().Pods()
 	if _, err := pods.Informer().AddEventHandler(binds.handler()); err != nil {
 		return err
 	}
 	var kubelet *kubeletSim
-	tesseraFactory := externalversions.NewSharedInformerFactoryWithOptions(env.cp.Tessera, 0, externalversions.WithNamespace(benchNamespace))
 	if row == rowTessera {
-		allocations := tesseraFactory.Gpu().V1alpha1().GPUAllocations()
+		allocations := watches.tessera.Gpu().V1alpha1().GPUAllocations()
 		kubelet = newKubeletSim(env.cp.Tessera, pods.Lister(), allocations.Lister())
 		if _, err := allocations.Informer().AddEventHandler(kubelet.handler()); err != nil {
 			return err
@@ -102,24 +96,14 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 			return err
 		}
 	}
-	kubeFactory.Start(ctx.Done())
-	tesseraFactory.Start(ctx.Done())
 	// Informers and workers end with ctx, and before the control plane.
 	defer func() {
 		cancel()
-		kubeFactory.Shutdown()
-		tesseraFactory.Shutdown()
+		watches.shutdown()
 		wg.Wait()
 	}()
-	for typ, ok := range kubeFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("syncing the informer for %v: %w", typ, context.Cause(ctx))
-		}
-	}
-	for typ, ok := range tesseraFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("syncing the informer for %v: %w", typ, context.Cause(ctx))
-		}
+	if err := watches.start(ctx); err != nil {
+		return err
 	}
 	if kubelet != nil {
 		wg.Add(1)

@@ -11,12 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
-	"github.com/tessera-gpu/tessera/internal/kubeclient"
 )
 
 // WriteCost is what one kind of write cost the control plane, per write.
@@ -57,23 +54,19 @@ func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*Wr
 	if err := createNodes(ctx, env, o); err != nil {
 		return nil, err
 	}
-	watchClient, err := kubeclient.New(env.cp.Config)
+	watches, err := newBenchInformers(env)
 	if err != nil {
 		return nil, err
 	}
-	kubeFactory := informers.NewSharedInformerFactoryWithOptions(watchClient, 0, informers.WithNamespace(benchNamespace))
-	podLister := kubeFactory.Core().V1().Pods().Lister()
-	tesseraFactory := externalversions.NewSharedInformerFactoryWithOptions(env.cp.Tessera, 0, externalversions.WithNamespace(benchNamespace))
-	allocationLister := tesseraFactory.Gpu().V1alpha1().GPUAllocations().Lister()
-	kubeFactory.Start(ctx.Done())
-	tesseraFactory.Start(ctx.Done())
+	podLister := watches.kube.Core().V1().Pods().Lister()
+	allocationLister := watches.tessera.Gpu().V1alpha1().GPUAllocations().Lister()
 	defer func() {
 		cancel()
-		kubeFactory.Shutdown()
-		tesseraFactory.Shutdown()
+		watches.shutdown()
 	}()
-	kubeFactory.WaitForCacheSync(ctx.Done())
-	tesseraFactory.WaitForCacheSync(ctx.Done())
+	if err := watches.start(ctx); err != nil {
+		return nil, err
+	}
 
 	shapes := DefaultMix().Sequence(o.Pods)
 	p := newPlacer(o.Nodes, o.GPUsPerNode, o.Split)
