@@ -48,8 +48,9 @@ func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.Contai
 }
 
 // createAllocation writes the pod's GPUAllocation. It has no status yet,
-// which the API server shows as Pending (the CRD's default). An allocation of the same name left by an earlier pod of that name, or by an
-// unfinished bind of this one, is replaced.
+// which the API server shows as Pending (the CRD's default). An
+// allocation of the same name left by an earlier pod of that name, or by
+// an unfinished bind of this one, is replaced.
 func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) (*gpuv1alpha1.GPUAllocation, error) {
 	client := e.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace)
 	want := newAllocation(pod, node, containers)

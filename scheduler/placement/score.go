@@ -19,7 +19,8 @@ func (ft *Fitter) Load(node *Node, req *Request) (load float64, ok bool) {
 // Rank writes into scores, one for each of loads, the nodes' scores from 1
 // to extenderv1.MaxExtenderPriority by their loads, relative to one
 // another: Binpack gives the busiest node the top score and the emptiest
-// 1, Spread the reverse, and loads between scale linearly; any other policy counts as Binpack, the documented default.
+// 1, Spread the reverse, and loads between scale linearly; any other
+// policy counts as Binpack, the documented default.
 // Relative scores keep the policy decisive in a nearly empty cluster, where
 // absolute shares would all round to the same score and leave the choice to
 // kube-scheduler's own spreading. Equal loads score equally, and a node
