@@ -1,8 +1,12 @@
 package gpurequest
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -71,63 +75,103 @@ type Selection struct {
 }
 
 // ParseAnnotations reads the placement annotations. Each error names the
-// annotation and what it accepts.
+// annotation and what it accepts. A Tessera key and its HAMi alias may
+// both be set only when they say the same: a pod that asks for A100s under
+// one key and T4s under the other is refused rather than placed by
+// whichever key happens to win.
 func ParseAnnotations(annotations map[string]string) (Selection, error) {
 	var (
 		sel  Selection
 		errs field.ErrorList
 	)
 	path := field.NewPath("metadata", "annotations")
-	lookup := func(key string) (string, *field.Path, bool) {
-		if v, ok := annotations[key]; ok {
-			return v, path.Key(key), true
-		}
-		alias := annotationAliases[key]
-		v, ok := annotations[alias]
-		return v, path.Key(alias), ok
-	}
-	list := func(key string, lower bool) []string {
-		v, fldPath, ok := lookup(key)
-		if !ok {
-			return nil
-		}
-		items, err := parseList(v, lower)
-		if err != nil {
-			errs = append(errs, field.Invalid(fldPath, v, err.Error()))
-		}
-		return items
-	}
-	policy := func(key string) Policy {
-		v, fldPath, ok := lookup(key)
-		if !ok {
-			return ""
-		}
-		p, err := ParsePolicy(strings.TrimSpace(v))
-		if err != nil {
-			errs = append(errs, field.NotSupported(fldPath, v, []Policy{Binpack, Spread}))
-		}
-		return p
-	}
-
-	sel.Types = list(AnnotationGPUType, true)
-	sel.ExcludeTypes = list(AnnotationGPUTypeExclude, true)
-	sel.UUIDs = list(AnnotationGPUUUID, false)
-	sel.ExcludeUUIDs = list(AnnotationGPUUUIDExclude, false)
-	sel.NodePolicy = policy(AnnotationNodePolicy)
-	sel.GPUPolicy = policy(AnnotationGPUPolicy)
-	if v, fldPath, ok := lookup(AnnotationNUMABind); ok {
-		switch strings.TrimSpace(strings.ToLower(v)) {
-		case "true":
-			sel.NUMABind = true
-		case "false":
-		default:
-			errs = append(errs, field.NotSupported(fldPath, v, []string{"true", "false"}))
-		}
-	}
+	lower := func(v string) ([]string, error) { return parseList(v, true) }
+	exact := func(v string) ([]string, error) { return parseList(v, false) }
+	sel.Types = annotation(annotations, path, AnnotationGPUType, lower, slices.Equal, &errs)
+	sel.ExcludeTypes = annotation(annotations, path, AnnotationGPUTypeExclude, lower, slices.Equal, &errs)
+	sel.UUIDs = annotation(annotations, path, AnnotationGPUUUID, exact, slices.Equal, &errs)
+	sel.ExcludeUUIDs = annotation(annotations, path, AnnotationGPUUUIDExclude, exact, slices.Equal, &errs)
+	sel.NodePolicy = annotation(annotations, path, AnnotationNodePolicy, parsePolicyAnnotation, equal, &errs)
+	sel.GPUPolicy = annotation(annotations, path, AnnotationGPUPolicy, parsePolicyAnnotation, equal, &errs)
+	sel.NUMABind = annotation(annotations, path, AnnotationNUMABind, parseBool, equal, &errs)
 	return sel, errs.ToAggregate()
 }
 
+// annotation reads the annotation under key, or else under its HAMi
+// alias, with parse; when both are set, their values must parse the same.
+// Errors go to errs, and the value is then the zero value.
+func annotation[T any](annotations map[string]string, path *field.Path, key string, parse func(string) (T, error), same func(a, b T) bool, errs *field.ErrorList) T {
+	var zero T
+	alias := annotationAliases[key]
+	v, ok := annotations[key]
+	av, aliasOK := annotations[alias]
+	if !ok && !aliasOK {
+		return zero
+	}
+	if !ok {
+		key, v = alias, av
+	}
+	got, err := parse(v)
+	if err != nil {
+		*errs = append(*errs, invalidAnnotation(path.Key(key), v, err))
+		return zero
+	}
+	if ok && aliasOK {
+		other, err := parse(av)
+		if err != nil {
+			*errs = append(*errs, invalidAnnotation(path.Key(alias), av, err))
+			return zero
+		}
+		if !same(got, other) {
+			*errs = append(*errs, field.Invalid(path.Key(alias), av, fmt.Sprintf(
+				"disagrees with %s (%q): the two keys mean the same, so set one of them, or both to the same value", key, v)))
+			return zero
+		}
+	}
+	return got
+}
+
+// invalidAnnotation words a value parse refused: a NotSupported error
+// keeps its own type, so that it lists the accepted values.
+func invalidAnnotation(fldPath *field.Path, v string, err error) *field.Error {
+	var notSupported notSupportedError
+	if errors.As(err, &notSupported) {
+		return field.NotSupported(fldPath, v, notSupported.choices)
+	}
+	return field.Invalid(fldPath, v, err.Error())
+}
+
+// notSupportedError is a value outside a fixed set of choices.
+type notSupportedError struct{ choices []string }
+
+func (e notSupportedError) Error() string {
+	return fmt.Sprintf("must be one of %q", e.choices)
+}
+
+func equal[T comparable](a, b T) bool { return a == b }
+
+func parsePolicyAnnotation(v string) (Policy, error) {
+	p, err := ParsePolicy(strings.TrimSpace(v))
+	if err != nil {
+		return "", notSupportedError{[]string{string(Binpack), string(Spread)}}
+	}
+	return p, nil
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.TrimSpace(strings.ToLower(v)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, notSupportedError{[]string{"true", "false"}}
+}
+
 // parseList splits a comma-separated list, trimming spaces around entries.
+// An entry may hold only printable characters: a control or formatting
+// character (NUL, a right-to-left override) would make the value read
+// differently to a person than to the scheduler.
 func parseList(v string, lower bool) ([]string, error) {
 	parts := strings.Split(v, ",")
 	items := make([]string, 0, len(parts))
@@ -141,10 +185,29 @@ func parseList(v string, lower bool) ([]string, error) {
 		case strings.ContainsAny(p, " \t\n"):
 			return nil, fmt.Errorf("entry %d (%q) contains white space", i+1, p)
 		}
+		if r, ok := unprintable(p); ok {
+			return nil, fmt.Errorf("entry %d contains the character %U, which is not printable: must hold only letters, digits, punctuation and symbols", i+1, r)
+		}
 		if lower {
 			p = strings.ToLower(p)
 		}
 		items = append(items, p)
 	}
 	return items, nil
+}
+
+// unprintable returns the first rune of s that is not printable, or that
+// is not valid UTF-8.
+func unprintable(s string) (rune, bool) {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size <= 1 {
+				return r, true
+			}
+		}
+		if !unicode.IsPrint(r) {
+			return r, true
+		}
+	}
+	return 0, false
 }

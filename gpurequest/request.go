@@ -55,9 +55,9 @@ func (r ContainerRequest) MemoryOn(gpuMemoryMiB int64) int64 {
 }
 
 // PodRequests returns the requests of the pod's containers that ask for
-// GPUs, in the order the kubelet allocates them: init containers first. A
-// container that asks for memory or cores but no count gets one GPU, as the
-// webhook would have set. The error lists every invalid field of the pod.
+// GPUs, in the order the kubelet allocates them: init containers first. The
+// error lists every field of the pod that breaks a rule of
+// ContainerRequestOf; a pod with any such field has no requests.
 func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, error) {
 	var (
 		requests []ContainerRequest
@@ -91,10 +91,12 @@ func EachContainer(pod *corev1.Pod, visit func(c *corev1.Container, kind gpuv1al
 	}
 }
 
-// ContainerRequestOf reads one container's request. ok is false when the
-// container asks for none of the resources, or only for a count of 0 (which
-// charts often write to mean no GPU). errs names each invalid field and its
-// limit; path is the container's path in the pod.
+// ContainerRequestOf reads one container's request and checks it against
+// every rule that protects a node; both the webhook and the extender call
+// it, so that a pod the webhook never saw is held to the same rules. ok is
+// false when the container asks for none of the resources, or only for a
+// count of 0 (which charts often write to mean no GPU). errs names each
+// invalid field and its limit; path is the container's path in the pod.
 func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, names ResourceNames, path *field.Path) (req ContainerRequest, ok bool, errs field.ErrorList) {
 	req = ContainerRequest{Name: c.Name, Kind: kind}
 	if zeroCountOnly(c, names, path) {
@@ -106,24 +108,17 @@ func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, nam
 			return 0, false
 		}
 		ok = true
-		v, err := wholeNumber(q)
-		switch {
-		case err != nil:
+		v, err := boundedWholeNumber(q, max)
+		if err != nil {
 			errs = append(errs, field.Invalid(fldPath, q.String(), err.Error()))
-		case v <= 0:
-			errs = append(errs, field.Invalid(fldPath, q.String(), "must be greater than 0"))
-		case v > max:
-			errs = append(errs, field.Invalid(fldPath, q.String(), fmt.Sprintf("must be at most %d", max)))
-		default:
-			return v, true
 		}
-		return 0, true
+		return v, true
 	}
 
 	count, countSet := read(names.Count, MaxCount)
 	memory, memorySet := read(names.Memory, MaxMemoryMiB)
 	percent, percentSet := read(names.MemoryPercentage, MaxPercent)
-	cores, _ := read(names.Cores, MaxPercent)
+	cores, coresSet := read(names.Cores, MaxPercent)
 	if !ok {
 		return req, false, nil
 	}
@@ -132,14 +127,44 @@ func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, nam
 		errs = append(errs, field.Forbidden(fldPath,
 			fmt.Sprintf("may not be set together with %s: ask for memory in MiB or as a percentage, not both", names.Memory)))
 	}
-	if !countSet {
-		count = 1
+	slice := memorySet || percentSet || coresSet
+	if slice && !countSet {
+		errs = append(errs, missingCount(c, names, path))
+	}
+	if slice && privileged(c) {
+		errs = append(errs, field.Forbidden(path.Child("securityContext", "privileged"), fmt.Sprintf(
+			"must not be true when the container asks for a GPU slice (%s, %s or %s): a privileged container sees every GPU on the node, so its slice cannot be enforced; ask for whole GPUs with %s alone, or drop privileged",
+			names.Memory, names.MemoryPercentage, names.Cores, names.Count)))
 	}
 	req.Count = int32(count)
 	req.MemoryMiB = memory
 	req.MemoryPercent = int32(percent)
 	req.Cores = int32(cores)
 	return req, true, errs
+}
+
+// missingCount is the error of a container that asks for a slice but no
+// GPU count. The kubelet calls the device plugin only for containers that
+// ask for the count resource, so such a container would be placed but
+// never served: its allocation would hold the node's turn, and the next
+// pod the kubelet admits there could be handed its GPUs. The admission
+// webhook adds the count; a pod it did not see must carry it itself.
+func missingCount(c *corev1.Container, names ResourceNames, path *field.Path) *field.Error {
+	asked := names.Memory
+	for _, name := range []corev1.ResourceName{names.Memory, names.MemoryPercentage, names.Cores} {
+		if _, _, found := quantity(c, name, path); found {
+			asked = name
+			break
+		}
+	}
+	return field.Required(path.Child("resources", "limits").Key(string(names.Count)), fmt.Sprintf(
+		"the container asks for %s but not for %s, and the kubelet hands GPUs only to containers that ask for %s: add %s: 1 to its resources.limits",
+		asked, names.Count, names.Count, names.Count))
+}
+
+// privileged reports whether the container runs privileged.
+func privileged(c *corev1.Container) bool {
+	return c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
 }
 
 // zeroCountOnly reports whether the container's only GPU resource is a
@@ -169,7 +194,16 @@ func quantity(c *corev1.Container, name corev1.ResourceName, path *field.Path) (
 	return resource.Quantity{}, nil, false
 }
 
-func wholeNumber(q resource.Quantity) (int64, error) {
+// boundedWholeNumber returns q as a whole number from 1 to max. The bounds
+// are checked first, so that a value far too large to be an int64, such as
+// 1e30, is refused with the limit it broke.
+func boundedWholeNumber(q resource.Quantity, max int64) (int64, error) {
+	switch {
+	case q.Sign() <= 0:
+		return 0, fmt.Errorf("must be greater than 0")
+	case q.CmpInt64(max) > 0:
+		return 0, fmt.Errorf("must be at most %d", max)
+	}
 	v, exact := q.AsInt64()
 	if !exact {
 		return 0, fmt.Errorf("must be a whole number")

@@ -21,6 +21,7 @@ func limits(kv ...string) corev1.ResourceRequirements {
 
 func TestPodRequests(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
+	privileged := true
 	tests := []struct {
 		name    string
 		pod     corev1.Pod
@@ -30,9 +31,42 @@ func TestPodRequests(t *testing.T) {
 		name: "no GPU resources means no requests",
 		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("cpu", "1")}}}},
 	}, {
-		name: "memory alone gets a count of one",
-		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpumem", "4000")}}}},
+		name: "memory with a count is read",
+		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000")}}}},
 		want: []ContainerRequest{{Name: "a", Kind: gpuv1alpha1.ContainerApp, Count: 1, MemoryMiB: 4000}},
+	}, {
+		// The kubelet calls the device plugin only for the count resource:
+		// such a container would be placed and never served.
+		name: "a slice without a count is refused, saying what to add",
+		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpumem", "4000")}}}},
+		wantErr: []string{"spec.containers[0].resources.limits[nvidia.com/gpu]: Required value",
+			"asks for nvidia.com/gpumem but not for nvidia.com/gpu", "add nvidia.com/gpu: 1"},
+	}, {
+		name:    "cores without a count are refused too",
+		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpucores", "30")}}}},
+		wantErr: []string{"asks for nvidia.com/gpucores but not for nvidia.com/gpu"},
+	}, {
+		name: "a privileged container asking for a slice is refused",
+		pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+			Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")}}}},
+		wantErr: []string{"spec.containers[0].securityContext.privileged: Forbidden", "slice cannot be enforced"},
+	}, {
+		name: "a privileged container may have whole GPUs",
+		pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+			Resources: limits("nvidia.com/gpu", "2")}}}},
+		want: []ContainerRequest{{Name: "a", Kind: gpuv1alpha1.ContainerApp, Count: 2}},
+	}, {
+		name:    "memory far past an int64 names the limit",
+		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1e30")}}}},
+		wantErr: []string{"limits[nvidia.com/gpumem]", "must be at most 1073741824"},
+	}, {
+		name:    "a count far past an int64 names the limit",
+		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1e30")}}}},
+		wantErr: []string{"limits[nvidia.com/gpu]", "must be at most 64"},
+	}, {
+		name:    "a large negative amount must be greater than 0",
+		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpucores", "-1e30")}}}},
+		wantErr: []string{"limits[nvidia.com/gpucores]", "must be greater than 0"},
 	}, {
 		name: "count, percentage and cores are read",
 		pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a",
@@ -48,9 +82,9 @@ func TestPodRequests(t *testing.T) {
 		pod: corev1.Pod{Spec: corev1.PodSpec{
 			InitContainers: []corev1.Container{
 				{Name: "init", Resources: limits("nvidia.com/gpu", "1")},
-				{Name: "side", RestartPolicy: &always, Resources: limits("nvidia.com/gpumem", "100")},
+				{Name: "side", RestartPolicy: &always, Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "100")},
 			},
-			Containers: []corev1.Container{{Name: "app", Resources: limits("nvidia.com/gpucores", "10")}},
+			Containers: []corev1.Container{{Name: "app", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpucores", "10")}},
 		}},
 		want: []ContainerRequest{
 			{Name: "init", Kind: gpuv1alpha1.ContainerInit, Count: 1},
@@ -192,9 +226,29 @@ func TestParseAnnotations(t *testing.T) {
 		},
 		want: Selection{Types: []string{"t4"}, ExcludeUUIDs: []string{"GPU-9"}, NodePolicy: Binpack},
 	}, {
-		name:        "the Tessera key wins over the HAMi key",
+		name:        "a Tessera key and its HAMi alias that disagree are refused",
+		annotations: map[string]string{AnnotationGPUType: "A100", "nvidia.com/use-gputype": "T4"},
+		wantErr:     []string{`metadata.annotations[nvidia.com/use-gputype]: Invalid value: "T4": disagrees with tessera.dev/gpu-type ("A100")`},
+	}, {
+		name:        "disagreeing policies are refused too",
 		annotations: map[string]string{AnnotationGPUPolicy: "spread", "hami.io/gpu-scheduler-policy": "binpack"},
-		want:        Selection{GPUPolicy: Spread},
+		wantErr:     []string{"hami.io/gpu-scheduler-policy", "disagrees with tessera.dev/gpu-policy"},
+	}, {
+		name:        "a Tessera key and its HAMi alias that agree are read once",
+		annotations: map[string]string{AnnotationGPUType: "A100, t4", "nvidia.com/use-gputype": "a100,T4", AnnotationNUMABind: "true", "nvidia.com/numa-bind": "TRUE"},
+		want:        Selection{Types: []string{"a100", "t4"}, NUMABind: true},
+	}, {
+		name:        "a right-to-left override in a type is refused",
+		annotations: map[string]string{AnnotationGPUType: "A100\u202e"},
+		wantErr:     []string{"tessera.dev/gpu-type", "U+202E", "not printable"},
+	}, {
+		name:        "a NUL in a UUID is refused",
+		annotations: map[string]string{"nvidia.com/use-gpuuuid": "GPU-1\x00"},
+		wantErr:     []string{"nvidia.com/use-gpuuuid", "U+0000", "not printable"},
+	}, {
+		name:        "bytes that are not UTF-8 are refused",
+		annotations: map[string]string{AnnotationGPUTypeExclude: "t4\xff"},
+		wantErr:     []string{"tessera.dev/gpu-type-exclude", "not printable"},
 	}, {
 		name:        "an unknown policy is refused naming the key and the choices",
 		annotations: map[string]string{"hami.io/node-scheduler-policy": "random"},

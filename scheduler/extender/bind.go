@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -113,15 +114,31 @@ func (e *Extender) pod(ctx context.Context, args *extenderv1.ExtenderBindingArgs
 	return pod, nil
 }
 
-// validateBinding names each missing field of the binding arguments.
+// Bounds of the binding arguments: the longest names the API allows, and
+// room for any UID it makes. A longer value cannot name a real object, and
+// is never echoed back or logged.
+const (
+	maxNameLength      = validation.DNS1123SubdomainMaxLength
+	maxNamespaceLength = validation.DNS1123LabelMaxLength
+	maxUIDLength       = 128
+)
+
+// validateBinding names each missing or over-long field of the binding
+// arguments.
 func validateBinding(args *extenderv1.ExtenderBindingArgs) error {
 	var errs field.ErrorList
-	for _, f := range []struct{ name, value string }{
-		{"PodName", args.PodName}, {"PodNamespace", args.PodNamespace},
-		{"PodUID", string(args.PodUID)}, {"Node", args.Node},
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"PodName", args.PodName, maxNameLength}, {"PodNamespace", args.PodNamespace, maxNamespaceLength},
+		{"PodUID", string(args.PodUID), maxUIDLength}, {"Node", args.Node, maxNameLength},
 	} {
-		if f.value == "" {
+		switch {
+		case f.value == "":
 			errs = append(errs, field.Required(field.NewPath(f.name), ""))
+		case len(f.value) > f.max:
+			errs = append(errs, field.TooLong(field.NewPath(f.name), nil, f.max))
 		}
 	}
 	return errs.ToAggregate()

@@ -36,7 +36,7 @@ func TestRequeueIsTold(t *testing.T) {
 	f.ext.Requeue = r
 	names := []string{"t4"}
 	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("fits", nil, "nvidia.com/gpu=1"), NodeNames: &names})
-	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("big", nil, "nvidia.com/gpumem=20000"), NodeNames: &names})
+	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("big", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=20000"), NodeNames: &names})
 	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("bad", nil, "nvidia.com/gpumem=-1"), NodeNames: &names})
 	if !reflect.DeepEqual(r.rejected, []types.UID{"uid-big"}) {
 		t.Errorf("rejected %v, want only the pod no node fits", r.rejected)
@@ -184,6 +184,30 @@ func TestBindFailures(t *testing.T) {
 			wantError: "pod ns/p has UID uid-p, not uid-old", wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
 		},
 		{
+			// A pod the webhook never saw: the kubelet would never call
+			// Allocate for it, so it must not take the node's turn.
+			name: "a slice without a GPU count takes no turn and no GPU",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				return bindArgs(f.addPod(podSpec("p", nil, "nvidia.com/gpumem=10000")), "a100-1")
+			},
+			wantError: "add nvidia.com/gpu: 1 to its resources.limits", wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
+		},
+		{
+			name: "a privileged container asking for a slice takes no GPU",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				return bindArgs(f.addPod(privileged(gpuPod())), "a100-1")
+			},
+			wantError: "securityContext.privileged: Forbidden", wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
+		},
+		{
+			name: "an over-long node name is refused without being echoed",
+			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
+				args := bindArgs(f.addPod(gpuPod()), strings.Repeat("n", 1<<20))
+				return args
+			},
+			wantError: "Node: Too long: may not be more than 253 bytes", wantResult: metrics.ResultInvalid, wantUsage: []int64{0, 0},
+		},
+		{
 			name: "missing fields are named",
 			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
 				return &extenderv1.ExtenderBindingArgs{PodName: "p"}
@@ -205,7 +229,10 @@ func TestBindFailures(t *testing.T) {
 			args := tc.setup(f)
 			outcome, err := f.ext.Bind(t.Context(), args)
 			if err == nil || !strings.Contains(err.Error(), tc.wantError) {
-				t.Fatalf("err = %v, want %q", err, tc.wantError)
+				t.Fatalf("err = %.300v, want %q", err, tc.wantError)
+			}
+			if len(err.Error()) > 1024 {
+				t.Errorf("the error is %d bytes long, want at most 1024: %.300s...", len(err.Error()), err)
 			}
 			if outcome != tc.wantResult {
 				t.Errorf("result = %s, want %s", outcome, tc.wantResult)

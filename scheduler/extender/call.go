@@ -2,6 +2,7 @@ package extender
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -42,13 +43,23 @@ func (c *calls) put(v *call) {
 	c.pool.Put(v)
 }
 
-// read decodes the request's ExtenderArgs into c.args.
+// errNoPod is the answer to ExtenderArgs without a pod, such as a body of
+// null: filter and prioritize have nothing to decide for.
+var errNoPod = errors.New("Pod: Required value: the pod whose GPU request the nodes are filtered or scored for")
+
+// read decodes the request's ExtenderArgs into c.args; arguments without
+// a pod are an error.
 func (c *call) read(w http.ResponseWriter, r *http.Request) error {
 	c.body.Reset()
 	if err := readBody(&c.body, http.MaxBytesReader(w, r.Body, MaxRequestBytes)); err != nil {
 		return err
 	}
 	var err error
-	c.names, err = decodeArgs(c.body.Bytes(), &c.args, c.names[:0])
-	return err
+	if c.names, err = decodeArgs(c.body.Bytes(), &c.args, c.names[:0]); err != nil {
+		return err
+	}
+	if c.args.Pod == nil {
+		return errNoPod
+	}
+	return nil
 }

@@ -17,16 +17,13 @@ import (
 // filter decides for every candidate node whether the pod's GPU request
 // fits it, and for every other node why not, into out. Nodes that cannot
 // fit the pod even with every GPU free, or that take no GPU pods at all,
-// are unresolvable. It returns the outcome to count the call under.
+// are unresolvable. It returns the outcome to count the call under. args
+// must hold a pod (call.read checks it).
 func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, out *filterAnswer) string {
 	out.reset()
 	if !e.ready() {
 		out.err = errNotReady.Error()
 		return metrics.ResultError
-	}
-	if args.Pod == nil {
-		out.err = "Pod: Required value: the pod to filter nodes for"
-		return metrics.ResultInvalid
 	}
 	names := nodeNames(args)
 	pod := args.Pod

@@ -104,9 +104,27 @@ func TestFilter(t *testing.T) {
 			wantResult: metrics.ResultInvalid,
 		},
 		{
-			name:       "no pod",
+			// The webhook would have added the count; a pod it never saw
+			// (labelled tessera.dev/webhook=disabled) would be placed and
+			// never served by the kubelet, holding its node's turn.
+			name:       "a slice without a GPU count says what to add",
+			pod:        podSpec("p", nil, "nvidia.com/gpumem=1000"),
 			nodes:      all,
-			wantError:  "Pod: Required value",
+			wantError:  "limits[nvidia.com/gpu]: Required value: the container asks for nvidia.com/gpumem but not for nvidia.com/gpu",
+			wantResult: metrics.ResultInvalid,
+		},
+		{
+			name:       "a privileged container asking for a slice is refused",
+			pod:        privileged(podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=1000")),
+			nodes:      all,
+			wantError:  "spec.containers[0].securityContext.privileged: Forbidden",
+			wantResult: metrics.ResultInvalid,
+		},
+		{
+			name:       "a Tessera key and its HAMi alias that disagree are refused",
+			pod:        podSpec("p", map[string]string{"tessera.dev/gpu-type": "A100", "nvidia.com/use-gputype": "T4"}, "nvidia.com/gpu=1"),
+			nodes:      all,
+			wantError:  `disagrees with tessera.dev/gpu-type ("A100")`,
 			wantResult: metrics.ResultInvalid,
 		},
 		{

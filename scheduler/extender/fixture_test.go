@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	tesserafake "github.com/tessera-gpu/tessera/generated/clientset/versioned/fake"
@@ -118,6 +119,14 @@ func podSpec(name string, annotations map[string]string, resources ...string) *c
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), Annotations: annotations},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: limits}}}},
 	}
+}
+
+// privileged makes the pod's containers privileged.
+func privileged(p *corev1.Pod) *corev1.Pod {
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	}
+	return p
 }
 
 // addPod puts a pod in the API and the cache.

@@ -44,6 +44,10 @@ func TestHTTP(t *testing.T) {
 		{name: "nonsense quantity", method: "POST", path: "/filter", body: `{"Pod":{"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpumem":"lots"}}}]}},"NodeNames":["t4"]}`, wantStatus: 400, wantBody: "quantities must match the regular expression", verb: metrics.VerbFilter, result: metrics.ResultInvalid},
 		{name: "negative quantity", method: "POST", path: "/filter", body: `{"Pod":{"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpumem":"-5"}}}]}},"NodeNames":["t4"]}`, wantStatus: 200, wantBody: `Invalid value: \"-5\": must be greater than 0`, verb: metrics.VerbFilter, result: metrics.ResultInvalid},
 		{name: "bind of an unknown pod", method: "POST", path: "/bind", body: `{"PodName":"ghost","PodNamespace":"ns","PodUID":"u","Node":"a100-1"}`, wantStatus: 200, wantBody: `pods \"ghost\" not found`, verb: metrics.VerbBind, result: metrics.ResultInvalid},
+		{name: "filter with a null body", method: "POST", path: "/filter", body: "null", wantStatus: 400, wantBody: "Pod: Required value", verb: metrics.VerbFilter, result: metrics.ResultInvalid},
+		{name: "filter without a pod", method: "POST", path: "/filter", body: `{"NodeNames":["t4"]}`, wantStatus: 400, wantBody: "Pod: Required value", verb: metrics.VerbFilter, result: metrics.ResultInvalid},
+		{name: "prioritize with a null body", method: "POST", path: "/prioritize", body: "null", wantStatus: 400, wantBody: "Pod: Required value", verb: metrics.VerbPrioritize, result: metrics.ResultInvalid},
+		{name: "bind of a 1 MB node name", method: "POST", path: "/bind", body: `{"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"` + strings.Repeat("n", 1<<20) + `"}`, wantStatus: 200, wantBody: "Node: Too long: may not be more than 253 bytes", verb: metrics.VerbBind, result: metrics.ResultInvalid},
 		{name: "GET is not allowed", method: "GET", path: "/filter", wantStatus: 405},
 		{name: "unknown verb", method: "POST", path: "/preempt", body: "{}", wantStatus: 404},
 	}
@@ -69,7 +73,11 @@ func TestHTTP(t *testing.T) {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.wantStatus || !bytes.Contains(body, []byte(tc.wantBody)) {
-				t.Errorf("answer %d %s, want %d with %q", resp.StatusCode, body, tc.wantStatus, tc.wantBody)
+				t.Errorf("answer %d %.300s, want %d with %q", resp.StatusCode, body, tc.wantStatus, tc.wantBody)
+			}
+			// No answer echoes what it was sent at length.
+			if len(body) > 1024 {
+				t.Errorf("answer is %d bytes long, want at most 1024: %.300s...", len(body), body)
 			}
 			if tc.wantStatus != 404 && tc.wantStatus != 405 && resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("content type %q", resp.Header.Get("Content-Type"))

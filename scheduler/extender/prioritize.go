@@ -2,7 +2,6 @@ package extender
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -18,13 +17,11 @@ import (
 // policy, relative to the other candidates (placement.Rank), into out:
 // binpack favours the busiest node, spread the emptiest. A node the pod
 // does not fit scores 0. It returns the outcome to count the call under.
+// args must hold a pod (call.read checks it).
 func (e *Extender) prioritize(ctx context.Context, args *extenderv1.ExtenderArgs, out *priorityAnswer) (string, error) {
 	out.reset()
 	if !e.ready() {
 		return metrics.ResultError, errNotReady
-	}
-	if args.Pod == nil {
-		return metrics.ResultInvalid, errors.New("Pod: Required value: the pod to score nodes for")
 	}
 	pod := args.Pod
 	req, err := e.request(pod)

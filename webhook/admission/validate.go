@@ -53,11 +53,10 @@ func (a *Admitter) check(pod *corev1.Pod) ([]refusal, []gpurequest.ContainerRequ
 			return
 		}
 		asks = true
+		// The same rules the extender holds every pod to, whether or not
+		// the webhook saw it.
 		req, _, errs := gpurequest.ContainerRequestOf(c, kind, a.cfg.ResourceNames, path)
 		for _, err := range errs {
-			refusals = append(refusals, refusal{container: c.Name, err: err})
-		}
-		if err := a.checkPrivileged(c, path); err != nil {
 			refusals = append(refusals, refusal{container: c.Name, err: err})
 		}
 		if len(errs) == 0 {
@@ -81,19 +80,6 @@ func (a *Admitter) check(pod *corev1.Pod) ([]refusal, []gpurequest.ContainerRequ
 		return refusals, nil
 	}
 	return nil, requests
-}
-
-// checkPrivileged refuses a privileged container that asks for a slice: it
-// sees every GPU device of the node, so no limit on its share can hold.
-// Whole GPUs are allowed, as with NVIDIA's own device plugin.
-func (a *Admitter) checkPrivileged(c *corev1.Container, path *field.Path) *field.Error {
-	if !a.useOf(c).slice || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
-		return nil
-	}
-	names := a.cfg.ResourceNames
-	return field.Forbidden(path.Child("securityContext", "privileged"), fmt.Sprintf(
-		"must not be true when the container asks for a GPU slice (%s, %s or %s): a privileged container sees every GPU on the node, so its slice cannot be enforced; ask for whole GPUs with %s alone, or drop privileged",
-		names.Memory, names.MemoryPercentage, names.Cores, names.Count))
 }
 
 // fieldErrors unpacks the field errors of an aggregate; anything else

@@ -37,12 +37,12 @@ func TestValidateRefuses(t *testing.T) {
 		},
 		{
 			name:    "zero memory",
-			pod:     pod(limited("main", "nvidia.com/gpumem", "0")),
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "0")),
 			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpumem]: Invalid value: "0": must be greater than 0`,
 		},
 		{
 			name:    "negative cores",
-			pod:     pod(limited("main", "nvidia.com/gpucores", "-5")),
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "-5")),
 			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpucores]: Invalid value: "-5": must be greater than 0`,
 		},
 		{
@@ -52,12 +52,12 @@ func TestValidateRefuses(t *testing.T) {
 		},
 		{
 			name:    "fractional memory",
-			pod:     pod(limited("main", "nvidia.com/gpumem", "1500m")),
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1500m")),
 			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpumem]: Invalid value: "1500m": must be a whole number`,
 		},
 		{
 			name:    "percentage over 100",
-			pod:     pod(limited("main", "nvidia.com/gpumem-percentage", "120")),
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "120")),
 			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpumem-percentage]: Invalid value: "120": must be at most 100`,
 		},
 		{
@@ -67,7 +67,7 @@ func TestValidateRefuses(t *testing.T) {
 		},
 		{
 			name: "memory and percentage together",
-			pod:  pod(limited("main", "nvidia.com/gpumem", "4000", "nvidia.com/gpumem-percentage", "50")),
+			pod:  pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000", "nvidia.com/gpumem-percentage", "50")),
 			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpumem-percentage]: Forbidden: ` +
 				`may not be set together with nvidia.com/gpumem: ask for memory in MiB or as a percentage, not both`,
 		},
@@ -78,17 +78,43 @@ func TestValidateRefuses(t *testing.T) {
 		},
 		{
 			name: "privileged container asking for a slice",
-			pod:  pod(privileged(limited("main", "nvidia.com/gpumem", "4000"))),
+			pod:  pod(privileged(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000"))),
 			message: `container "main": spec.containers[0].securityContext.privileged: Forbidden: must not be true when the container asks for a GPU slice ` +
 				`(nvidia.com/gpumem, nvidia.com/gpumem-percentage or nvidia.com/gpucores): a privileged container sees every GPU on the node, ` +
 				`so its slice cannot be enforced; ask for whole GPUs with nvidia.com/gpu alone, or drop privileged`,
 			fields: []string{"spec.containers[0].securityContext.privileged"},
 		},
 		{
+			// The mutating webhook adds the count; a pod that reaches
+			// validation without it would be placed and never served.
+			name: "slice without a count",
+			pod:  pod(limited("main", "nvidia.com/gpumem-percentage", "100")),
+			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpu]: Required value: the container asks for ` +
+				`nvidia.com/gpumem-percentage but not for nvidia.com/gpu, and the kubelet hands GPUs only to containers that ask for nvidia.com/gpu: ` +
+				`add nvidia.com/gpu: 1 to its resources.limits`,
+		},
+		{
+			name:    "memory past an int64 names the limit",
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1e30")),
+			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpumem]: Invalid value: "1e30": must be at most 1073741824`,
+		},
+		{
+			name: "a Tessera key and its HAMi alias that disagree",
+			pod:  annotated(pod(limited("main", "nvidia.com/gpu", "1")), "tessera.dev/gpu-type", "A100", "nvidia.com/use-gputype", "T4"),
+			message: `metadata.annotations[nvidia.com/use-gputype]: Invalid value: "T4": disagrees with tessera.dev/gpu-type ("A100"): ` +
+				`the two keys mean the same, so set one of them, or both to the same value`,
+		},
+		{
+			name: "a right-to-left override in a GPU type",
+			pod:  annotated(pod(limited("main", "nvidia.com/gpu", "1")), "tessera.dev/gpu-type", "A100\u202e"),
+			message: `metadata.annotations[tessera.dev/gpu-type]: Invalid value: "A100\u202e": ` +
+				`entry 1 contains the character U+202E, which is not printable: must hold only letters, digits, punctuation and symbols`,
+		},
+		{
 			name: "init container is named by its own path",
 			pod: func() *corev1.Pod {
 				p := pod()
-				p.Spec.InitContainers = []corev1.Container{limited("warmup", "nvidia.com/gpucores", "101")}
+				p.Spec.InitContainers = []corev1.Container{limited("warmup", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "101")}
 				return p
 			}(),
 			message: `container "warmup": spec.initContainers[0].resources.limits[nvidia.com/gpucores]: Invalid value: "101": must be at most 100`,
@@ -117,7 +143,7 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name: "pod already bound to a node",
 			pod: func() *corev1.Pod {
-				p := pod(limited("main", "nvidia.com/gpumem", "4000"))
+				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000"))
 				p.Spec.NodeName = "node-1"
 				return p
 			}(),
@@ -127,8 +153,8 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name: "every reason is listed",
 			pod: pod(
-				limited("a", "nvidia.com/gpucores", "200"),
-				privileged(limited("b", "nvidia.com/gpumem-percentage", "101")),
+				limited("a", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "200"),
+				privileged(limited("b", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "101")),
 			),
 			message: `container "a": spec.containers[0].resources.limits[nvidia.com/gpucores]: Invalid value: "200": must be at most 100; ` +
 				`container "b": spec.containers[1].resources.limits[nvidia.com/gpumem-percentage]: Invalid value: "101": must be at most 100; ` +
@@ -180,7 +206,6 @@ func TestValidateAdmits(t *testing.T) {
 	}{
 		{name: "pod without GPUs", pod: pod(limited("main", "cpu", "1"))},
 		{name: "slice within every limit", pod: pod(limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "4000", "nvidia.com/gpucores", "100"))},
-		{name: "slice without a count", pod: pod(limited("main", "nvidia.com/gpumem-percentage", "100"))},
 		{
 			name: "privileged container with whole GPUs",
 			pod: func() *corev1.Pod {
@@ -192,7 +217,7 @@ func TestValidateAdmits(t *testing.T) {
 		{
 			name: "unprivileged security context with a slice",
 			pod: func() *corev1.Pod {
-				p := pod(limited("main", "nvidia.com/gpumem", "10"))
+				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "10"))
 				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(false)}
 				return p
 			}(),
@@ -268,13 +293,13 @@ func TestValidateWarns(t *testing.T) {
 		{
 			name:  "memory larger than any GPU",
 			nodes: []runtime.Object{gpuNode("a", 100, 24576, 24576), gpuNode("b", 100, 81920)},
-			pod:   pod(limited("main", "nvidia.com/gpumem", "90000")),
+			pod:   pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "90000")),
 			want:  []string{`container "main" asks for 90000 MiB of GPU memory, more than any GPU in the cluster has (largest: 81920 MiB)`},
 		},
 		{
 			name:  "cores more than any GPU offers",
 			nodes: []runtime.Object{gpuNode("a", 50, 24576)},
-			pod:   pod(limited("main", "nvidia.com/gpucores", "80")),
+			pod:   pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "80")),
 			want:  []string{`container "main" asks for 80 GPU cores, more than any GPU in the cluster has (most: 50)`},
 		},
 		{
@@ -298,7 +323,7 @@ func TestValidateWarns(t *testing.T) {
 		{
 			name:  "only the container that cannot fit is named",
 			nodes: []runtime.Object{gpuNode("a", 100, 24576)},
-			pod:   pod(limited("small", "nvidia.com/gpumem", "1000"), limited("big", "nvidia.com/gpumem", "30000")),
+			pod:   pod(limited("small", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), limited("big", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "30000")),
 			want:  []string{`container "big" asks for 30000 MiB of GPU memory, more than any GPU in the cluster has (largest: 24576 MiB)`},
 		},
 		{
@@ -309,7 +334,7 @@ func TestValidateWarns(t *testing.T) {
 		{
 			name:  "percentage fits any GPU",
 			nodes: []runtime.Object{gpuNode("a", 100, 1024)},
-			pod:   pod(limited("main", "nvidia.com/gpumem-percentage", "100")),
+			pod:   pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "100")),
 		},
 	}
 	for _, tc := range tests {

@@ -16,6 +16,7 @@ func TestExtender(t *testing.T) {
 	t.Run("capacity", func(t *testing.T) { testCapacity(ctx, t, e) })
 	t.Run("burst of 10 for one node", func(t *testing.T) { testBurst(ctx, t, e) })
 	t.Run("orphaned allocation", func(t *testing.T) { testOrphan(ctx, t, e) })
+	t.Run("pods the webhook did not see", func(t *testing.T) { testUnservable(ctx, t, e) })
 	t.Run("restart during a burst of 200", func(t *testing.T) { testRestart(ctx, t, e) })
 	t.Run("metrics", func(t *testing.T) { testMetrics(t, e) })
 	e.checkNoOvercommit(ctx, t)
