@@ -27,9 +27,16 @@ kube::codegen::gen_openapi \
 	--report-filename "$root/hack/api-rules-violations.list" \
 	--boilerplate "$boilerplate" \
 	"$out_root/apis"
+# The apply configurations carry the types' structured-merge schema, read
+# from the OpenAPI definitions just generated: without it the fake clientset
+# cannot create or apply Tessera's types, and no Extract helpers are made.
+schema=$(mktemp)
+trap 'rm -f "$schema"' EXIT
+go run ./hack/models-schema >"$schema"
 kube::codegen::gen_client \
 	--with-watch \
 	--with-applyconfig \
+	--applyconfig-openapi-schema "$schema" \
 	--output-dir "$out_root/generated" \
 	--output-pkg "$module/generated" \
 	--boilerplate "$boilerplate" \

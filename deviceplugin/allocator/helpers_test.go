@@ -98,10 +98,7 @@ func newStaleHarness(t *testing.T, pods []*corev1.Pod, apiAllocs, cachedAllocs [
 			t.Fatal(err)
 		}
 	}
-	// NewClientset's field-managed tracker needs the API's OpenAPI schema in
-	// the generated apply configurations, which they lack; the simple
-	// clientset serves these unit tests.
-	h := &unitHarness{tessera: tesserafake.NewSimpleClientset(tObjs...), kube: kubefake.NewClientset(kObjs...), ctx: ctx} //nolint:staticcheck
+	h := &unitHarness{tessera: tesserafake.NewClientset(tObjs...), kube: kubefake.NewClientset(kObjs...), ctx: ctx}
 	h.tessera.PrependReactor("update", "gpuallocations", h.optimisticConcurrency)
 	h.alloc = New(Config{
 		NodeName:      testNode,

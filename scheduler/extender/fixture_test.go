@@ -49,9 +49,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{
 		t: t, view: view.New(), clock: clocktesting.NewFakeClock(epoch),
-		// The generated NewClientset lacks the schema of Tessera's types
-		// that its field management needs.
-		kube: kubefake.NewClientset(), tessera: tesserafake.NewSimpleClientset(),
+		kube: kubefake.NewClientset(), tessera: tesserafake.NewClientset(),
 		recorder: events.NewFakeRecorder(100), ready: true,
 	}
 	f.gate = inflight.NewGate(f.clock, time.Minute)

@@ -39,6 +39,360 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.ContainerAllocation
+  map:
+    fields:
+    - name: devices
+      type:
+        list:
+          elementType:
+            namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.DeviceAllocation
+          elementRelationship: atomic
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.DeviceAllocation
+  map:
+    fields:
+    - name: cores
+      type:
+        scalar: numeric
+      default: 0
+    - name: index
+      type:
+        scalar: numeric
+      default: 0
+    - name: memoryMiB
+      type:
+        scalar: numeric
+      default: 0
+    - name: uuid
+      type:
+        scalar: string
+      default: ""
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUAllocation
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUAllocationSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUAllocationStatus
+      default: {}
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUAllocationSpec
+  map:
+    fields:
+    - name: containers
+      type:
+        list:
+          elementType:
+            namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.ContainerAllocation
+          elementRelationship: atomic
+    - name: gpuCount
+      type:
+        scalar: numeric
+    - name: memoryMiB
+      type:
+        scalar: numeric
+    - name: nodeName
+      type:
+        scalar: string
+      default: ""
+    - name: podUID
+      type:
+        scalar: string
+      default: ""
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUAllocationStatus
+  map:
+    fields:
+    - name: allocatedTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+    - name: phase
+      type:
+        scalar: string
+    - name: servedContainers
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUDevice
+  map:
+    fields:
+    - name: cores
+      type:
+        scalar: numeric
+      default: 0
+    - name: health
+      type:
+        scalar: string
+      default: ""
+    - name: healthMessage
+      type:
+        scalar: string
+    - name: index
+      type:
+        scalar: numeric
+      default: 0
+    - name: memoryMiB
+      type:
+        scalar: numeric
+      default: 0
+    - name: model
+      type:
+        scalar: string
+      default: ""
+    - name: numaNode
+      type:
+        scalar: numeric
+    - name: shareLimit
+      type:
+        scalar: numeric
+      default: 0
+    - name: uuid
+      type:
+        scalar: string
+      default: ""
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUNode
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUNodeSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUNodeStatus
+      default: {}
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUNodeSpec
+  map:
+    fields:
+    - name: cordonedDevices
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUNodeStatus
+  map:
+    fields:
+    - name: allocatableMemoryMiB
+      type:
+        scalar: numeric
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: devices
+      type:
+        list:
+          elementType:
+            namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUDevice
+          elementRelationship: associative
+          keys:
+          - uuid
+    - name: driverVersion
+      type:
+        scalar: string
+    - name: gpuCount
+      type:
+        scalar: numeric
+    - name: lastHeartbeatTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: memoryMiB
+      type:
+        scalar: numeric
+    - name: models
+      type:
+        scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+      default: ""
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: status
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
+  map:
+    elementType:
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: fieldsType
+      type:
+        scalar: string
+    - name: fieldsV1
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
+    - name: manager
+      type:
+        scalar: string
+    - name: operation
+      type:
+        scalar: string
+    - name: subresource
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: creationTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: deletionGracePeriodSeconds
+      type:
+        scalar: numeric
+    - name: deletionTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: finalizers
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: generateName
+      type:
+        scalar: string
+    - name: generation
+      type:
+        scalar: numeric
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: managedFields
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+          elementRelationship: atomic
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: ownerReferences
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+          elementRelationship: associative
+          keys:
+          - uid
+    - name: resourceVersion
+      type:
+        scalar: string
+    - name: selfLink
+      type:
+        scalar: string
+    - name: uid
+      type:
+        scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+      default: ""
+    - name: blockOwnerDeletion
+      type:
+        scalar: boolean
+    - name: controller
+      type:
+        scalar: boolean
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: uid
+      type:
+        scalar: string
+      default: ""
+    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+  scalar: untyped
 - name: __untyped_atomic_
   scalar: untyped
   list:

@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	internal "github.com/tessera-gpu/tessera/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -50,6 +53,47 @@ func GPUAllocation(name, namespace string) *GPUAllocationApplyConfiguration {
 	b.WithKind("GPUAllocation")
 	b.WithAPIVersion("gpu.tessera.dev/v1alpha1")
 	return b
+}
+
+// ExtractGPUAllocationFrom extracts the applied configuration owned by fieldManager from
+// gPUAllocation for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// gPUAllocation must be a unmodified GPUAllocation API object that was retrieved from the Kubernetes API.
+// ExtractGPUAllocationFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractGPUAllocationFrom(gPUAllocation *gpuv1alpha1.GPUAllocation, fieldManager string, subresource string) (*GPUAllocationApplyConfiguration, error) {
+	b := &GPUAllocationApplyConfiguration{}
+	err := managedfields.ExtractInto(gPUAllocation, internal.Parser().Type("com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUAllocation"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(gPUAllocation.Name)
+	b.WithNamespace(gPUAllocation.Namespace)
+
+	b.WithKind("GPUAllocation")
+	b.WithAPIVersion("gpu.tessera.dev/v1alpha1")
+	return b, nil
+}
+
+// ExtractGPUAllocation extracts the applied configuration owned by fieldManager from
+// gPUAllocation. If no managedFields are found in gPUAllocation for fieldManager, a
+// GPUAllocationApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// gPUAllocation must be a unmodified GPUAllocation API object that was retrieved from the Kubernetes API.
+// ExtractGPUAllocation provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractGPUAllocation(gPUAllocation *gpuv1alpha1.GPUAllocation, fieldManager string) (*GPUAllocationApplyConfiguration, error) {
+	return ExtractGPUAllocationFrom(gPUAllocation, fieldManager, "")
+}
+
+// ExtractGPUAllocationStatus extracts the applied configuration owned by fieldManager from
+// gPUAllocation for the status subresource.
+func ExtractGPUAllocationStatus(gPUAllocation *gpuv1alpha1.GPUAllocation, fieldManager string) (*GPUAllocationApplyConfiguration, error) {
+	return ExtractGPUAllocationFrom(gPUAllocation, fieldManager, "status")
 }
 
 func (b GPUAllocationApplyConfiguration) IsApplyConfiguration() {}

@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	internal "github.com/tessera-gpu/tessera/generated/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -47,6 +50,46 @@ func GPUNode(name string) *GPUNodeApplyConfiguration {
 	b.WithKind("GPUNode")
 	b.WithAPIVersion("gpu.tessera.dev/v1alpha1")
 	return b
+}
+
+// ExtractGPUNodeFrom extracts the applied configuration owned by fieldManager from
+// gPUNode for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// gPUNode must be a unmodified GPUNode API object that was retrieved from the Kubernetes API.
+// ExtractGPUNodeFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractGPUNodeFrom(gPUNode *gpuv1alpha1.GPUNode, fieldManager string, subresource string) (*GPUNodeApplyConfiguration, error) {
+	b := &GPUNodeApplyConfiguration{}
+	err := managedfields.ExtractInto(gPUNode, internal.Parser().Type("com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.GPUNode"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(gPUNode.Name)
+
+	b.WithKind("GPUNode")
+	b.WithAPIVersion("gpu.tessera.dev/v1alpha1")
+	return b, nil
+}
+
+// ExtractGPUNode extracts the applied configuration owned by fieldManager from
+// gPUNode. If no managedFields are found in gPUNode for fieldManager, a
+// GPUNodeApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// gPUNode must be a unmodified GPUNode API object that was retrieved from the Kubernetes API.
+// ExtractGPUNode provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractGPUNode(gPUNode *gpuv1alpha1.GPUNode, fieldManager string) (*GPUNodeApplyConfiguration, error) {
+	return ExtractGPUNodeFrom(gPUNode, fieldManager, "")
+}
+
+// ExtractGPUNodeStatus extracts the applied configuration owned by fieldManager from
+// gPUNode for the status subresource.
+func ExtractGPUNodeStatus(gPUNode *gpuv1alpha1.GPUNode, fieldManager string) (*GPUNodeApplyConfiguration, error) {
+	return ExtractGPUNodeFrom(gPUNode, fieldManager, "status")
 }
 
 func (b GPUNodeApplyConfiguration) IsApplyConfiguration() {}
