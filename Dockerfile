@@ -17,7 +17,7 @@ COPY . .
 # NVIDIA container toolkit mounts it), so the image ships no NVIDIA library.
 RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/tessera-extender ./scheduler \
  && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/tessera-webhook ./webhook \
- && CGO_ENABLED=1 go build -trimpath -ldflags=-s -o /out/tessera-device-plugin ./deviceplugin
+ && . hack/lib/cgo.sh && CGO_ENABLED=1 go build -trimpath -ldflags=-s -o /out/tessera-device-plugin ./deviceplugin
 
 # distroless/base has glibc (for the device plugin) and nothing else: no
 # shell, no package manager. Its default user is nonroot (65532); the chart

@@ -13,6 +13,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=hack/lib/cgo.sh
+source hack/lib/cgo.sh
 
 echo ">>> Building the control plane (cached after the first run; the first takes about 10 minutes)"
 TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)

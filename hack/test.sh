@@ -8,6 +8,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# shellcheck source=hack/lib/cgo.sh
+source hack/lib/cgo.sh
 
 step() { echo; echo "=== $* ($(date +%H:%M:%S))"; }
 
