@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,38 +27,16 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// TestLocalUp runs hack/local-up.sh as a user would, but with no terminal:
-// it waits for the examples to be placed, checks where they landed, checks
-// the extender's per-GPU metrics against the GPUAllocations, then stops it
-// with SIGINT and checks that nothing it started is left running.
+// TestLocalUp runs hack/local-up.sh exactly as the README gives it, from
+// the repository root with no flags and no terminal: it waits for the
+// examples to be placed, checks where they landed, checks the extender's
+// per-GPU metrics against the GPUAllocations, then stops it with SIGINT and
+// checks that nothing it started is left running.
 func TestLocalUp(t *testing.T) {
 	root := framework.RepoRoot()
-	stateDir := t.TempDir()
-	cmd := exec.Command(filepath.Join(root, "hack", "local-up.sh"), "--state-dir", stateDir)
+	cmd := exec.Command("hack/local-up.sh")
 	cmd.Dir = root
-	cmd.Stdin = nil
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-
-	out := &strings.Builder{}
-	up := make(chan struct{})
-	go func() {
-		scanner := bufio.NewScanner(stdout)
-		for scanner.Scan() {
-			line := scanner.Text()
-			out.WriteString(line + "\n")
-			if strings.HasPrefix(line, ">>> Tessera is up") {
-				close(up)
-			}
-		}
-	}()
+	out, up := startLocalUp(t, cmd)
 	select {
 	case <-up:
 	case <-time.After(15 * time.Minute):
@@ -68,6 +46,11 @@ func TestLocalUp(t *testing.T) {
 	t.Logf("local-up output:\n%s", output)
 
 	kubeconfig := field(t, output, "export KUBECONFIG=")
+	if !filepath.IsAbs(kubeconfig) {
+		t.Errorf("local-up printed KUBECONFIG=%s; a relative path works only from one directory", kubeconfig)
+	}
+	// A second terminal need not be in the repository.
+	t.Chdir(t.TempDir())
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +73,122 @@ func TestLocalUp(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("local-up did not stop within a minute of Ctrl-C")
 	}
-	if left := processesUsing(stateDir); len(left) > 0 {
-		t.Errorf("processes left running after Ctrl-C: %v", left)
+	checkNothingLeft(t, root)
+}
+
+// TestLocalUpExitAfterDemo runs "hack/local-up.sh --exit-after-demo" as
+// the README gives it, from the repository root and from another working
+// directory, and checks the placements it prints and that it stops by
+// itself, leaving nothing running.
+func TestLocalUpExitAfterDemo(t *testing.T) {
+	root := framework.RepoRoot()
+	for _, tc := range []struct {
+		name, dir, script string
+	}{
+		{"from the repository root", root, "hack/local-up.sh"},
+		{"from another directory", t.TempDir(), filepath.Join(root, "hack", "local-up.sh")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(tc.script, "--exit-after-demo")
+			cmd.Dir = tc.dir
+			out, _ := startLocalUp(t, cmd)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("local-up --exit-after-demo failed: %v\n%s", err, out.String())
+				}
+			case <-time.After(15 * time.Minute):
+				t.Fatalf("local-up --exit-after-demo did not finish:\n%s", out.String())
+			}
+			output := out.String()
+			t.Logf("local-up output:\n%s", output)
+			checkPrintedPlacements(t, output)
+			checkNothingLeft(t, root)
+		})
+	}
+}
+
+// startLocalUp starts cmd with its output collected, and returns the
+// output and a channel closed once local-up says it is up. The process is
+// killed when the test ends.
+func startLocalUp(t *testing.T, cmd *exec.Cmd) (*output, <-chan struct{}) {
+	t.Helper()
+	out := &output{up: make(chan struct{})}
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return out, out.up
+}
+
+// output collects what local-up prints, written by exec's copying
+// goroutine and read by the test, and closes up at ">>> Tessera is up".
+type output struct {
+	mu   sync.Mutex
+	b    strings.Builder
+	up   chan struct{}
+	isUp bool
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.b.Write(p)
+	if !o.isUp && strings.Contains(o.b.String(), "\n>>> Tessera is up") {
+		o.isUp = true
+		close(o.up)
+	}
+	return len(p), nil
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+// checkPrintedPlacements checks the table local-up prints: every example
+// pod Running, and where the examples that pin a model or a node landed.
+func checkPrintedPlacements(t *testing.T, output string) {
+	t.Helper()
+	nodes := map[string]string{}
+	for _, line := range strings.Split(output, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 3 || fields[0] == "POD" || strings.HasPrefix(line, ">>>") {
+			continue
+		}
+		if fields[1] != string(corev1.PodRunning) && fields[1] != string(corev1.PodPending) {
+			continue
+		}
+		if fields[1] != string(corev1.PodRunning) {
+			t.Errorf("example pod %s is %s: %s", fields[0], fields[1], line)
+		}
+		nodes[fields[0]] = fields[2]
+	}
+	if len(nodes) != 11 {
+		t.Errorf("the printed table lists %d example pods, want 11", len(nodes))
+	}
+	if nodes["a100-only"] != "gpu-a100" {
+		t.Errorf("the table puts a100-only on %q, want gpu-a100", nodes["a100-only"])
+	}
+	if nodes["not-t4"] == "gpu-t4" {
+		t.Error("the table puts not-t4 on the T4 node")
+	}
+	if nodes["binpack-1"] != nodes["binpack-2"] {
+		t.Errorf("the table puts the binpack pods on %q and %q, want one node", nodes["binpack-1"], nodes["binpack-2"])
+	}
+}
+
+// checkNothingLeft fails the test if a process started by local-up, which
+// keeps its state under the repository's _output/local-up, still runs.
+func checkNothingLeft(t *testing.T, root string) {
+	t.Helper()
+	if left := processesUsing(filepath.Join(root, "_output", "local-up")); len(left) > 0 {
+		t.Errorf("processes left running after local-up stopped: %v", left)
 	}
 }
 

@@ -32,6 +32,15 @@ type endpoint struct{ what, url string }
 
 func run(ctx context.Context, o options) error {
 	start := time.Now()
+	// Both directories end up in kubeconfigs and in the daemons' flags,
+	// which are read from other working directories.
+	for _, dir := range []*string{&o.stateDir, &o.binDir} {
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return err
+		}
+		*dir = abs
+	}
 	if err := os.RemoveAll(o.stateDir); err != nil {
 		return err
 	}

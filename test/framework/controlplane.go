@@ -89,6 +89,12 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 			return nil, err
 		}
 	}
+	// Every path written into a kubeconfig or a configuration file must
+	// hold from any working directory: client-go resolves a relative
+	// certificate path against the kubeconfig's own folder, not ours.
+	if opts.Dir, err = filepath.Abs(opts.Dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
