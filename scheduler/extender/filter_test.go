@@ -38,7 +38,7 @@ func TestFilter(t *testing.T) {
 			setup:        func(f *fixture) { f.place("other", "uid-other", "t4-gpu0", 14000, 0) },
 			nodes:        []string{"a100-1", "t4"},
 			wantFeasible: []string{"a100-1"},
-			wantFailed:   map[string]string{"t4": "0/1 GPUs fit: 1 not enough memory"},
+			wantFailed:   map[string]string{"t4": "node(s) had 0/1 GPUs that fit (1 not enough memory)"},
 			wantResult:   metrics.ResultSuccess,
 		},
 		{

@@ -40,7 +40,7 @@ var reasonText = [NumReasons]string{
 	ReasonUnhealthy:      "unhealthy",
 	ReasonCordoned:       "cordoned",
 	ReasonTypeMismatch:   "type mismatch",
-	ReasonUUIDExcluded:   "UUID excluded",
+	ReasonUUIDExcluded:   "excluded by UUID",
 	ReasonExclusiveTaken: "in use, exclusive use asked",
 	ReasonShareLimit:     "share limit reached",
 	ReasonMemory:         "not enough memory",
@@ -76,15 +76,39 @@ const (
 	DetailInvalidRequest
 )
 
+// MaxNamed is the most GPUs a Failure names.
+const MaxNamed = 4
+
+// Named is one GPU that the pod selected by UUID and that does not fit it,
+// with what a person needs to know to act on it.
+type Named struct {
+	// UUID and Index identify the GPU.
+	UUID  string
+	Index int32
+	// Reason is the first rule the GPU breaks.
+	Reason Reason
+	// Whole is set when one container of another pod holds the GPU
+	// alone: all its memory or all its compute.
+	Whole bool
+	// FreeMemoryMiB and MemoryMiB are the GPU's free and allocatable memory.
+	FreeMemoryMiB, MemoryMiB int64
+	// FreeCores is the compute not yet allocated, in percent of the GPU.
+	FreeCores int32
+	// ShareLimit is how many containers may share the GPU.
+	ShareLimit int32
+}
+
 // Failure says why a node does not fit a request. It is a plain value so
 // that filtering allocates nothing; Error formats it only when asked.
 type Failure struct {
-	// Total is the number of GPUs on the node.
+	// Total is the number of GPUs on the node; when Selected, the number
+	// of them the pod selected.
 	Total int32
-	// Fit is the number of GPUs that fit each of the pod's containers on
-	// its own, NUMA binding included.
+	// Fit is the number of those GPUs that fit each of the pod's
+	// containers on its own, NUMA binding included.
 	Fit int32
-	// Counts holds, for each reason, the number of GPUs that fail for it.
+	// Counts holds, for each reason, the number of those GPUs that fail
+	// for it.
 	Counts [NumReasons]int32
 	// Detail is what the counts do not say.
 	Detail Detail
@@ -94,23 +118,55 @@ type Failure struct {
 	// Unresolvable is true when the node could never fit the request, even
 	// with every pod on it gone: freeing GPUs (preemption) does not help.
 	Unresolvable bool
+	// Selected is set when the pod selected GPUs by UUID: the GPUs it did
+	// not select are not counted, and the selected ones that do not fit
+	// are named, the first MaxNamed of them in Named.
+	Selected bool
+	Named    [MaxNamed]Named
 }
 
-// Error words the failure for a person, such as
-// "0/8 GPUs fit: 5 not enough memory, 3 share limit reached".
+// Error words the failure so that it reads well where kube-scheduler puts
+// it: after the number of nodes that failed for the same reason, as in
+// "0/3 nodes are available: 2 node(s) had 0/8 GPUs that fit (5 not enough
+// memory, 3 share limit reached)". A pod that selected GPUs by UUID is
+// told about each of them, as in "1 node(s) had 0/1 of the pod's selected
+// GPUs that fit (GPU-a, index 0: held whole by another pod)".
 func (f *Failure) Error() string {
-	var b strings.Builder
 	switch f.Detail {
 	case DetailTooManyDevices:
-		return fmt.Sprintf("node has %d GPUs, placement handles at most %d", f.Total, MaxDevices)
+		return fmt.Sprintf("node(s) had %d GPUs, more than placement handles (%d)", f.Total, MaxDevices)
 	case DetailInvalidRequest:
-		return "pod's GPU request is out of placement's limits"
+		return "node(s) not checked: the pod's GPU request is out of placement's limits"
 	}
-	fmt.Fprintf(&b, "%d/%d GPUs fit", f.Fit, f.Total)
+	if f.Selected && f.Total == 0 {
+		return "node(s) had none of the pod's selected GPUs"
+	}
+	var b strings.Builder
+	if f.Selected {
+		fmt.Fprintf(&b, "node(s) had %d/%d of the pod's selected GPUs that fit", f.Fit, f.Total)
+	} else {
+		fmt.Fprintf(&b, "node(s) had %d/%d GPUs that fit", f.Fit, f.Total)
+	}
 	if f.Detail == DetailTooFew && f.Needed > 1 {
 		fmt.Fprintf(&b, ", %d needed", f.Needed)
 	}
-	// Reasons by count, most first; ties in the order of the constants.
+	if f.Selected {
+		f.writeNamed(&b)
+	} else {
+		f.writeCounts(&b)
+	}
+	switch f.Detail {
+	case DetailTogether:
+		b.WriteString(", but not all the pod's containers at once")
+	case DetailSearchLimit:
+		b.WriteString(", but the search for a placement gave up")
+	}
+	return b.String()
+}
+
+// writeCounts writes the reasons by count, most first; ties in the order
+// of the constants.
+func (f *Failure) writeCounts(b *strings.Builder) {
 	var order [NumReasons]Reason
 	n := 0
 	for r := range NumReasons {
@@ -127,17 +183,62 @@ func (f *Failure) Error() string {
 	for i, r := range order[:n] {
 		sep := ", "
 		if i == 0 {
-			sep = ": "
+			sep = " ("
 		}
-		fmt.Fprintf(&b, "%s%d %s", sep, f.Counts[r], r)
+		fmt.Fprintf(b, "%s%d %s", sep, f.Counts[r], r)
 	}
-	switch f.Detail {
-	case DetailTogether:
-		b.WriteString("; the pod's containers do not fit together")
-	case DetailSearchLimit:
-		b.WriteString("; the search for a placement gave up")
+	if n > 0 {
+		b.WriteByte(')')
 	}
-	return b.String()
+}
+
+// writeNamed writes each named GPU and why it does not fit.
+func (f *Failure) writeNamed(b *strings.Builder) {
+	named := 0
+	for i := range f.Named {
+		g := &f.Named[i]
+		if g.UUID == "" {
+			break
+		}
+		sep := "; "
+		if i == 0 {
+			sep = " ("
+		}
+		fmt.Fprintf(b, "%s%s, index %d: %s", sep, g.UUID, g.Index, g.why())
+		named++
+	}
+	if more := f.Total - f.Fit - int32(named); more > 0 {
+		fmt.Fprintf(b, "; %d more", more)
+	}
+	if named > 0 {
+		b.WriteByte(')')
+	}
+}
+
+// why says what keeps the GPU from the pod.
+func (g *Named) why() string {
+	switch {
+	case g.Whole && (g.Reason == ReasonExclusiveTaken || g.Reason == ReasonShareLimit ||
+		g.Reason == ReasonMemory || g.Reason == ReasonCores):
+		return "held whole by another pod"
+	case g.Reason == ReasonExclusiveTaken:
+		return "in use by other pods, and the pod asks for it whole"
+	case g.Reason == ReasonShareLimit:
+		return fmt.Sprintf("shared by as many containers as it allows (%d)", g.ShareLimit)
+	case g.Reason == ReasonMemory:
+		return fmt.Sprintf("not enough memory, %d MiB free of %d", g.FreeMemoryMiB, g.MemoryMiB)
+	case g.Reason == ReasonCores && g.FreeCores <= 0:
+		return "its compute is fully allocated"
+	case g.Reason == ReasonCores:
+		return fmt.Sprintf("not enough compute, %d%% free", g.FreeCores)
+	case g.Reason == ReasonUUIDExcluded:
+		return "also excluded by the pod"
+	case g.Reason == ReasonTypeMismatch:
+		return "not of the pod's GPU type"
+	case g.Reason == ReasonNUMA:
+		return "too few of the pod's GPUs on its NUMA node"
+	}
+	return g.Reason.String()
 }
 
 // reset empties the failure for a node of total GPUs.

@@ -95,11 +95,27 @@ func (e *engine) failure(f *Failure, empty *engine) {
 			decided |= lost
 		}
 	}
+	f.Selected = len(e.req.Selection.UUIDs) > 0
+	if f.Selected {
+		f.Total = 0
+	}
+	named := 0
 	for g := range e.node.Devices {
-		if decided&(1<<g) != 0 {
-			f.Counts[reasons[g]]++
-		} else {
+		d := &e.node.Devices[g]
+		if f.Selected && !equalAnyFold(d.UUID, e.req.Selection.UUIDs) {
+			continue
+		}
+		if f.Selected {
+			f.Total++
+		}
+		if decided&(1<<g) == 0 {
 			f.Fit++
+			continue
+		}
+		f.Counts[reasons[g]]++
+		if f.Selected && named < MaxNamed {
+			f.Named[named] = e.named(d, reasons[g])
+			named++
 		}
 	}
 	// A search that gave up says nothing about an empty node either; the
@@ -107,4 +123,17 @@ func (e *engine) failure(f *Failure, empty *engine) {
 	if !e.free && e.outcome != DetailSearchLimit {
 		f.Unresolvable = !empty.place(e.node, e.req, false) && empty.outcome != DetailSearchLimit
 	}
+}
+
+// named describes device d, which the pod selected and which fails for r.
+func (e *engine) named(d *Device, r Reason) Named {
+	n := Named{UUID: d.UUID, Index: d.Index, Reason: r, MemoryMiB: d.MemoryMiB, ShareLimit: d.ShareLimit}
+	if !e.free {
+		n.FreeMemoryMiB = max(d.MemoryMiB-d.UsedMemoryMiB, 0)
+		n.FreeCores = max(d.Cores-d.UsedCores, 0)
+		n.Whole = d.UsedShares == 1 && (d.UsedMemoryMiB >= d.MemoryMiB || d.UsedCores >= d.Cores)
+	} else {
+		n.FreeMemoryMiB, n.FreeCores = d.MemoryMiB, d.Cores
+	}
+	return n
 }

@@ -19,7 +19,7 @@ func testCapacity(ctx context.Context, t *testing.T, e *env) {
 
 	t.Run("a pod no GPU can ever fit says why", func(t *testing.T) {
 		e.createPod(ctx, t, gpuPod("cap-huge", group, nil, ctr{name: "main", count: 1, memory: 20000}))
-		e.waitFailedScheduling(ctx, t, "cap-huge", "0/1 GPUs fit: 1 not enough memory")
+		e.waitFailedScheduling(ctx, t, "cap-huge", "1 node(s) had 0/1 GPUs that fit (1 not enough memory)")
 		e.deletePod(ctx, t, "cap-huge")
 	})
 
@@ -40,6 +40,19 @@ func testCapacity(ctx context.Context, t *testing.T, e *env) {
 			t.Errorf("pod went to %s", pod.Spec.NodeName)
 		}
 		e.deletePod(ctx, t, "cap-second")
+	})
+
+	t.Run("a pod pinned to a GPU held by another pod is told which GPU and why", func(t *testing.T) {
+		e.createPod(ctx, t, gpuPod("cap-whole", group, nil, ctr{name: "main", count: 1}))
+		_, alloc := e.waitBound(ctx, t, "cap-whole")
+		uuid := alloc.Spec.Containers[0].Devices[0].UUID
+		pinned := map[string]string{"tessera.dev/gpu-uuid": uuid}
+		e.createPod(ctx, t, gpuPod("cap-pinned", group, pinned, ctr{name: "main", count: 1, memory: 1000}))
+		e.waitFailedScheduling(ctx, t, "cap-pinned",
+			"1 node(s) had 0/1 of the pod's selected GPUs that fit ("+uuid+", index 0: held whole by another pod)")
+		e.deletePod(ctx, t, "cap-whole")
+		e.waitBound(ctx, t, "cap-pinned")
+		e.deletePod(ctx, t, "cap-pinned")
 	})
 
 	t.Run("a finished pod frees its GPUs at once", func(t *testing.T) {
