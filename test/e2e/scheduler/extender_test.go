@@ -12,6 +12,7 @@ func TestExtender(t *testing.T) {
 	ctx := t.Context()
 	t.Run("shapes", func(t *testing.T) { testShapes(ctx, t, e) })
 	t.Run("node policy", func(t *testing.T) { testNodePolicy(ctx, t, e) })
+	t.Run("a pod's preference beats the node policy", func(t *testing.T) { testPreferenceBeatsPolicy(ctx, t, e) })
 	t.Run("GPU policy", func(t *testing.T) { testGPUPolicy(ctx, t, e) })
 	t.Run("capacity", func(t *testing.T) { testCapacity(ctx, t, e) })
 	t.Run("burst of 10 for one node", func(t *testing.T) { testBurst(ctx, t, e) })
