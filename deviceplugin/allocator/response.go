@@ -3,7 +3,6 @@ package allocator
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -25,6 +24,9 @@ const PreloadContainerPath = "/etc/ld.so.preload"
 
 // ResponseConfig says what a container gets besides its devices.
 type ResponseConfig struct {
+	// DeviceListStrategy is how the GPUs reach the container runtime, one
+	// of config.DeviceListStrategies; empty means config.StrategyEnvVar.
+	DeviceListStrategy string
 	// LibraryHostPath is the HAMi-core library on the node; empty: no
 	// library is mounted.
 	LibraryHostPath string
@@ -35,7 +37,8 @@ type ResponseConfig struct {
 }
 
 // Container returns the kubelet's answer for one container: its physical
-// GPUs, the limits HAMi-core enforces, and the library mounts.
+// GPUs in the form the strategy says, the limits HAMi-core enforces (as
+// variables, whatever the strategy), and the library mounts.
 func (r ResponseConfig) Container(podUID types.UID, c gpuv1alpha1.ContainerAllocation) *pluginapi.ContainerAllocateResponse {
 	uuids := make([]string, 0, len(c.Devices))
 	env := map[string]string{}
@@ -43,7 +46,6 @@ func (r ResponseConfig) Container(podUID types.UID, c gpuv1alpha1.ContainerAlloc
 		uuids = append(uuids, d.UUID)
 		env[EnvMemoryLimitPrefix+strconv.Itoa(i)] = fmt.Sprintf("%dm", d.MemoryMiB)
 	}
-	env[EnvVisibleDevices] = strings.Join(uuids, ",")
 	// The scheduler gives a container the same share of each of its GPUs.
 	cores := int32(0)
 	if len(c.Devices) > 0 {
@@ -56,11 +58,12 @@ func (r ResponseConfig) Container(podUID types.UID, c gpuv1alpha1.ContainerAlloc
 	env[EnvSharedCache] = fmt.Sprintf("/tmp/tessera-vgpu-%s-%s.cache", podUID, c.Name)
 
 	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
+	listDevices(r.DeviceListStrategy, uuids, resp)
 	if r.LibraryHostPath != "" {
-		resp.Mounts = []*pluginapi.Mount{
-			{ContainerPath: r.LibraryContainerPath, HostPath: r.LibraryHostPath, ReadOnly: true},
-			{ContainerPath: PreloadContainerPath, HostPath: r.PreloadHostPath, ReadOnly: true},
-		}
+		resp.Mounts = append(resp.Mounts,
+			&pluginapi.Mount{ContainerPath: r.LibraryContainerPath, HostPath: r.LibraryHostPath, ReadOnly: true},
+			&pluginapi.Mount{ContainerPath: PreloadContainerPath, HostPath: r.PreloadHostPath, ReadOnly: true},
+		)
 	}
 	return resp
 }

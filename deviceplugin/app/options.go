@@ -47,6 +47,10 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ProcRoot, "proc-root", c.ProcRoot, "proc file system used to map GPU processes to pods")
 	fs.DurationVar(&c.HealthRecoveryPeriod.Duration, "health-recovery-period", c.HealthRecoveryPeriod.Duration, "how long an unhealthy GPU must stay quiet before it is healthy again")
 	fs.DurationVar(&c.AllocationLookupTimeout.Duration, "allocation-lookup-timeout", c.AllocationLookupTimeout.Duration, "how long Allocate waits for a GPUAllocation its cache has not seen")
+	fs.StringVar(&c.DeviceListStrategy, "device-list-strategy", c.DeviceListStrategy, "how containers get their GPUs: envvar, volume-mounts or cdi")
+	fs.StringVar(&c.CDISpecDir, "cdi-spec-dir", c.CDISpecDir, "directory the container runtime reads CDI specs from (strategy cdi)")
+	fs.StringVar(&c.DriverRoot, "driver-root", c.DriverRoot, "where the plugin sees the NVIDIA driver's root; set, NVML is loaded from there rather than injected by the container toolkit")
+	fs.StringVar(&c.HostDriverRoot, "host-driver-root", c.HostDriverRoot, "the host path of --driver-root, named in the CDI spec")
 	logsapi.AddFlags(o.Logs, fs)
 }
 

@@ -59,6 +59,43 @@ type Configuration struct {
 	// AllocationLookupTimeout bounds how long Allocate waits for the pod's
 	// GPUAllocation to appear when the plugin's cache has not seen it yet.
 	AllocationLookupTimeout metav1.Duration `json:"allocationLookupTimeout"`
+	// DeviceListStrategy is how a container's GPUs reach the NVIDIA
+	// container runtime: StrategyEnvVar, StrategyVolumeMounts or
+	// StrategyCDI.
+	DeviceListStrategy string `json:"deviceListStrategy"`
+	// CDISpecDir is the directory the container runtime reads CDI specs
+	// from; with StrategyCDI the plugin writes its GPUs' spec there.
+	CDISpecDir string `json:"cdiSpecDir"`
+	// DriverRoot is where the plugin sees the root of the NVIDIA driver's
+	// files (a host path mounted into its container). Set, the plugin
+	// loads NVML from there instead of relying on the container toolkit,
+	// and the CDI spec mounts the driver's libraries from there. Empty:
+	// NVML is found by the dynamic loader.
+	DriverRoot string `json:"driverRoot,omitempty"`
+	// HostDriverRoot is the host path of DriverRoot: the CDI spec names
+	// host paths, which the container runtime mounts.
+	HostDriverRoot string `json:"hostDriverRoot"`
+}
+
+// Device-list strategies: how a container's GPUs reach the NVIDIA
+// container runtime. They are the NVIDIA device plugin's.
+const (
+	// StrategyEnvVar lists the GPU UUIDs in NVIDIA_VISIBLE_DEVICES.
+	StrategyEnvVar = "envvar"
+	// StrategyVolumeMounts mounts one empty file per GPU under
+	// /var/run/nvidia-container-devices, which a toolkit configured with
+	// accept-nvidia-visible-devices-as-volume-mounts reads; unlike the
+	// variable, an image or an unprivileged pod cannot set it.
+	StrategyVolumeMounts = "volume-mounts"
+	// StrategyCDI names the GPUs as CDI devices of the spec the plugin
+	// writes, which a CDI-enabled runtime (containerd 1.7+, CRI-O 1.23+)
+	// applies.
+	StrategyCDI = "cdi"
+)
+
+// DeviceListStrategies are the supported strategies.
+func DeviceListStrategies() []string {
+	return []string{StrategyEnvVar, StrategyVolumeMounts, StrategyCDI}
 }
 
 // Defaults of the fields a file or flag leaves unset.
@@ -73,6 +110,9 @@ const (
 	DefaultProcRoot             = "/proc"
 	DefaultHealthRecovery       = 5 * time.Minute
 	DefaultAllocationLookup     = 5 * time.Second
+	DefaultDeviceListStrategy   = StrategyEnvVar
+	DefaultCDISpecDir           = "/var/run/cdi"
+	DefaultHostDriverRoot       = "/"
 )
 
 // DefaultIgnoredXIDs are XIDs an application causes (graphics engine
@@ -97,6 +137,9 @@ func Default() Configuration {
 		IgnoredXIDs:             DefaultIgnoredXIDs(),
 		HealthRecoveryPeriod:    metav1.Duration{Duration: DefaultHealthRecovery},
 		AllocationLookupTimeout: metav1.Duration{Duration: DefaultAllocationLookup},
+		DeviceListStrategy:      DefaultDeviceListStrategy,
+		CDISpecDir:              DefaultCDISpecDir,
+		HostDriverRoot:          DefaultHostDriverRoot,
 	}
 }
 

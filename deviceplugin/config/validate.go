@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -51,6 +52,12 @@ func (c *Configuration) Validate() error {
 	if c.LibraryPath != "" {
 		errs = append(errs, absolute(field.NewPath("libraryContainerPath"), c.LibraryContainerPath, true)...)
 	}
+	if !slices.Contains(DeviceListStrategies(), c.DeviceListStrategy) {
+		errs = append(errs, field.NotSupported(field.NewPath("deviceListStrategy"), c.DeviceListStrategy, DeviceListStrategies()))
+	}
+	errs = append(errs, absolute(field.NewPath("cdiSpecDir"), c.CDISpecDir, c.DeviceListStrategy == StrategyCDI)...)
+	errs = append(errs, absolute(field.NewPath("driverRoot"), c.DriverRoot, false)...)
+	errs = append(errs, absolute(field.NewPath("hostDriverRoot"), c.HostDriverRoot, true)...)
 	errs = append(errs, period(field.NewPath("heartbeatPeriod"), c.HeartbeatPeriod.Duration)...)
 	errs = append(errs, period(field.NewPath("simulatedReloadPeriod"), c.SimulatedReloadPeriod.Duration)...)
 	errs = append(errs, period(field.NewPath("healthRecoveryPeriod"), c.HealthRecoveryPeriod.Duration)...)

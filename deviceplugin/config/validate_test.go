@@ -30,6 +30,12 @@ func TestValidate(t *testing.T) {
 		{name: "plugin dir absolute", mutate: func(c *Configuration) { c.PluginDir = "plugins" }, want: "pluginDir: Invalid value: \"plugins\": must be an absolute path"},
 		{name: "library path absolute", mutate: func(c *Configuration) { c.LibraryPath = "libvgpu.so" }, want: "libraryPath: Invalid value"},
 		{name: "container library path needed with a library", mutate: func(c *Configuration) { c.LibraryPath = "/l.so"; c.LibraryContainerPath = "" }, want: "libraryContainerPath: Required value"},
+		{name: "every device-list strategy is valid", mutate: func(c *Configuration) { c.DeviceListStrategy = StrategyVolumeMounts }},
+		{name: "cdi with its spec directory", mutate: func(c *Configuration) { c.DeviceListStrategy = StrategyCDI; c.DriverRoot = "/driver-root" }},
+		{name: "unknown device-list strategy", mutate: func(c *Configuration) { c.DeviceListStrategy = "mounts" },
+			want: `deviceListStrategy: Unsupported value: "mounts": supported values: "envvar", "volume-mounts", "cdi"`},
+		{name: "cdi needs a spec directory", mutate: func(c *Configuration) { c.DeviceListStrategy = StrategyCDI; c.CDISpecDir = "" }, want: "cdiSpecDir: Required value"},
+		{name: "driver root absolute", mutate: func(c *Configuration) { c.DriverRoot = "driver" }, want: `driverRoot: Invalid value: "driver": must be an absolute path`},
 		{name: "heartbeat not too short", mutate: func(c *Configuration) { c.HeartbeatPeriod.Duration = time.Millisecond }, want: "heartbeatPeriod: Invalid value: \"1ms\": must be at least 100ms"},
 	}
 	for _, tt := range tests {

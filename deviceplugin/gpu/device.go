@@ -1,5 +1,7 @@
 package gpu
 
+import "strconv"
+
 // Device is one physical GPU as the backend reports it, before any scaling.
 type Device struct {
 	// UUID identifies the GPU, such as "GPU-8f3c...".
@@ -14,6 +16,9 @@ type Device struct {
 	NUMANode int
 	// Health says whether the GPU can take work.
 	Health Health
+	// DeviceNodes are the device files a container needs to use the GPU,
+	// such as /dev/nvidia0, besides the driver's control devices.
+	DeviceNodes []string
 }
 
 // Health is a GPU's health and, when unhealthy, why.
@@ -37,3 +42,6 @@ func Healthy() Health { return Health{Healthy: true} }
 
 // Unhealthy is the health of a GPU that reported an error.
 func Unhealthy(message string) Health { return Health{Message: message} }
+
+// DeviceNode returns the device file of the GPU with the minor number.
+func DeviceNode(minor int) string { return "/dev/nvidia" + strconv.Itoa(minor) }

@@ -18,8 +18,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/allocator"
+	"github.com/tessera-gpu/tessera/deviceplugin/cdispec"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/deviceplugin/dpserver"
+	"github.com/tessera-gpu/tessera/deviceplugin/driver"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
 	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
@@ -139,6 +141,15 @@ func (p *Plugin) Run(ctx context.Context) error {
 		if err := p.writePreloadFile(); err != nil {
 			return err
 		}
+		if p.cfg.DeviceListStrategy == config.StrategyCDI {
+			w := cdispec.Writer{Dir: p.cfg.CDISpecDir}
+			if p.cfg.DriverRoot != "" {
+				w.DriverRoot = driver.Root{Path: p.cfg.DriverRoot, HostPath: p.cfg.HostDriverRoot}
+			}
+			if err := w.Write(ctx, found); err != nil {
+				return err
+			}
+		}
 		p.serveKubelet(ctx, g, inv, caches, publisher)
 	}
 
@@ -161,6 +172,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		Clock:         p.deps.Clock,
 		LookupTimeout: p.cfg.AllocationLookupTimeout.Duration,
 		Response: allocator.ResponseConfig{
+			DeviceListStrategy:   p.cfg.DeviceListStrategy,
 			LibraryHostPath:      p.cfg.LibraryPath,
 			LibraryContainerPath: p.cfg.LibraryContainerPath,
 			PreloadHostPath:      p.cfg.PreloadFilePath(),

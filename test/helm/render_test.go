@@ -47,6 +47,7 @@ func variants() map[string]render {
 			"devicePlugin": map[string]any{
 				"splitCount": 4, "memoryScaling": 1.5, "coreScaling": 2, "libraryPath": "/usr/local/vgpu/libvgpu.so",
 				"privileged": true, "runtimeClassName": "nvidia", "heartbeatPeriod": "30s",
+				"deviceListStrategy": "cdi", "cdiSpecDir": "/etc/cdi", "driverRoot": "/run/nvidia/driver",
 				"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 					"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{
 						"key": "nvidia.com/gpu.product", "operator": "In", "values": []any{"NVIDIA-A100-SXM4-40GB"}}}}}}}},
@@ -175,6 +176,16 @@ func TestValuesRefused(t *testing.T) {
 			name:   "relative library path",
 			values: map[string]any{"devicePlugin": map[string]any{"libraryPath": "vgpu/libvgpu.so"}},
 			want:   []string{"/devicePlugin/libraryPath"},
+		},
+		{
+			name:   "unknown device-list strategy",
+			values: map[string]any{"devicePlugin": map[string]any{"deviceListStrategy": "mounts"}},
+			want:   []string{"/devicePlugin/deviceListStrategy", "volume-mounts"},
+		},
+		{
+			name:   "cdi without the driver root",
+			values: map[string]any{"devicePlugin": map[string]any{"deviceListStrategy": "cdi"}},
+			want:   []string{"devicePlugin.deviceListStrategy cdi needs devicePlugin.driverRoot"},
 		},
 		{
 			name:   "port out of range",

@@ -11,13 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
-	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/deviceplugin/config"
-	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
 	"github.com/tessera-gpu/tessera/deviceplugin/vdevice"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -53,24 +50,11 @@ func TestDevicePluginWithTheKubeletDeviceManager(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "gpus.yaml"), fourGPUs)
 	library := filepath.Join(dir, "hami", "libvgpu.so")
 	writeFile(t, library, "not really a library")
-	cfg := config.Default()
-	cfg.NodeName = node
-	cfg.SplitCount = splitCount
-	cfg.SimulatedGPUFile = filepath.Join(dir, "gpus.yaml")
-	cfg.PluginDir = pluginapi.DevicePluginPath
+	cfg := pluginConfig(node, filepath.Join(dir, "gpus.yaml"))
 	cfg.LibraryPath = library
-	cfg.MetricsAddress = ""
-	cfg.AllocationLookupTimeout = metav1.Duration{Duration: 2 * time.Second}
 
 	kl := startKubelet(t, logger, nil)
-	p, err := plugin.New(cfg, plugin.Dependencies{Kube: cp.Kube, Tessera: cp.Tessera})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopPlugin := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	defer func() { stopPlugin(); <-done }()
+	defer runPlugin(ctx, t, cp, cfg)()
 
 	kl.waitForDevices(t, logger, 4*splitCount)
 

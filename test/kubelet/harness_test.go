@@ -23,6 +23,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	dpconfig "github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -90,6 +92,37 @@ func (k *kubelet) waitForDevices(t *testing.T, logger klog.Logger, n int64) {
 	}
 	capacity, allocatable, _ := k.mgr.GetCapacity(logger)
 	t.Fatalf("kubelet sees capacity %v allocatable %v, want %d %s", capacity, allocatable, n, gpuResource)
+}
+
+// pluginConfig configures the plugin for the node, with the simulated
+// GPUs of the file, serving the in-process kubelet.
+func pluginConfig(node, gpuFile string) dpconfig.Configuration {
+	cfg := dpconfig.Default()
+	cfg.NodeName = node
+	cfg.SplitCount = splitCount
+	cfg.SimulatedGPUFile = gpuFile
+	cfg.PluginDir = pluginapi.DevicePluginPath
+	cfg.MetricsAddress = ""
+	cfg.AllocationLookupTimeout = metav1.Duration{Duration: 2 * time.Second}
+	return cfg
+}
+
+// runPlugin runs Tessera's device plugin until the returned stop is called.
+func runPlugin(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cfg dpconfig.Configuration) (stop func()) {
+	t.Helper()
+	p, err := plugin.New(cfg, plugin.Dependencies{Kube: cp.Kube, Tessera: cp.Tessera})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("device plugin: %v", err)
+		}
+	}
 }
 
 // admit allocates the pod's containers in the kubelet's order, init

@@ -61,13 +61,18 @@ func (b *Backend) describe(index int, h nvml.Device) (gpu.Device, error) {
 	if ret != nvml.SUCCESS {
 		return gpu.Device{}, fmt.Errorf("memory: %v", ret)
 	}
+	minor, ret := h.GetMinorNumber()
+	if ret != nvml.SUCCESS {
+		return gpu.Device{}, fmt.Errorf("minor number: %v", ret)
+	}
 	return gpu.Device{
-		UUID:      uuid,
-		Index:     index,
-		Model:     name,
-		MemoryMiB: int64(mem.Total >> 20),
-		NUMANode:  b.numaNode(h),
-		Health:    gpu.Healthy(),
+		UUID:        uuid,
+		Index:       index,
+		Model:       name,
+		MemoryMiB:   int64(mem.Total >> 20),
+		NUMANode:    b.numaNode(h),
+		Health:      gpu.Healthy(),
+		DeviceNodes: []string{gpu.DeviceNode(minor)},
 	}, nil
 }
 

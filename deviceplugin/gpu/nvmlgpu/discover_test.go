@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,17 +26,17 @@ func TestDiscoverMixedServer(t *testing.T) {
 		t.Errorf("driver version %q", inv.DriverVersion)
 	}
 	want := []gpu.Device{
-		{UUID: node.UUID(0), Index: 0, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.UUID(1), Index: 1, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.UUID(2), Index: 2, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.UUID(3), Index: 3, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
-		{UUID: node.UUID(4), Index: 4, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 1, Health: gpu.Healthy()},
+		{UUID: node.UUID(0), Index: 0, DeviceNodes: []string{"/dev/nvidia0"}, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(1), Index: 1, DeviceNodes: []string{"/dev/nvidia1"}, Model: "Mock NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(2), Index: 2, DeviceNodes: []string{"/dev/nvidia2"}, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(3), Index: 3, DeviceNodes: []string{"/dev/nvidia3"}, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: node.UUID(4), Index: 4, DeviceNodes: []string{"/dev/nvidia4"}, Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, NUMANode: 1, Health: gpu.Healthy()},
 	}
 	if len(inv.Devices) != len(want) {
 		t.Fatalf("found %d GPUs, want %d", len(inv.Devices), len(want))
 	}
 	for i := range want {
-		if inv.Devices[i] != want[i] {
+		if !reflect.DeepEqual(inv.Devices[i], want[i]) {
 			t.Errorf("GPU %d = %+v, want %+v", i, inv.Devices[i], want[i])
 		}
 	}

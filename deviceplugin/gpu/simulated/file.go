@@ -160,6 +160,9 @@ func (f *File) Devices() []gpu.Device {
 			MemoryMiB: g.MemoryMiB,
 			NUMANode:  numa,
 			Health:    health,
+			// A real GPU's minor number is its index but for rare
+			// cases: good enough for a simulated one.
+			DeviceNodes: []string{gpu.DeviceNode(g.index(i))},
 		})
 	}
 	return devices

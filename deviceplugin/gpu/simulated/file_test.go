@@ -3,6 +3,7 @@ package simulated
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -89,15 +90,15 @@ gpus:
 	}
 	got := f.Devices()
 	want := []gpu.Device{
-		{UUID: "GPU-a", Index: 1, Model: "NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 1, Health: gpu.Healthy()},
-		{UUID: "GPU-b", Index: 0, Model: "NVIDIA A30", MemoryMiB: 24576, NUMANode: -1, Health: gpu.Unhealthy("XID 79")},
-		{UUID: "GPU-c", Index: 2, Model: "NVIDIA A30", MemoryMiB: 24576, NUMANode: -1, Health: gpu.Unhealthy("marked unhealthy in the simulated GPU file")},
+		{UUID: "GPU-a", Index: 1, DeviceNodes: []string{"/dev/nvidia1"}, Model: "NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, NUMANode: 1, Health: gpu.Healthy()},
+		{UUID: "GPU-b", Index: 0, DeviceNodes: []string{"/dev/nvidia0"}, Model: "NVIDIA A30", MemoryMiB: 24576, NUMANode: -1, Health: gpu.Unhealthy("XID 79")},
+		{UUID: "GPU-c", Index: 2, DeviceNodes: []string{"/dev/nvidia2"}, Model: "NVIDIA A30", MemoryMiB: 24576, NUMANode: -1, Health: gpu.Unhealthy("marked unhealthy in the simulated GPU file")},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d devices, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("device %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}

@@ -41,6 +41,10 @@ The extended resource names as one YAML/CEL list literal, for the
 webhook's matchConditions.
 */}}
 {{- define "tessera.resourceNameList" -}}
+{{- $d := .Values.devicePlugin -}}
+{{- if and (eq $d.deviceListStrategy "cdi") (not $d.driverRoot) -}}
+{{- fail "devicePlugin.deviceListStrategy cdi needs devicePlugin.driverRoot (\"/\" for a driver installed on the host, /run/nvidia/driver for the GPU operator's): the CDI spec mounts the driver's libraries from there, or CUDA finds none in the container" -}}
+{{- end -}}
 {{- $n := .Values.resourceNames -}}
 [{{ list $n.count $n.memory $n.memoryPercentage $n.cores | toJson | trimPrefix "[" | trimSuffix "]" | replace "\"" "'" | replace "," ", " }}]
 {{- end -}}
@@ -75,6 +79,10 @@ so that two durations can be compared.
 {{- $maxAge := include "tessera.seconds" $s.extender.heartbeatMaxAge | float64 -}}
 {{- if lt $maxAge (mulf 2.0 $heartbeat) -}}
 {{- fail (printf "scheduler.extender.heartbeatMaxAge %s must be at least twice devicePlugin.heartbeatPeriod %s: one late heartbeat would take a healthy node out of scheduling" $s.extender.heartbeatMaxAge .Values.devicePlugin.heartbeatPeriod) -}}
+{{- end -}}
+{{- $d := .Values.devicePlugin -}}
+{{- if and (eq $d.deviceListStrategy "cdi") (not $d.driverRoot) -}}
+{{- fail "devicePlugin.deviceListStrategy cdi needs devicePlugin.driverRoot (\"/\" for a driver installed on the host, /run/nvidia/driver for the GPU operator's): the CDI spec mounts the driver's libraries from there, or CUDA finds none in the container" -}}
 {{- end -}}
 {{- $n := .Values.resourceNames -}}
 {{- if ne (len (list $n.count $n.memory $n.memoryPercentage $n.cores | uniq)) 4 -}}
