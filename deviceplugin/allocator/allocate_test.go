@@ -87,6 +87,21 @@ func TestAllocateServes(t *testing.T) {
 			wantPhase:  gpuv1alpha1.AllocationAllocated,
 		},
 		{
+			name:  "memory scaled above the GPU's turns HAMi-core's over-subscription on",
+			alloc: testAllocation("p", "uid-p", testNode, container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 60000, 0))),
+			resp:  ResponseConfig{MemoryOversubscribed: true},
+			req:   request(1),
+			want: []*pluginapi.ContainerAllocateResponse{{Envs: map[string]string{
+				"NVIDIA_VISIBLE_DEVICES":          "GPU-b",
+				"CUDA_DEVICE_MEMORY_LIMIT_0":      "60000m",
+				"CUDA_DEVICE_SM_LIMIT":            "0",
+				"CUDA_DEVICE_MEMORY_SHARED_CACHE": "/tmp/tessera-vgpu-uid-p-main.cache",
+				"CUDA_OVERSUBSCRIBE":              "true",
+			}}},
+			wantServed: []string{"main"},
+			wantPhase:  gpuv1alpha1.AllocationAllocated,
+		},
+		{
 			name:  "init container is served first and the allocation stays Pending",
 			alloc: twoContainers,
 			req:   request(1),

@@ -17,6 +17,9 @@ const (
 	EnvMemoryLimitPrefix = "CUDA_DEVICE_MEMORY_LIMIT_"
 	EnvSMLimit           = "CUDA_DEVICE_SM_LIMIT"
 	EnvSharedCache       = "CUDA_DEVICE_MEMORY_SHARED_CACHE"
+	// EnvOversubscribe lets HAMi-core back allocations beyond the GPU's
+	// free memory with host memory.
+	EnvOversubscribe = "CUDA_OVERSUBSCRIBE"
 )
 
 // PreloadContainerPath is where the preload file appears in the container.
@@ -34,6 +37,12 @@ type ResponseConfig struct {
 	LibraryContainerPath string
 	// PreloadHostPath is the node file mounted as /etc/ld.so.preload.
 	PreloadHostPath string
+	// MemoryOversubscribed says that the node publishes its GPUs with more
+	// memory than they have (memoryScaling above 1): the memory the
+	// scheduler hands out may exceed what is physically free, and only
+	// HAMi-core's over-subscription keeps such a container from failing
+	// its allocations.
+	MemoryOversubscribed bool
 }
 
 // Container returns the kubelet's answer for one container: its physical
@@ -56,6 +65,9 @@ func (r ResponseConfig) Container(podUID types.UID, c gpuv1alpha1.ContainerAlloc
 	// the physical GPU.
 	env[EnvSMLimit] = strconv.Itoa(int(min(cores, 100)))
 	env[EnvSharedCache] = fmt.Sprintf("/tmp/tessera-vgpu-%s-%s.cache", podUID, c.Name)
+	if r.MemoryOversubscribed {
+		env[EnvOversubscribe] = "true"
+	}
 
 	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
 	listDevices(r.DeviceListStrategy, uuids, resp)

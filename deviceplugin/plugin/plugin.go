@@ -176,6 +176,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 			LibraryHostPath:      p.cfg.LibraryPath,
 			LibraryContainerPath: p.cfg.LibraryContainerPath,
 			PreloadHostPath:      p.cfg.PreloadFilePath(),
+			MemoryOversubscribed: p.cfg.MemoryScaling > 1,
 		},
 	})
 	devices := len(inv.Devices())

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -90,6 +91,12 @@ func TestDeviceListStrategiesThroughTheKubelet(t *testing.T) {
 			cfg := pluginConfig(node, filepath.Join(dir, "gpus.yaml"))
 			cfg.DeviceListStrategy = strategy
 			cfg.CDISpecDir = filepath.Join(dir, "cdi-"+strategy)
+			// One run over-commits memory: its containers, and only
+			// theirs, get HAMi-core's over-subscription.
+			oversubscribed := strategy == config.StrategyVolumeMounts
+			if oversubscribed {
+				cfg.MemoryScaling = 1.5
+			}
 			kl := startKubelet(t, logger, nil)
 			defer runPlugin(ctx, t, cp, cfg)()
 			kl.waitForDevices(t, logger, 4*splitCount)
@@ -111,6 +118,7 @@ func TestDeviceListStrategiesThroughTheKubelet(t *testing.T) {
 							t.Errorf("container %s got no device options", name)
 						} else {
 							checkStrategy(t, strategy, name, o, uuids, tc.limits[name])
+							checkOversubscribed(t, name, o, oversubscribed)
 						}
 					}
 				})
@@ -185,5 +193,15 @@ func checkSpec(t *testing.T, dir string) {
 	want := []string{"tessera.dev/gpu=GPU-k-0", "tessera.dev/gpu=GPU-k-1", "tessera.dev/gpu=GPU-k-2", "tessera.dev/gpu=GPU-k-3"}
 	if got := cache.ListDevices(); !slices.Equal(got, want) {
 		t.Errorf("CDI devices in %s: %v, want %v", dir, got, want)
+	}
+}
+
+// checkOversubscribed checks that the container may over-subscribe its
+// GPUs' memory exactly when the node over-commits it.
+func checkOversubscribed(t *testing.T, name string, o *devicemanager.DeviceRunContainerOptions, want bool) {
+	t.Helper()
+	got := slices.ContainsFunc(o.Envs, func(e kubecontainer.EnvVar) bool { return e.Name == "CUDA_OVERSUBSCRIBE" && e.Value == "true" })
+	if got != want {
+		t.Errorf("container %s: CUDA_OVERSUBSCRIBE=true %v, want %v (env %v)", name, got, want, o.Envs)
 	}
 }
