@@ -28,6 +28,7 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 	"github.com/tessera-gpu/tessera/deviceplugin/podproc"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/internal/httpserver"
 )
 
 // stopTimeout bounds the last status write when the plugin stops.
@@ -255,14 +256,8 @@ func (p *Plugin) serveMetrics(ctx context.Context, reg *prometheus.Registry) err
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.Handler(reg))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
-	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	srv := httpserver.New(ctx, mux, httpserver.DefaultTimeouts())
+	if err := httpserver.Serve(ctx, stopTimeout, httpserver.Listener{Server: srv, Listener: lis}); err != nil {
 		return fmt.Errorf("serving metrics: %w", err)
 	}
 	return nil

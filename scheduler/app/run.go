@@ -2,16 +2,15 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/internal/httpserver"
 	"github.com/tessera-gpu/tessera/scheduler/options"
 )
 
@@ -66,49 +65,25 @@ func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ls
 		s.stop()
 	}()
 
-	servers := []*http.Server{newHTTPServer(ctx, s.mux)}
-	listeners := []net.Listener{ls.Extender}
-	if ls.Metrics != nil {
-		servers = append(servers, newHTTPServer(ctx, s.operational))
-		listeners = append(listeners, ls.Metrics)
-	}
-	served := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() {
-			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
-				served <- fmt.Errorf("serving HTTP on %s: %w", listeners[i].Addr(), err)
-			}
-		}()
-	}
+	// Binds cut off at shutdown are retried by kube-scheduler.
+	timeouts := serverTimeouts(cfg)
+	servers := []httpserver.Listener{{Server: httpserver.New(ctx, s.mux, timeouts), Listener: ls.Extender}}
 	logger.Info("Scheduler extender serving", "address", ls.Extender.Addr().String())
 	if ls.Metrics != nil {
+		servers = append(servers, httpserver.Listener{Server: httpserver.New(ctx, s.operational, timeouts), Listener: ls.Metrics})
 		logger.Info("Serving metrics and health", "address", ls.Metrics.Addr().String())
 	}
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-	}
-	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer done()
-	for _, srv := range servers {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
-			// Binds that wait for their node are cut off; kube-scheduler retries them.
-			srv.Close()
-		}
-	}
+	err = httpserver.Serve(ctx, 5*time.Second, servers...)
 	logger.Info("Scheduler extender stopped")
-	return serveErr
+	return err
 }
 
-// newHTTPServer returns a server whose requests end with ctx.
-func newHTTPServer(ctx context.Context, h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+// serverTimeouts are the defaults, with room in the answer for a bind
+// that waits its longest for its node's turn and then writes to the API.
+func serverTimeouts(cfg *options.Config) httpserver.Timeouts {
+	t := httpserver.DefaultTimeouts()
+	t.Write = cfg.BindWaitTimeout.Duration + t.Write
+	return t
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -203,5 +204,46 @@ func TestProfilingOnlyWhenEnabled(t *testing.T) {
 				t.Errorf("Serve = %v", err)
 			}
 		})
+	}
+}
+
+// TestSlowClientsAreCut opens 100 connections to each listener that send
+// the header of a 1,000-byte filter call and one byte of its body, and
+// waits for the extender to close every one.
+func TestSlowClientsAreCut(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	ls := Listeners{Extender: listen(t), Metrics: listen(t)}
+	done := serve(ctx, options.NewConfig(), ls)
+	const each = 100
+	closed := make(chan error, 2*each)
+	for _, ln := range []net.Listener{ls.Extender, ls.Metrics} {
+		for range each {
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				// Only the server can end this; the client's own
+				// deadline stops a test whose server never would.
+				conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+				_, err := io.Copy(io.Discard, conn)
+				closed <- err
+			}()
+		}
+	}
+	for range 2 * each {
+		var ne net.Error
+		if err := <-closed; errors.As(err, &ne) && ne.Timeout() {
+			t.Fatal("the extender kept a trickling connection open for two minutes")
+		}
+	}
+	cancel()
+	if err := waitReturn(t, done); err != nil {
+		t.Errorf("Serve = %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/internal/httpserver"
 	"github.com/tessera-gpu/tessera/webhook/admission"
 	"github.com/tessera-gpu/tessera/webhook/certs"
 )
@@ -154,37 +154,25 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("listening on %s: %w", s.opts.ListenAddress, err)
 		}
 	}
-	secure := s.httpServer(ctx, s.mux)
-	secure.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.tls.GetCertificate}
-	servers := []*http.Server{secure}
-	errc := make(chan error, 2)
+	// Reviews in flight at shutdown may finish: the API server is waiting.
+	base := context.WithoutCancel(ctx)
+	secure := httpserver.New(base, s.mux, httpserver.DefaultTimeouts())
+	secure.TLSConfig = tlsConfig(s.tls.GetCertificate)
+	servers := []httpserver.Listener{{Server: secure, Listener: ln}}
 	logger.Info("Serving admission webhooks", "address", ln.Addr().String(), "tlsMode", s.opts.TLSMode)
-	go func() { errc <- secure.ServeTLS(ln, "", "") }()
 
 	if s.opts.MetricsAddress != "" {
+		metricsLn, err := net.Listen("tcp", s.opts.MetricsAddress)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listening on the metrics address %s: %w", s.opts.MetricsAddress, err)
+		}
 		plain := http.NewServeMux()
 		s.addOperationalEndpoints(plain)
-		srv := s.httpServer(ctx, plain)
-		srv.Addr = s.opts.MetricsAddress
-		servers = append(servers, srv)
-		logger.Info("Serving metrics over plain HTTP", "address", s.opts.MetricsAddress)
-		go func() { errc <- srv.ListenAndServe() }()
+		servers = append(servers, httpserver.Listener{Server: httpserver.New(base, plain, httpserver.DefaultTimeouts()), Listener: metricsLn})
+		logger.Info("Serving metrics over plain HTTP", "address", metricsLn.Addr().String())
 	}
-
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		err = fmt.Errorf("serving: %w", err)
-	}
-	shutdownCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
-	defer stop()
-	for _, srv := range servers {
-		if serr := srv.Shutdown(shutdownCtx); serr != nil {
-			logger.Error(serr, "Shutting down the HTTP server")
-		}
-	}
-	return err
+	return httpserver.Serve(ctx, s.opts.ShutdownTimeout, servers...)
 }
 
 // stripManagedFields drops what the webhook never reads from cached objects.
