@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/fsnotify/fsnotify v1.9.0
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.25.0

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/klog/v2"
@@ -39,8 +40,9 @@ type Config struct {
 	Observer AllocateObserver
 	// Clock paces the kubelet checks.
 	Clock clock.WithTicker
-	// CheckPeriod is how often the plugin looks for a restarted kubelet,
-	// and retries a failed registration.
+	// CheckPeriod is how often the plugin retries a failed registration
+	// and, besides watching the plugin directory, looks for a restarted
+	// kubelet.
 	CheckPeriod time.Duration
 	// OnRegistration, if set, is called when the plugin registers (err nil)
 	// or stops being registered (err says why).
@@ -99,9 +101,26 @@ func (s *Server) Run(ctx context.Context) error {
 
 // serveOnce waits for the kubelet, serves, registers, and returns when the
 // kubelet restarts (nil), on failure (the error), or when ctx ends.
+//
+// A kubelet that starts clears the plugin directory (every socket but its
+// checkpoint) and creates kubelet.sock again, often with the inode the old
+// one had, so comparing kubelet.sock with what was seen before cannot tell.
+// The plugin watches the directory instead and starts over when
+// kubelet.sock is created or removed, or its own socket is removed. The
+// periodic check stays as a fallback should the watch lose events.
 func (s *Server) serveOnce(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
-	kubelet, err := s.waitForKubelet(ctx)
+	// The watch starts before anything is looked at, so that no change
+	// after that look goes unseen.
+	watcher, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching the plugin directory %s: %w", s.cfg.PluginDir, err)
+	}
+	defer watcher.Close()
+	if err := watcher.Add(s.cfg.PluginDir); err != nil {
+		return fmt.Errorf("watching the plugin directory %s: %w", s.cfg.PluginDir, err)
+	}
+	kubelet, err := s.waitForKubelet(ctx, watcher)
 	if err != nil || kubelet == nil {
 		return err
 	}
@@ -140,30 +159,70 @@ func (s *Server) serveOnce(ctx context.Context) error {
 	ticker := s.cfg.Clock.NewTicker(s.cfg.CheckPeriod)
 	defer ticker.Stop()
 	for {
+		var reason string
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-served:
 			served <- err
 			return fmt.Errorf("serving the device plugin: %w", err)
+		case ev, ok := <-watcher.Events:
+			if !ok {
+				return errors.New("the watch of the plugin directory ended")
+			}
+			reason = s.restartReason(ev)
+		case err := <-watcher.Errors:
+			// Events may have been lost (the queue overflowed): start
+			// over rather than trust the registration.
+			return fmt.Errorf("watching the plugin directory %s: %w", s.cfg.PluginDir, err)
 		case <-ticker.C():
+			reason = s.checkSockets(kubelet)
 		}
-		now, err := os.Stat(s.kubeletSocket())
-		if err != nil || !os.SameFile(kubelet, now) {
-			logger.Info("Kubelet restarted; registering again", "kubeletSocket", s.kubeletSocket())
-			s.cfg.OnRegistration(errors.New("the kubelet restarted; registering again"))
-			return nil
-		}
-		if _, err := os.Stat(s.SocketPath()); err != nil {
-			logger.Info("Plugin socket removed; serving and registering again", "socket", s.SocketPath())
-			s.cfg.OnRegistration(errors.New("the plugin socket was removed; registering again"))
+		if reason != "" {
+			logger.Info("Registering again", "reason", reason, "socket", s.SocketPath())
+			s.cfg.OnRegistration(errors.New(reason + "; registering again"))
 			return nil
 		}
 	}
 }
 
-// waitForKubelet returns kubelet.sock once it exists; nil when ctx ends.
-func (s *Server) waitForKubelet(ctx context.Context) (os.FileInfo, error) {
+// restartReason says why a change in the plugin directory ends the
+// registration, or "" when it does not.
+func (s *Server) restartReason(ev fsnotify.Event) string {
+	gone := ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
+	switch {
+	case ev.Name == s.kubeletSocket() && ev.Has(fsnotify.Create):
+		return "the kubelet restarted: " + KubeletSocket + " was created again"
+	case ev.Name == s.kubeletSocket() && gone:
+		return "the kubelet stopped: " + KubeletSocket + " was removed"
+	case ev.Name == s.SocketPath() && gone:
+		// The event may be about a socket this server replaced.
+		if _, err := os.Stat(s.SocketPath()); err != nil {
+			return "the plugin socket was removed, as a starting kubelet does"
+		}
+	case ev.Name == filepath.Clean(s.cfg.PluginDir) && gone:
+		return "the plugin directory was removed"
+	}
+	return ""
+}
+
+// checkSockets is the periodic fallback of the directory watch: it says
+// why the registration is over, or "" when kubelet.sock is the one
+// registered with and the plugin's socket is there.
+func (s *Server) checkSockets(kubelet os.FileInfo) string {
+	now, err := os.Stat(s.kubeletSocket())
+	if err != nil || !os.SameFile(kubelet, now) {
+		return "the kubelet restarted: " + KubeletSocket + " changed"
+	}
+	if _, err := os.Stat(s.SocketPath()); err != nil {
+		return "the plugin socket was removed"
+	}
+	return ""
+}
+
+// waitForKubelet returns kubelet.sock once it exists; nil when ctx ends. It
+// looks again at every change in the directory, and periodically.
+func (s *Server) waitForKubelet(ctx context.Context, watcher *fsnotify.Watcher) (os.FileInfo, error) {
 	logger := klog.FromContext(ctx)
 	logged := false
 	for {
@@ -182,6 +241,12 @@ func (s *Server) waitForKubelet(ctx context.Context) (os.FileInfo, error) {
 		select {
 		case <-ctx.Done():
 			return nil, nil
+		case _, ok := <-watcher.Events:
+			if !ok {
+				return nil, errors.New("the watch of the plugin directory ended")
+			}
+		case err := <-watcher.Errors:
+			return nil, fmt.Errorf("watching the plugin directory %s: %w", s.cfg.PluginDir, err)
 		case <-s.cfg.Clock.After(s.cfg.CheckPeriod):
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
@@ -100,10 +101,16 @@ type harness struct {
 
 func startServer(t *testing.T) *harness {
 	t.Helper()
+	return startServerIn(t, t.TempDir(), clock.RealClock{})
+}
+
+// startServerIn runs a server on dir whose periodic checks follow clk.
+func startServerIn(t *testing.T, dir string, clk clock.WithTicker) *harness {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	h := &harness{
-		dir: t.TempDir(),
+		dir: dir,
 		inv: inventory.New(gpu.Inventory{Devices: []gpu.Device{
 			{UUID: "GPU-a", Index: 0, NUMANode: 1, Health: gpu.Healthy()},
 			{UUID: "GPU-b", Index: 1, NUMANode: -1, Health: gpu.Healthy()},
@@ -119,7 +126,7 @@ func startServer(t *testing.T) *harness {
 		Devices:        h.inv,
 		Allocator:      h.allocator,
 		Observer:       h.observer,
-		Clock:          clock.RealClock{},
+		Clock:          clk,
 		CheckPeriod:    20 * time.Millisecond,
 		OnRegistration: func(err error) { h.regErrs <- err },
 	})
@@ -135,6 +142,23 @@ func startServer(t *testing.T) *harness {
 		}
 	})
 	return h
+}
+
+// waitRegistered waits until the server says it is registered: the
+// kubelet's answer has reached it.
+func (h *harness) waitRegistered(t *testing.T) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-h.regErrs:
+			if err == nil {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the server never said it registered")
+		}
+	}
 }
 
 func (h *harness) dial(t *testing.T) pluginapi.DevicePluginClient {
@@ -254,6 +278,60 @@ func TestRegistersAgainWhenTheKubeletRestarts(t *testing.T) {
 	}
 	if _, err := h.dial(t).GetDevicePluginOptions(context.Background(), &pluginapi.Empty{}); err != nil {
 		t.Errorf("plugin not answering after re-registration: %v", err)
+	}
+}
+
+// TestRegistersAgainOnTheDirectoryWatchAlone restarts the kubelet while
+// the plugin's clock stands still, so that no periodic check runs: the
+// watch of the plugin directory alone must bring the plugin back. A
+// kubelet.sock created again often has the inode of the one before, which
+// a check comparing the two cannot tell from no restart at all.
+func TestRegistersAgainOnTheDirectoryWatchAlone(t *testing.T) {
+	tests := []struct {
+		name string
+		// clear is what the restarting kubelet removes besides kubelet.sock.
+		clear bool
+	}{
+		{name: "the kubelet clears the directory, as it does on start", clear: true},
+		{name: "only kubelet.sock is created again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A unix socket's path must stay under 108 bytes, which one
+			// under t.TempDir() named for this test would not.
+			dir, err := os.MkdirTemp("", "dpserver")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(dir) })
+			first := startFakeKubelet(t, dir)
+			before, err := os.Stat(filepath.Join(dir, KubeletSocket))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := startServerIn(t, dir, testingclock.NewFakeClock(time.Now()))
+			first.expectRegistration(t)
+			h.waitRegistered(t)
+
+			// Stopping the server closes its listener, which removes
+			// kubelet.sock.
+			first.server.Stop()
+			if tt.clear {
+				if err := os.Remove(h.server.SocketPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+			second := startFakeKubelet(t, dir)
+			after, err := os.Stat(filepath.Join(dir, KubeletSocket))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("kubelet.sock created again with the same inode: %v", os.SameFile(before, after))
+			second.expectRegistration(t)
+			if _, err := h.dial(t).GetDevicePluginOptions(context.Background(), &pluginapi.Empty{}); err != nil {
+				t.Errorf("plugin not answering after re-registration: %v", err)
+			}
+		})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -93,6 +94,9 @@ func TestAgentAdmitsPodsThroughThePlugin(t *testing.T) {
 	kube := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})
 	agent := &Agent{NodeName: "node-1", PluginDir: dir, Kube: kube, DeviceResources: []string{"example.com/gpu"}}
 	go func() { _ = agent.Run(ctx) }()
+	// A plugin serves once kubelet.sock exists: the starting agent clears
+	// the directory first, as the kubelet does.
+	waitKubeletSocket(ctx, t, dir)
 
 	plugin := &fakePlugin{}
 	server := grpc.NewServer()
@@ -164,6 +168,54 @@ func TestAgentAdmitsPodsThroughThePlugin(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("a pod asking for more devices than free did not fail admission: %v", err)
+	}
+}
+
+func waitKubeletSocket(ctx context.Context, t *testing.T, dir string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		info, err := os.Stat(filepath.Join(dir, "kubelet.sock"))
+		return err == nil && info.Mode()&os.ModeSocket != 0, nil
+	})
+	if err != nil {
+		t.Fatalf("kubelet.sock was never served: %v", err)
+	}
+}
+
+// TestAgentClearsThePluginDirectoryOnStart checks that a starting agent
+// removes every file in the plugin directory, the sockets of plugins
+// registered before included, and keeps folders, as the kubelet's device
+// manager does: that is how a plugin learns that the kubelet restarted.
+func TestAgentClearsThePluginDirectoryOnStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	stale, err := net.Listen("unix", filepath.Join(dir, "old-plugin.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Close()
+	for _, name := range []string{"kubelet.sock", "notes"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agent := &Agent{NodeName: "node-1", PluginDir: dir, Kube: fake.NewClientset()}
+	go func() { _ = agent.Run(ctx) }()
+	waitKubeletSocket(ctx, t, dir)
+	var left []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"kept", "kubelet.sock"}; !slices.Equal(left, want) {
+		t.Errorf("the plugin directory holds %v, want %v", left, want)
 	}
 }
 

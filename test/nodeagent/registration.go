@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -44,8 +45,10 @@ func (a *Agent) serveRegistration(ctx context.Context) error {
 	if err := os.MkdirAll(a.PluginDir, 0o755); err != nil {
 		return err
 	}
+	if err := clearPluginDir(a.PluginDir); err != nil {
+		return err
+	}
 	socket := filepath.Join(a.PluginDir, filepath.Base(pluginapi.KubeletSocket))
-	_ = os.Remove(socket)
 	l, err := net.Listen("unix", socket)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", socket, err)
@@ -63,4 +66,26 @@ func (a *Agent) serveRegistration(ctx context.Context) error {
 		}
 	}()
 	return server.Serve(l)
+}
+
+// clearPluginDir removes every file in the plugin directory, the sockets of
+// plugins registered with an earlier run included, as the kubelet's device
+// manager does when it starts (it keeps only its checkpoint file, which the
+// agent has none of, and folders). A plugin learns of the restart from its
+// socket disappearing and kubelet.sock being created again, often with the
+// inode it had before.
+func clearPluginDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("clearing the plugin directory: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("clearing the plugin directory: %w", err)
+		}
+	}
+	return nil
 }
