@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
@@ -26,21 +27,33 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	restConfig.QPS, restConfig.Burst = clientQPS, clientBurst
-	restConfig = rest.AddUserAgent(restConfig, userAgent)
-	kube, err := kubeclient.New(restConfig)
+	deps, err := NewDependencies(restConfig)
 	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
+		return err
 	}
-	tessera, err := versioned.NewForConfig(restConfig)
-	if err != nil {
-		return fmt.Errorf("creating the Tessera client: %w", err)
-	}
-	p, err := plugin.New(o.Config, plugin.Dependencies{Kube: kube, Tessera: tessera})
+	p, err := plugin.New(o.Config, deps)
 	if err != nil {
 		return err
 	}
 	return p.Run(ctx)
+}
+
+// NewDependencies builds the plugin's clients as the daemon does: its rate
+// limits and user agent, protobuf for pods, and connections that wait for
+// an API server that restarts.
+func NewDependencies(restConfig *rest.Config) (plugin.Dependencies, error) {
+	restConfig = kubeclient.WaitForRestarts(restConfig, clock.RealClock{})
+	restConfig.QPS, restConfig.Burst = clientQPS, clientBurst
+	restConfig = rest.AddUserAgent(restConfig, userAgent)
+	kube, err := kubeclient.New(restConfig)
+	if err != nil {
+		return plugin.Dependencies{}, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	tessera, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return plugin.Dependencies{}, fmt.Errorf("creating the Tessera client: %w", err)
+	}
+	return plugin.Dependencies{Kube: kube, Tessera: tessera}, nil
 }
 
 func clientConfig(kubeconfig string) (*rest.Config, error) {

@@ -52,7 +52,7 @@ func newFixture(t *testing.T) *fixture {
 		kube: kubefake.NewClientset(), tessera: tesserafake.NewClientset(),
 		recorder: events.NewFakeRecorder(100), ready: true,
 	}
-	f.gate = inflight.NewGate(f.clock, time.Minute)
+	f.gate = inflight.NewGate(f.clock, time.Minute, 0, nil)
 	podInformer := informers.NewSharedInformerFactory(f.kube, 0).Core().V1().Pods()
 	f.pods = podInformer.Informer().GetIndexer()
 	f.ext = New(Config{

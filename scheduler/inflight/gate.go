@@ -11,11 +11,14 @@ import (
 )
 
 // Gate admits one in-flight allocation per node, in the order binds arrive.
-// An allocation stops being in flight when Release is called for it or when
-// it has been in flight for longer than the time-to-live.
+// An allocation stops being in flight when Release is called for it, when
+// it has been in flight for longer than the time-to-live, or when the
+// gate's verifier says that it is over.
 type Gate struct {
-	clock clock.Clock
-	ttl   time.Duration
+	clock       clock.Clock
+	ttl         time.Duration
+	verifyAfter time.Duration
+	verify      Verifier
 
 	mu    sync.Mutex
 	nodes map[string]*nodeQueue
@@ -32,6 +35,8 @@ type holder struct {
 	uid        types.UID
 	allocation types.UID
 	since      time.Time
+	// verified is when the verifier last said the turn is in flight.
+	verified time.Time
 }
 
 type waiter struct {
@@ -39,9 +44,14 @@ type waiter struct {
 	wake chan struct{}
 }
 
-// NewGate returns a gate whose in-flight allocations expire after ttl.
-func NewGate(clk clock.Clock, ttl time.Duration) *Gate {
-	return &Gate{clock: clk, ttl: ttl, nodes: map[string]*nodeQueue{}}
+// NewGate returns a gate whose in-flight allocations expire after ttl. With
+// a verifier, the first bind waiting for a node asks it, once the turn has
+// lasted verifyAfter and every verifyAfter after that, whether the turn is
+// still in flight, and takes the turn if it is not: an event that was
+// missed or comes late (a watch reconnecting slowly after the API server
+// restarted) then holds the node up for seconds, not for the time-to-live.
+func NewGate(clk clock.Clock, ttl, verifyAfter time.Duration, verify Verifier) *Gate {
+	return &Gate{clock: clk, ttl: ttl, verifyAfter: verifyAfter, verify: verify, nodes: map[string]*nodeQueue{}}
 }
 
 // Acquire waits until the pod with the given UID may put an allocation in
@@ -61,8 +71,8 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 	}
 	q.waiters = append(q.waiters, w)
 	for {
-		var expiry <-chan time.Time
-		var timer clock.Timer
+		var expiry, verify <-chan time.Time
+		var timers []clock.Timer
 		if q.waiters[0] == w {
 			if q.holder == nil || g.expired(q.holder) {
 				q.holder = &holder{uid: uid, since: g.clock.Now()}
@@ -71,25 +81,36 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 				g.mu.Unlock()
 				return nil
 			}
-			timer = g.clock.NewTimer(q.holder.since.Add(g.ttl).Sub(g.clock.Now()))
-			expiry = timer.C()
+			expiryTimer := g.clock.NewTimer(q.holder.since.Add(g.ttl).Sub(g.clock.Now()))
+			expiry = expiryTimer.C()
+			timers = append(timers, expiryTimer)
+			if g.verify != nil {
+				verifyTimer := g.clock.NewTimer(g.nextVerify(q.holder).Sub(g.clock.Now()))
+				verify = verifyTimer.C()
+				timers = append(timers, verifyTimer)
+			}
 		}
 		g.mu.Unlock()
 
+		verifyNow := false
 		select {
 		case <-w.wake:
 		case <-expiry:
+		case <-verify:
+			verifyNow = true
 		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
+		}
+		for _, t := range timers {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
 			g.mu.Lock()
 			g.leave(node, w)
 			g.mu.Unlock()
 			return fmt.Errorf("waiting for the in-flight allocation on node %s: %w", node, context.Cause(ctx))
 		}
-		if timer != nil {
-			timer.Stop()
+		if verifyNow {
+			g.verifyTurn(ctx, node)
 		}
 		g.mu.Lock()
 		q = g.queue(node)

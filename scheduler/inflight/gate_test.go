@@ -244,7 +244,7 @@ func TestGate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-			tc.run(t, NewGate(clk, ttl), clk)
+			tc.run(t, NewGate(clk, ttl, 0, nil), clk)
 		})
 	}
 }

@@ -43,7 +43,7 @@ func newFixture(t *testing.T) *fixture {
 	_, ctx := ktesting.NewTestContext(t)
 	f := &fixture{t: t, ctx: ctx, view: view.New(), clock: clocktesting.NewFakeClock(epoch),
 		kube: kubefake.NewClientset(), tessera: tesserafake.NewClientset()}
-	f.gate = inflight.NewGate(f.clock, time.Minute)
+	f.gate = inflight.NewGate(f.clock, time.Minute, 0, nil)
 	kf := informers.NewSharedInformerFactory(f.kube, 0)
 	tf := externalversions.NewSharedInformerFactory(f.tessera, 0)
 	var err error

@@ -1,0 +1,66 @@
+package inflight
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Turn is a node's in-flight allocation as the gate knows it.
+type Turn struct {
+	// Node is the node whose turn it is.
+	Node string
+	// PodUID is the pod in flight.
+	PodUID types.UID
+	// Allocation is the pod's GPUAllocation.
+	Allocation types.UID
+	// Since is when the turn began.
+	Since time.Time
+}
+
+// Verifier reports whether a turn is still in flight, reading the API
+// rather than waiting for events: false once the allocation was served,
+// failed or is gone, or its pod is gone or finished. It answers true when
+// it cannot tell; an error leaves the turn as it is.
+type Verifier func(ctx context.Context, t Turn) (bool, error)
+
+// nextVerify is when the turn is next verified.
+func (g *Gate) nextVerify(h *holder) time.Time {
+	last := h.since
+	if h.verified.After(last) {
+		last = h.verified
+	}
+	return last.Add(g.verifyAfter)
+}
+
+// verifyTurn asks the verifier about the node's turn and ends it if the
+// turn is over and has not changed meanwhile. A turn whose bind has yet to
+// write its allocation is in flight without asking.
+func (g *Gate) verifyTurn(ctx context.Context, node string) {
+	g.mu.Lock()
+	h := g.queue(node).holder
+	if h == nil {
+		g.mu.Unlock()
+		return
+	}
+	turn := Turn{Node: node, PodUID: h.uid, Allocation: h.allocation, Since: h.since}
+	g.mu.Unlock()
+
+	inFlight, err := true, error(nil)
+	if turn.Allocation != "" {
+		inFlight, err = g.verify(ctx, turn)
+	}
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q := g.queue(node)
+	if q.holder != h || h.allocation != turn.Allocation {
+		return
+	}
+	if err == nil && !inFlight {
+		q.holder = nil
+		return
+	}
+	h.verified = g.clock.Now()
+}
