@@ -344,6 +344,13 @@ func schema_tessera_apis_gpu_v1alpha1_GPUAllocationSpec(ref common.ReferenceCall
 							Format:      "int32",
 						},
 					},
+					"gpuIndexes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gpuIndexes are the indexes of the distinct GPUs over all containers, comma-separated in ascending order, such as \"0,3\", for display.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"memoryMiB": {
 						SchemaProps: spec.SchemaProps{
 							Description: "memoryMiB is the GPU memory over all containers in MiB, for display.",
@@ -693,6 +700,13 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 					"allocatableMemoryMiB": {
 						SchemaProps: spec.SchemaProps{
 							Description: "allocatableMemoryMiB is the memory in MiB of the healthy, uncordoned devices, for display.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"freeMemoryMiB": {
+						SchemaProps: spec.SchemaProps{
+							Description: "freeMemoryMiB is allocatableMemoryMiB less the memory allocated to pods on those devices, for display. Unlike the rest of the status it is written by the scheduler extender, which knows every allocation; it publishes changes at most every few seconds, so it may lag allocations by that much.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},

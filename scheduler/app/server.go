@@ -21,6 +21,7 @@ import (
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler/extender"
+	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/options"
@@ -145,9 +146,11 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	s.addOperationalEndpoints(s.mux, cfg.EnableProfiling)
 	s.addOperationalEndpoints(s.operational, cfg.EnableProfiling)
 
+	free := freememory.New(v, s.tessera.Gpu().V1alpha1().GPUNodes().Lister(), tessera, clk, s.tracker.HasSynced, extender.FieldManager)
+
 	s.kube.Start(ctx.Done())
 	s.tessera.Start(ctx.Done())
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		s.tracker.Run(ctx)
@@ -155,6 +158,10 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	go func() {
 		defer s.wg.Done()
 		requeuer.Run(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		free.Run(ctx)
 	}()
 	return s, nil
 }

@@ -3,6 +3,9 @@ package extender
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,12 +21,21 @@ import (
 // owned by it, so it goes when the pod goes.
 func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) *gpuv1alpha1.GPUAllocation {
 	gpus := map[string]bool{}
+	var indexes []int
 	var memory int64
 	for _, c := range containers {
 		for _, d := range c.Devices {
-			gpus[d.UUID] = true
+			if !gpus[d.UUID] {
+				gpus[d.UUID] = true
+				indexes = append(indexes, int(d.Index))
+			}
 			memory += d.MemoryMiB
 		}
+	}
+	slices.Sort(indexes)
+	shown := make([]string, len(indexes))
+	for i, index := range indexes {
+		shown[i] = strconv.Itoa(index)
 	}
 	return &gpuv1alpha1.GPUAllocation{
 		ObjectMeta: metav1.ObjectMeta{
@@ -42,6 +54,7 @@ func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.Contai
 			NodeName:   node,
 			Containers: containers,
 			GPUCount:   int32(len(gpus)),
+			GPUIndexes: strings.Join(shown, ","),
 			MemoryMiB:  memory,
 		},
 	}

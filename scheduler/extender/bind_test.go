@@ -66,7 +66,7 @@ func TestBindSuccess(t *testing.T) {
 	switch {
 	case owner == nil || owner.Kind != "Pod" || owner.UID != pod.UID || owner.Name != "p":
 		t.Errorf("owner = %+v, want the pod as controller", owner)
-	case a.Spec.PodUID != pod.UID || a.Spec.NodeName != "a100-1" || a.Spec.GPUCount != 2 || a.Spec.MemoryMiB != 20000:
+	case a.Spec.PodUID != pod.UID || a.Spec.NodeName != "a100-1" || a.Spec.GPUCount != 2 || a.Spec.GPUIndexes != "0,1" || a.Spec.MemoryMiB != 20000:
 		t.Errorf("spec = %+v", a.Spec)
 	case len(a.Spec.Containers) != 1 || len(a.Spec.Containers[0].Devices) != 2 || a.Spec.Containers[0].Devices[0].Cores != 20:
 		t.Errorf("containers = %+v", a.Spec.Containers)

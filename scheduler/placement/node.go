@@ -74,3 +74,16 @@ func (n *Node) device(uuid string) *Device {
 	}
 	return nil
 }
+
+// FreeMemoryMiB is the memory of the node's healthy, uncordoned devices
+// that no pod holds.
+func (n *Node) FreeMemoryMiB() int64 {
+	var free int64
+	for i := range n.Devices {
+		d := &n.Devices[i]
+		if d.Healthy && !d.Cordoned {
+			free += max(d.MemoryMiB-d.UsedMemoryMiB, 0)
+		}
+	}
+	return free
+}

@@ -196,6 +196,8 @@ func TestRBAC(t *testing.T) {
 					"gpu.tessera.dev/gpuallocations create": true, "gpu.tessera.dev/gpuallocations delete": true,
 					"gpu.tessera.dev/gpuallocations/status update": true, "/pods/binding create": true,
 					"events.k8s.io/events create": true, "events.k8s.io/events patch": true,
+					// Each node's free GPU memory, through the status subresource.
+					"gpu.tessera.dev/gpunodes/status patch": true,
 					// The requeue annotation; not update, which could rewrite a whole pod.
 					"/pods patch": true,
 				}
@@ -211,6 +213,7 @@ func TestRBAC(t *testing.T) {
 				for _, need := range [][3]string{
 					{"gpu.tessera.dev", "gpuallocations", "create"}, {"", "pods/binding", "create"},
 					{"gpu.tessera.dev", "gpunodes", "watch"}, {"", "pods", "watch"}, {"", "pods", "patch"},
+					{"gpu.tessera.dev", "gpunodes/status", "patch"},
 				} {
 					if !a.allows(need[0], need[1], need[2]) {
 						t.Errorf("the extender may not %s %s/%s, which it needs", need[2], need[0], need[1])

@@ -26,7 +26,7 @@ func gpuAllocation(name, node string, uid types.UID, uuid string, memoryMiB int6
 	return &gpuv1alpha1.GPUAllocation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: gpuv1alpha1.GPUAllocationSpec{
-			PodUID: uid, NodeName: node, GPUCount: 1, MemoryMiB: memoryMiB,
+			PodUID: uid, NodeName: node, GPUCount: 1, GPUIndexes: "0", MemoryMiB: memoryMiB,
 			Containers: []gpuv1alpha1.ContainerAllocation{{
 				Name: "main", Kind: gpuv1alpha1.ContainerApp,
 				Devices: []gpuv1alpha1.DeviceAllocation{{UUID: uuid, Index: 0, MemoryMiB: memoryMiB, Cores: 30}},

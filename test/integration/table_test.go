@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -26,6 +27,7 @@ func TestPrinterColumns(t *testing.T) {
 	}
 	node.Status = gpuNodeStatus("A100", "A100", "A100")
 	node.Status.AllocatableMemoryMiB = 32768
+	node.Status.FreeMemoryMiB = ptr.To[int64](28768)
 	node.Status.Conditions = []metav1.Condition{{
 		Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionTrue, Reason: "Serving",
 		LastTransitionTime: metav1.Now(),
@@ -50,13 +52,13 @@ func TestPrinterColumns(t *testing.T) {
 	}{{
 		name:     "gpunodes",
 		path:     "/apis/gpu.tessera.dev/v1alpha1/gpunodes",
-		wantCols: []string{"Name", "GPUs", "Model", "Memory", "Allocatable", "Ready", "Age"},
-		wantRow:  []any{"node-t", float64(3), "A100", float64(49152), float64(32768), "True"},
+		wantCols: []string{"Name", "GPUs", "Model", "Memory(MiB)", "Allocatable(MiB)", "Free(MiB)", "Ready", "Age"},
+		wantRow:  []any{"node-t", float64(3), "A100", float64(49152), float64(32768), float64(28768), "True"},
 	}, {
 		name:     "gpuallocations",
 		path:     "/apis/gpu.tessera.dev/v1alpha1/namespaces/default/gpuallocations",
-		wantCols: []string{"Name", "Pod", "Node", "GPUs", "Memory", "Phase", "Age"},
-		wantRow:  []any{"pod-t", "pod-t", "node-t", float64(1), float64(4000), "Allocated"},
+		wantCols: []string{"Name", "Node", "GPUs", "Memory(MiB)", "Phase", "Age"},
+		wantRow:  []any{"pod-t", "node-t", "0", float64(4000), "Allocated"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

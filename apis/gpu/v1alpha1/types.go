@@ -17,8 +17,9 @@ import (
 // +kubebuilder:resource:scope=Cluster,shortName=gn;gpun,categories=tessera
 // +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.status.gpuCount`,description="Number of GPUs on the node"
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.status.models`,description="GPU models on the node"
-// +kubebuilder:printcolumn:name="Memory",type=integer,JSONPath=`.status.memoryMiB`,description="Total GPU memory in MiB"
-// +kubebuilder:printcolumn:name="Allocatable",type=integer,JSONPath=`.status.allocatableMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs"
+// +kubebuilder:printcolumn:name="Memory(MiB)",type=integer,JSONPath=`.status.memoryMiB`,description="Total GPU memory in MiB"
+// +kubebuilder:printcolumn:name="Allocatable(MiB)",type=integer,JSONPath=`.status.allocatableMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs"
+// +kubebuilder:printcolumn:name="Free(MiB)",type=integer,JSONPath=`.status.freeMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs not allocated to pods, as the scheduler last published it"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the device plugin serves the node"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GPUNode struct {
@@ -85,6 +86,15 @@ type GPUNodeStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	AllocatableMemoryMiB int64 `json:"allocatableMemoryMiB,omitempty"`
+
+	// freeMemoryMiB is allocatableMemoryMiB less the memory allocated to
+	// pods on those devices, for display. Unlike the rest of the status it
+	// is written by the scheduler extender, which knows every allocation;
+	// it publishes changes at most every few seconds, so it may lag
+	// allocations by that much.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FreeMemoryMiB *int64 `json:"freeMemoryMiB,omitempty"`
 
 	// conditions describe the device plugin's state. Type "Ready" is True
 	// while the plugin is registered with the kubelet and serving.
@@ -183,10 +193,9 @@ type GPUNodeList struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ga;gpua,categories=tessera
 // +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
-// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.metadata.name`,description="The pod the GPUs are for"
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
-// +kubebuilder:printcolumn:name="GPUs",type=integer,JSONPath=`.spec.gpuCount`,description="Number of distinct GPUs"
-// +kubebuilder:printcolumn:name="Memory",type=integer,JSONPath=`.spec.memoryMiB`,description="GPU memory in MiB over all containers"
+// +kubebuilder:printcolumn:name="GPUs",type=string,JSONPath=`.spec.gpuIndexes`,description="Indexes of the GPUs on the node that the pod got"
+// +kubebuilder:printcolumn:name="Memory(MiB)",type=integer,JSONPath=`.spec.memoryMiB`,description="GPU memory in MiB over all containers"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GPUAllocation struct {
@@ -234,6 +243,12 @@ type GPUAllocationSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	GPUCount int32 `json:"gpuCount,omitempty"`
+
+	// gpuIndexes are the indexes of the distinct GPUs over all containers,
+	// comma-separated in ascending order, such as "0,3", for display.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	GPUIndexes string `json:"gpuIndexes,omitempty"`
 
 	// memoryMiB is the GPU memory over all containers in MiB, for display.
 	// +optional

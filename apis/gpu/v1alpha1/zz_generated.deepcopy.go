@@ -282,6 +282,11 @@ func (in *GPUNodeStatus) DeepCopyInto(out *GPUNodeStatus) {
 		in, out := &in.LastHeartbeatTime, &out.LastHeartbeatTime
 		*out = (*in).DeepCopy()
 	}
+	if in.FreeMemoryMiB != nil {
+		in, out := &in.FreeMemoryMiB, &out.FreeMemoryMiB
+		*out = new(int64)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

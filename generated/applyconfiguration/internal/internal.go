@@ -108,6 +108,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: gpuCount
       type:
         scalar: numeric
+    - name: gpuIndexes
+      type:
+        scalar: string
     - name: memoryMiB
       type:
         scalar: numeric
@@ -229,6 +232,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: driverVersion
       type:
         scalar: string
+    - name: freeMemoryMiB
+      type:
+        scalar: numeric
     - name: gpuCount
       type:
         scalar: numeric

@@ -10,6 +10,7 @@ import (
 func TestExtender(t *testing.T) {
 	e := startEnv(t)
 	ctx := t.Context()
+	t.Run("kubectl columns", func(t *testing.T) { testColumns(ctx, t, e) })
 	t.Run("shapes", func(t *testing.T) { testShapes(ctx, t, e) })
 	t.Run("node policy", func(t *testing.T) { testNodePolicy(ctx, t, e) })
 	t.Run("a pod's preference beats the node policy", func(t *testing.T) { testPreferenceBeatsPolicy(ctx, t, e) })

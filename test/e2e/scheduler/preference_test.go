@@ -61,7 +61,7 @@ func testPreferenceBeatsPolicy(ctx context.Context, t *testing.T, e *env) {
 		labels := map[string]string{"app": "preference-svc"}
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "preference-svc", Namespace: namespace},
-			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
+			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
 		}
 		if _, err := e.cp.Kube.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

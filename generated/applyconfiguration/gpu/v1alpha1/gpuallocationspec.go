@@ -36,6 +36,9 @@ type GPUAllocationSpecApplyConfiguration struct {
 	Containers []ContainerAllocationApplyConfiguration `json:"containers,omitempty"`
 	// gpuCount is the number of distinct GPUs over all containers, for display.
 	GPUCount *int32 `json:"gpuCount,omitempty"`
+	// gpuIndexes are the indexes of the distinct GPUs over all containers,
+	// comma-separated in ascending order, such as "0,3", for display.
+	GPUIndexes *string `json:"gpuIndexes,omitempty"`
 	// memoryMiB is the GPU memory over all containers in MiB, for display.
 	MemoryMiB *int64 `json:"memoryMiB,omitempty"`
 }
@@ -80,6 +83,14 @@ func (b *GPUAllocationSpecApplyConfiguration) WithContainers(values ...*Containe
 // If called multiple times, the GPUCount field is set to the value of the last call.
 func (b *GPUAllocationSpecApplyConfiguration) WithGPUCount(value int32) *GPUAllocationSpecApplyConfiguration {
 	b.GPUCount = &value
+	return b
+}
+
+// WithGPUIndexes sets the GPUIndexes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GPUIndexes field is set to the value of the last call.
+func (b *GPUAllocationSpecApplyConfiguration) WithGPUIndexes(value string) *GPUAllocationSpecApplyConfiguration {
+	b.GPUIndexes = &value
 	return b
 }
 

@@ -45,6 +45,12 @@ type GPUNodeStatusApplyConfiguration struct {
 	// allocatableMemoryMiB is the memory in MiB of the healthy, uncordoned
 	// devices, for display.
 	AllocatableMemoryMiB *int64 `json:"allocatableMemoryMiB,omitempty"`
+	// freeMemoryMiB is allocatableMemoryMiB less the memory allocated to
+	// pods on those devices, for display. Unlike the rest of the status it
+	// is written by the scheduler extender, which knows every allocation;
+	// it publishes changes at most every few seconds, so it may lag
+	// allocations by that much.
+	FreeMemoryMiB *int64 `json:"freeMemoryMiB,omitempty"`
 	// conditions describe the device plugin's state. Type "Ready" is True
 	// while the plugin is registered with the kubelet and serving.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
@@ -114,6 +120,14 @@ func (b *GPUNodeStatusApplyConfiguration) WithMemoryMiB(value int64) *GPUNodeSta
 // If called multiple times, the AllocatableMemoryMiB field is set to the value of the last call.
 func (b *GPUNodeStatusApplyConfiguration) WithAllocatableMemoryMiB(value int64) *GPUNodeStatusApplyConfiguration {
 	b.AllocatableMemoryMiB = &value
+	return b
+}
+
+// WithFreeMemoryMiB sets the FreeMemoryMiB field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FreeMemoryMiB field is set to the value of the last call.
+func (b *GPUNodeStatusApplyConfiguration) WithFreeMemoryMiB(value int64) *GPUNodeStatusApplyConfiguration {
+	b.FreeMemoryMiB = &value
 	return b
 }
 

@@ -1,0 +1,80 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// testColumns checks what kubectl get shows: a GPUNode's free memory,
+// which moves as pods take and give back GPUs, and which GPUs each
+// GPUAllocation got.
+func testColumns(ctx context.Context, t *testing.T, e *env) {
+	const group = "columns"
+	e.addNode(ctx, t, "columns-1", group, 10, a100(0), a100(0))
+	const whole = 2 * 81920
+	e.waitFree(ctx, t, "columns-1", whole)
+
+	e.createPod(ctx, t, gpuPod("col-a", group, nil, ctr{name: "main", count: 1, memory: 20000}))
+	_, a := e.waitBound(ctx, t, "col-a")
+	e.createPod(ctx, t, gpuPod("col-b", group, nil, ctr{name: "main", count: 2, memory: 10000}))
+	_, b := e.waitBound(ctx, t, "col-b")
+	e.waitFree(ctx, t, "columns-1", whole-20000-2*10000)
+
+	for _, alloc := range []struct{ name, want string }{
+		{"col-a", strconv.Itoa(int(a.Spec.Containers[0].Devices[0].Index))},
+		{"col-b", "0,1"},
+	} {
+		row := e.tableRow(ctx, t, "/apis/gpu.tessera.dev/v1alpha1/namespaces/"+namespace+"/gpuallocations", alloc.name)
+		if got := row["GPUs"]; got != alloc.want {
+			t.Errorf("GPUs column of %s = %v, want %q (row %v)", alloc.name, got, alloc.want, row)
+		}
+		if _, ok := row["Pod"]; ok {
+			t.Errorf("the Pod column repeats the name: %v", row)
+		}
+	}
+	if len(b.Spec.Containers[0].Devices) != 2 {
+		t.Fatalf("col-b got %v", b.Spec.Containers[0].Devices)
+	}
+
+	e.deletePod(ctx, t, "col-a")
+	e.waitFree(ctx, t, "columns-1", whole-2*10000)
+	e.deletePod(ctx, t, "col-b")
+	e.waitFree(ctx, t, "columns-1", whole)
+}
+
+// waitFree waits until kubectl get gpunodes shows the node's free memory.
+func (e *env) waitFree(ctx context.Context, t *testing.T, node string, mib int64) {
+	t.Helper()
+	waitFor(t, 30*time.Second, fmt.Sprintf("GPUNode %s to show %d MiB free", node, mib), func() (bool, string) {
+		row := e.tableRow(ctx, t, "/apis/gpu.tessera.dev/v1alpha1/gpunodes", node)
+		return row["Free(MiB)"] == float64(mib), fmt.Sprint(row)
+	})
+}
+
+// tableRow gets the row kubectl get prints for the named object, by column.
+func (e *env) tableRow(ctx context.Context, t *testing.T, path, name string) map[string]any {
+	t.Helper()
+	body, err := e.cp.Kube.Discovery().RESTClient().Get().AbsPath(path, name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("getting %s/%s as a table: %v", path, name, err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(body, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("%s/%s: %d rows", path, name, len(table.Rows))
+	}
+	row := map[string]any{}
+	for i, c := range table.ColumnDefinitions {
+		row[c.Name] = table.Rows[0].Cells[i]
+	}
+	return row
+}
