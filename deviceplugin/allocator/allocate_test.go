@@ -12,6 +12,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 )
 
 func request(counts ...int) *pluginapi.AllocateRequest {
@@ -27,7 +28,7 @@ func request(counts ...int) *pluginapi.AllocateRequest {
 }
 
 func TestAllocateServes(t *testing.T) {
-	lib := ResponseConfig{LibraryHostPath: "/opt/hami/libvgpu.so", LibraryContainerPath: "/usr/local/vgpu/libvgpu.so", PreloadHostPath: "/opt/hami/ld.so.preload"}
+	lib := ResponseConfig{Library: hamicore.Library{HostPath: "/opt/hami/libvgpu.so", ContainerPath: "/usr/local/vgpu/libvgpu.so", PreloadHostPath: "/opt/hami/ld.so.preload"}}
 	twoContainers := testAllocation("p", "uid-p", testNode,
 		container("init", gpuv1alpha1.ContainerInit, dev("GPU-a", 0, 2000, 30)),
 		container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 4000, 50), dev("GPU-a", 0, 4000, 50)))

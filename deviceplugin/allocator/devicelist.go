@@ -8,17 +8,12 @@ import (
 
 	"github.com/tessera-gpu/tessera/deviceplugin/cdispec"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 )
 
 // VolumeMountsDir is where the volume-mounts strategy lists a container's
 // GPUs, one empty file per GPU UUID, for the NVIDIA container toolkit.
 const VolumeMountsDir = "/var/run/nvidia-container-devices"
-
-// noDevices tells the NVIDIA container toolkit's own injection to add no
-// GPU: the CDI spec already carries them, and CUDA images set
-// NVIDIA_VISIBLE_DEVICES=all, which would otherwise hand a container every
-// GPU of the node where the toolkit still honours the variable.
-const noDevices = "void"
 
 // nullDevice is the host file mounted for each GPU in the volume-mounts
 // strategy: the toolkit reads only the mount's container path.
@@ -30,16 +25,16 @@ const nullDevice = "/dev/null"
 func listDevices(strategy string, uuids []string, resp *pluginapi.ContainerAllocateResponse) {
 	switch strategy {
 	case config.StrategyVolumeMounts:
-		resp.Envs[EnvVisibleDevices] = VolumeMountsDir
+		resp.Envs[hamicore.EnvVisibleDevices] = VolumeMountsDir
 		for _, uuid := range uuids {
 			resp.Mounts = append(resp.Mounts, &pluginapi.Mount{ContainerPath: path.Join(VolumeMountsDir, uuid), HostPath: nullDevice, ReadOnly: true})
 		}
 	case config.StrategyCDI:
-		resp.Envs[EnvVisibleDevices] = noDevices
+		resp.Envs[hamicore.EnvVisibleDevices] = hamicore.NoVisibleDevices
 		for _, uuid := range uuids {
 			resp.CdiDevices = append(resp.CdiDevices, &pluginapi.CDIDevice{Name: cdispec.DeviceName(uuid)})
 		}
 	default:
-		resp.Envs[EnvVisibleDevices] = strings.Join(uuids, ",")
+		resp.Envs[hamicore.EnvVisibleDevices] = strings.Join(uuids, ",")
 	}
 }

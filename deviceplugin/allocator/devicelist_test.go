@@ -8,6 +8,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 )
 
 func TestDeviceListStrategies(t *testing.T) {
@@ -66,7 +67,7 @@ func TestDeviceListStrategies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := ResponseConfig{DeviceListStrategy: tt.strategy, LibraryHostPath: "/opt/hami/libvgpu.so", LibraryContainerPath: "/usr/local/vgpu/libvgpu.so", PreloadHostPath: "/opt/hami/ld.so.preload"}
+			r := ResponseConfig{DeviceListStrategy: tt.strategy, Library: hamicore.Library{HostPath: "/opt/hami/libvgpu.so", ContainerPath: "/usr/local/vgpu/libvgpu.so", PreloadHostPath: "/opt/hami/ld.so.preload"}}
 			if got := r.Container("uid", two); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("response\n%v\nwant\n%v", got, tt.want)
 			}

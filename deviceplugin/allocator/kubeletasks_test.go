@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 )
 
 // TestContainersTheKubeletNeverAsksForDoNotHoldTheAllocation pins that a
@@ -27,7 +28,7 @@ func TestContainersTheKubeletNeverAsksForDoNotHoldTheAllocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.ContainerResponses[0].Envs[EnvVisibleDevices]; got != "GPU-b" {
+	if got := resp.ContainerResponses[0].Envs[hamicore.EnvVisibleDevices]; got != "GPU-b" {
 		t.Errorf("served %q, want main's GPU-b", got)
 	}
 	got := h.stored(t, "p").Status

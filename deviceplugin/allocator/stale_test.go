@@ -9,6 +9,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 )
 
 // TestAllocateDecidesOnTheAPIServerNotAStaleCache pins that a cache behind
@@ -54,7 +55,7 @@ func TestAllocateDecidesOnTheAPIServerNotAStaleCache(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Allocate: %v", err)
 			}
-			if got := resp.ContainerResponses[0].Envs[EnvVisibleDevices]; got != tt.wantEnv {
+			if got := resp.ContainerResponses[0].Envs[hamicore.EnvVisibleDevices]; got != tt.wantEnv {
 				t.Errorf("visible devices %q, want %q", got, tt.wantEnv)
 			}
 			for name, want := range tt.wantServed {
@@ -93,7 +94,7 @@ func TestPreferredFollowsThePluginsOwnLastWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.ContainerResponses[0].Envs[EnvVisibleDevices]; got != "GPU-b" {
+	if got := r.ContainerResponses[0].Envs[hamicore.EnvVisibleDevices]; got != "GPU-b" {
 		t.Errorf("second Allocate served %q, want GPU-b", got)
 	}
 	if n := h.statusWrites() - before; n != 1 {

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"k8s.io/klog/v2/ktesting"
-	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/driver"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 func inventory(uuids ...string) gpu.Inventory {
@@ -23,19 +23,6 @@ func inventory(uuids ...string) gpu.Inventory {
 	return inv
 }
 
-// readBack reads the directory as a container runtime does.
-func readBack(t *testing.T, dir string) *cdi.Cache {
-	t.Helper()
-	cache, err := cdi.NewCache(cdi.WithSpecDirs(dir), cdi.WithAutoRefresh(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := cache.GetErrors(); len(errs) > 0 {
-		t.Fatalf("the runtime's CDI cache reports %v", errs)
-	}
-	return cache
-}
-
 func TestWriteGivesTheRuntimeOneDevicePerGPU(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	dir := filepath.Join(t.TempDir(), "cdi")
@@ -43,7 +30,7 @@ func TestWriteGivesTheRuntimeOneDevicePerGPU(t *testing.T) {
 	if err := w.Write(ctx, inventory("GPU-a", "GPU-b", "MIG-c")); err != nil {
 		t.Fatal(err)
 	}
-	cache := readBack(t, dir)
+	cache := framework.CDIRuntimeView(t, dir)
 	if got, want := cache.ListDevices(), []string{"tessera.dev/gpu=GPU-a", "tessera.dev/gpu=GPU-b", "tessera.dev/gpu=MIG-c"}; !slices.Equal(got, want) {
 		t.Errorf("devices %v, want %v", got, want)
 	}
@@ -92,7 +79,7 @@ func TestWriteFollowsDiscoveryAndLeavesAnUnchangedSpecAlone(t *testing.T) {
 	if err := w.Write(ctx, inventory("GPU-a", "MIG-x")); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readBack(t, dir).ListDevices(), []string{"tessera.dev/gpu=GPU-a", "tessera.dev/gpu=MIG-x"}; !slices.Equal(got, want) {
+	if got, want := framework.CDIRuntimeView(t, dir).ListDevices(), []string{"tessera.dev/gpu=GPU-a", "tessera.dev/gpu=MIG-x"}; !slices.Equal(got, want) {
 		t.Errorf("devices after rediscovery %v, want %v", got, want)
 	}
 }
@@ -112,7 +99,7 @@ func TestWriteMountsTheDriverFromTheDriverRoot(t *testing.T) {
 	if err := w.Write(ctx, inventory("GPU-a")); err != nil {
 		t.Fatal(err)
 	}
-	mounts := readBack(t, dir).GetDevice(DeviceName("GPU-a")).GetSpec().ContainerEdits.Mounts
+	mounts := framework.CDIRuntimeView(t, dir).GetDevice(DeviceName("GPU-a")).GetSpec().ContainerEdits.Mounts
 	if len(mounts) != 1 || mounts[0].HostPath != "/run/nvidia/driver/usr/lib64/libcuda.so.550.54.15" ||
 		mounts[0].ContainerPath != "/usr/lib64/libcuda.so.550.54.15" || !slices.Contains(mounts[0].Options, "ro") {
 		t.Errorf("mounts %+v, want libcuda read-only from the host's driver root", mounts)

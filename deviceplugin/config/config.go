@@ -4,11 +4,19 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 )
 
 // Configuration is everything the device plugin can be told. Durations are
 // written as Go durations ("15s") in the file.
 type Configuration struct {
+	// Mode is how the daemon serves the kubelet: ModeDevicePlugin (GPU
+	// slices placed by Tessera's scheduler extender, handed out through the
+	// device-plugin API) or ModeDRA (the GPUs published as ResourceSlices
+	// of driver gpu.tessera.dev, placed by kube-scheduler and prepared
+	// through the DRA kubelet-plugin API).
+	Mode string `json:"mode"`
 	// NodeName is the Kubernetes node the plugin runs on; its GPUNode has
 	// the same name.
 	NodeName string `json:"nodeName"`
@@ -37,6 +45,12 @@ type Configuration struct {
 	// PluginDir is the kubelet's device-plugin directory, which holds
 	// kubelet.sock and the plugin's own socket.
 	PluginDir string `json:"pluginDir"`
+	// DRAPluginDir is the DRA plugin's data directory: its socket and the
+	// checkpoint of prepared claims, which must outlive the daemon.
+	DRAPluginDir string `json:"draPluginDir"`
+	// PluginRegistryDir is the kubelet's plugin registry directory, where
+	// the DRA plugin announces itself.
+	PluginRegistryDir string `json:"pluginRegistryDir"`
 	// HeartbeatPeriod is how often the GPUNode status is confirmed.
 	HeartbeatPeriod metav1.Duration `json:"heartbeatPeriod"`
 	// SimulatedGPUFile, when set, makes the plugin read its GPUs from this
@@ -64,7 +78,8 @@ type Configuration struct {
 	// StrategyCDI.
 	DeviceListStrategy string `json:"deviceListStrategy"`
 	// CDISpecDir is the directory the container runtime reads CDI specs
-	// from; with StrategyCDI the plugin writes its GPUs' spec there.
+	// from; with StrategyCDI the plugin writes its GPUs' spec there, and
+	// in ModeDRA one spec per prepared request.
 	CDISpecDir string `json:"cdiSpecDir"`
 	// DriverRoot is where the plugin sees the root of the NVIDIA driver's
 	// files (a host path mounted into its container). Set, the plugin
@@ -98,8 +113,20 @@ func DeviceListStrategies() []string {
 	return []string{StrategyEnvVar, StrategyVolumeMounts, StrategyCDI}
 }
 
+// Modes of the daemon.
+const (
+	ModeDevicePlugin = "device-plugin"
+	ModeDRA          = "dra"
+)
+
+// Modes are the valid values of Mode.
+func Modes() []string { return []string{ModeDevicePlugin, ModeDRA} }
+
 // Defaults of the fields a file or flag leaves unset.
 const (
+	DefaultMode                 = ModeDevicePlugin
+	DefaultDRAPluginDir         = "/var/lib/kubelet/plugins/gpu.tessera.dev"
+	DefaultPluginRegistryDir    = "/var/lib/kubelet/plugins_registry"
 	DefaultSplitCount           = 10
 	DefaultResourceName         = "nvidia.com/gpu"
 	DefaultPluginDir            = "/var/lib/kubelet/device-plugins"
@@ -124,6 +151,9 @@ func DefaultIgnoredXIDs() []uint64 { return []uint64{13, 31, 43, 45, 68, 109} }
 // Default returns the configuration with every default set.
 func Default() Configuration {
 	return Configuration{
+		Mode:                    DefaultMode,
+		DRAPluginDir:            DefaultDRAPluginDir,
+		PluginRegistryDir:       DefaultPluginRegistryDir,
 		SplitCount:              DefaultSplitCount,
 		MemoryScaling:           1,
 		CoreScaling:             1,
@@ -154,4 +184,10 @@ func (c *Configuration) PreloadFilePath() string {
 	default:
 		return filepathJoinDir(c.LibraryPath, "ld.so.preload")
 	}
+}
+
+// Library returns where the HAMi-core library and its preload file are on
+// the node and in containers.
+func (c *Configuration) Library() hamicore.Library {
+	return hamicore.Library{HostPath: c.LibraryPath, ContainerPath: c.LibraryContainerPath, PreloadHostPath: c.PreloadFilePath()}
 }

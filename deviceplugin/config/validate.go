@@ -45,7 +45,17 @@ func (c *Configuration) Validate() error {
 			errs = append(errs, field.Invalid(field.NewPath("resourceName"), c.ResourceName, msg))
 		}
 	}
+	if !slices.Contains(Modes(), c.Mode) {
+		errs = append(errs, field.NotSupported(field.NewPath("mode"), c.Mode, Modes()))
+	}
 	errs = append(errs, absolute(field.NewPath("pluginDir"), c.PluginDir, true)...)
+	if c.Mode == ModeDRA {
+		if c.DeviceListStrategy == StrategyVolumeMounts {
+			errs = append(errs, field.Invalid(field.NewPath("deviceListStrategy"), c.DeviceListStrategy, "not supported in DRA mode, where containers get their GPUs through CDI: use envvar or cdi"))
+		}
+		errs = append(errs, absolute(field.NewPath("draPluginDir"), c.DRAPluginDir, true)...)
+		errs = append(errs, absolute(field.NewPath("pluginRegistryDir"), c.PluginRegistryDir, true)...)
+	}
 	errs = append(errs, absolute(field.NewPath("procRoot"), c.ProcRoot, true)...)
 	errs = append(errs, absolute(field.NewPath("libraryPath"), c.LibraryPath, false)...)
 	errs = append(errs, absolute(field.NewPath("preloadFile"), c.PreloadFile, false)...)
@@ -55,7 +65,7 @@ func (c *Configuration) Validate() error {
 	if !slices.Contains(DeviceListStrategies(), c.DeviceListStrategy) {
 		errs = append(errs, field.NotSupported(field.NewPath("deviceListStrategy"), c.DeviceListStrategy, DeviceListStrategies()))
 	}
-	errs = append(errs, absolute(field.NewPath("cdiSpecDir"), c.CDISpecDir, c.DeviceListStrategy == StrategyCDI)...)
+	errs = append(errs, absolute(field.NewPath("cdiSpecDir"), c.CDISpecDir, c.DeviceListStrategy == StrategyCDI || c.Mode == ModeDRA)...)
 	errs = append(errs, absolute(field.NewPath("driverRoot"), c.DriverRoot, false)...)
 	errs = append(errs, absolute(field.NewPath("hostDriverRoot"), c.HostDriverRoot, true)...)
 	errs = append(errs, period(field.NewPath("heartbeatPeriod"), c.HeartbeatPeriod.Duration)...)

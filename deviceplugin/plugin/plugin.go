@@ -21,6 +21,7 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/cdispec"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/deviceplugin/dpserver"
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/deviceplugin/driver"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
@@ -110,7 +111,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		Tessera:  p.deps.Tessera,
 		Kube:     p.deps.Kube,
 		Clock:    p.deps.Clock,
-		Scaling:  nodestatus.Scaling{SplitCount: p.cfg.SplitCount, MemoryScaling: p.cfg.MemoryScaling, CoreScaling: p.cfg.CoreScaling},
+		Scaling:  p.scaling(),
 		Period:   p.cfg.HeartbeatPeriod.Duration,
 		Source:   inv,
 		Cordoned: caches.cordoned(p.cfg.NodeName),
@@ -151,7 +152,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 				return err
 			}
 		}
-		p.serveKubelet(ctx, g, inv, caches, publisher)
+		p.watchHealth(ctx, g, inv, publisher)
+		if p.cfg.Mode == config.ModeDRA {
+			if err := p.serveDRA(ctx, g, inv, caches, publisher); err != nil {
+				return err
+			}
+		} else {
+			p.serveKubelet(ctx, g, inv, caches, publisher)
+		}
 	}
 
 	err = g.Wait()
@@ -159,9 +167,8 @@ func (p *Plugin) Run(ctx context.Context) error {
 	return err
 }
 
-// serveKubelet starts the health watch and the kubelet server.
+// serveKubelet starts the device-plugin server.
 func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher) {
-	logger := klog.FromContext(ctx)
 	alloc := allocator.New(allocator.Config{
 		NodeName:      p.cfg.NodeName,
 		ResourceName:  corev1.ResourceName(p.cfg.ResourceName),
@@ -174,9 +181,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		LookupTimeout: p.cfg.AllocationLookupTimeout.Duration,
 		Response: allocator.ResponseConfig{
 			DeviceListStrategy:   p.cfg.DeviceListStrategy,
-			LibraryHostPath:      p.cfg.LibraryPath,
-			LibraryContainerPath: p.cfg.LibraryContainerPath,
-			PreloadHostPath:      p.cfg.PreloadFilePath(),
+			Library:              p.cfg.Library(),
 			MemoryOversubscribed: p.cfg.MemoryScaling > 1,
 		},
 	})
@@ -199,6 +204,49 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		},
 	})
 	g.Go(func() error { return server.Run(ctx) })
+}
+
+// serveDRA starts the DRA kubelet plugin, which publishes the GPUs as
+// ResourceSlices and prepares the claims kube-scheduler allocated.
+func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher) error {
+	scaling := p.scaling()
+	driver, err := dra.NewDriver(dra.DriverConfig{
+		NodeName:      p.cfg.NodeName,
+		Devices:       inv,
+		Scaling:       scaling,
+		Library:       p.cfg.Library(),
+		CDIDir:        p.cfg.CDISpecDir,
+		GPUCDIDevices: p.cfg.DeviceListStrategy == config.StrategyCDI,
+		StateDir:      p.cfg.DRAPluginDir,
+	})
+	if err != nil {
+		return err
+	}
+	devices := len(inv.Devices())
+	server := dra.NewServer(dra.ServerConfig{
+		NodeName:     p.cfg.NodeName,
+		Kube:         p.deps.Kube,
+		Inventory:    inv,
+		Cordoned:     caches.cordoned(p.cfg.NodeName),
+		Scaling:      scaling,
+		PluginDir:    p.cfg.DRAPluginDir,
+		RegistrarDir: p.cfg.PluginRegistryDir,
+		OnStarted: func() {
+			publisher.SetReadiness(nodestatus.Readiness{Ready: true, Reason: nodestatus.ReasonRegistered,
+				Message: fmt.Sprintf("serving %d GPUs as devices of DRA driver %s", devices, dra.DriverName)})
+		},
+	}, driver)
+	if err := caches.onSpecChange(server.Trigger); err != nil {
+		return err
+	}
+	g.Go(func() error { return server.Run(ctx) })
+	return nil
+}
+
+// watchHealth follows the GPUs' health into the inventory, which both
+// front ends and the GPUNode read.
+func (p *Plugin) watchHealth(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, publisher *nodestatus.Publisher) {
+	logger := klog.FromContext(ctx)
 	g.Go(func() error {
 		err := p.deps.Backend.WatchHealth(ctx, func(ev gpu.HealthEvent) {
 			if inv.SetHealth(ev) {
@@ -211,6 +259,11 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		}
 		return nil
 	})
+}
+
+// scaling is what the node offers of each GPU.
+func (p *Plugin) scaling() nodestatus.Scaling {
+	return nodestatus.Scaling{SplitCount: p.cfg.SplitCount, MemoryScaling: p.cfg.MemoryScaling, CoreScaling: p.cfg.CoreScaling}
 }
 
 // writePreloadFile writes the file mounted as the containers'

@@ -26,6 +26,10 @@ type Options struct {
 	// namespaces, service accounts). The node lifecycle controller stays
 	// off, since no kubelet heartbeats.
 	ControllerManager bool
+	// DRA adds the resourceclaim controller to kube-controller-manager,
+	// which makes ResourceClaims from a pod's templates and deallocates
+	// and deletes them when the pod is gone.
+	DRA bool
 	// APIServerFlags are extra kube-apiserver flags, such as
 	// "--admission-control-config-file=...".
 	APIServerFlags []string
@@ -113,7 +117,7 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 		return cp, err
 	}
 	if opts.ControllerManager {
-		if err := cp.startControllerManager(); err != nil {
+		if err := cp.startControllerManager(opts.DRA); err != nil {
 			return cp, err
 		}
 	}
@@ -255,10 +259,14 @@ func (cp *ControlPlane) waitHealthy(ctx context.Context, what, path string) erro
 	return nil
 }
 
-func (cp *ControlPlane) startControllerManager() error {
+func (cp *ControlPlane) startControllerManager(dra bool) error {
 	port, err := FreePort()
 	if err != nil {
 		return err
+	}
+	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller"
+	if dra {
+		controllers += ",resourceclaim-controller"
 	}
 	_, err = cp.start("kube-controller-manager",
 		"--kubeconfig="+cp.KubeconfigPath,
@@ -267,7 +275,7 @@ func (cp *ControlPlane) startControllerManager() error {
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		"--leader-elect=false",
-		"--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller",
+		"--controllers="+controllers,
 		"--service-account-private-key-file="+cp.pki.serviceAccountKF,
 		"--root-ca-file="+cp.pki.caFile,
 		"--use-service-account-credentials=false",

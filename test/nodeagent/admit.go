@@ -23,6 +23,9 @@ type ContainerResult struct {
 	DeviceIDs []string
 	// Response is the plugin's Allocate answer: environment, mounts, devices.
 	Response *pluginapi.ContainerAllocateResponse
+	// CDIDevices are the CDI devices the container's resource claims got
+	// from their DRA drivers (a result of its own, with no Resource).
+	CDIDevices []string
 }
 
 // sync admits a bound pod once, or releases a finished one.
@@ -32,6 +35,7 @@ func (a *Agent) sync(ctx context.Context, pod *corev1.Pod) error {
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		a.release(pod.UID)
+		a.unprepareClaims(ctx, pod.UID)
 		return nil
 	}
 	if pod.Status.Phase != corev1.PodPending {
@@ -43,13 +47,22 @@ func (a *Agent) sync(ctx context.Context, pod *corev1.Pod) error {
 	_, admitted := a.results[pod.UID]
 	a.mu.Unlock()
 	if !admitted {
-		results, err := a.allocate(ctx, pod)
+		cdiDevices, err := a.prepareClaims(ctx, pod)
+		var results []ContainerResult
+		if err == nil {
+			results, err = a.allocate(ctx, pod)
+		}
 		if err != nil {
 			if _, retry := err.(retryable); retry {
 				return err
 			}
 			klog.FromContext(ctx).Info("Pod admission failed", "pod", klog.KObj(pod), "err", err)
 			return a.setPhase(ctx, pod, corev1.PodFailed, "UnexpectedAdmissionError", err.Error())
+		}
+		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+			if ids, ok := cdiDevices[c.Name]; ok {
+				results = append(results, ContainerResult{Container: c.Name, CDIDevices: ids})
+			}
 		}
 		a.mu.Lock()
 		a.results[pod.UID] = results
@@ -173,6 +186,7 @@ func subset(ids, of []string) bool {
 // and the pod object removed for good.
 func (a *Agent) finishDeletion(ctx context.Context, pod *corev1.Pod) error {
 	a.release(pod.UID)
+	a.unprepareClaims(ctx, pod.UID)
 	err := a.Kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0),
 		Preconditions:      &metav1.Preconditions{UID: &pod.UID},

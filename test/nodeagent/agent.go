@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -31,12 +32,17 @@ type Agent struct {
 	// accounts) are ignored, as the kubelet ignores those its node does not
 	// advertise.
 	DeviceResources []string
+	// PluginRegistryDir is where DRA plugins register (<driver>-reg.sock),
+	// as the kubelet's plugins_registry; empty: pods with claims fail.
+	PluginRegistryDir string
 
-	mu      sync.Mutex
-	plugins map[string]*plugin
-	inUse   map[string]bool                 // device IDs held by running pods
-	held    map[types.UID][]string          // pod → device IDs it holds
-	results map[types.UID][]ContainerResult // pod → what the plugins answered
+	mu       sync.Mutex
+	claims   map[types.UID][]preparedClaim // pod → claims prepared for it
+	draConns map[string]*grpc.ClientConn   // driver → its plugin
+	plugins  map[string]*plugin
+	inUse    map[string]bool                 // device IDs held by running pods
+	held     map[types.UID][]string          // pod → device IDs it holds
+	results  map[types.UID][]ContainerResult // pod → what the plugins answered
 }
 
 // Run serves kubelet.sock and admits the node's pods until ctx ends.
@@ -44,7 +50,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
 	a.plugins, a.inUse = map[string]*plugin{}, map[string]bool{}
 	a.held, a.results = map[types.UID][]string{}, map[types.UID][]ContainerResult{}
+	a.claims, a.draConns = map[types.UID][]preparedClaim{}, map[string]*grpc.ClientConn{}
 	a.mu.Unlock()
+	defer a.closeDRAConns()
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("node", a.NodeName))
 
 	errs := make(chan error, 1)
@@ -62,7 +70,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: a.onDelete,
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: func(obj any) { a.onDelete(ctx, obj) },
 	}); err != nil {
 		return err
 	}
@@ -104,12 +112,21 @@ func (a *Agent) next(ctx context.Context, queue workqueue.TypedRateLimitingInter
 	return true
 }
 
-func (a *Agent) onDelete(obj any) {
+func (a *Agent) onDelete(ctx context.Context, obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		a.release(pod.UID)
+		a.unprepareClaims(ctx, pod.UID)
+	}
+}
+
+func (a *Agent) closeDRAConns() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.draConns {
+		_ = c.Close()
 	}
 }
 

@@ -5,6 +5,11 @@
 // bound to its node, asks the plugins for devices container by container as
 // the kubelet's device manager would (GetPreferredAllocation, then
 // Allocate, init containers first), records the answers, and marks the pod
-// Running — or Failed with the plugin's error. It also finishes graceful
-// deletions, as a kubelet does once the containers are stopped.
+// Running — or Failed with the plugin's error. For a pod with resource
+// claims it plays the kubelet's DRA manager: it finds each driver through
+// its registration socket, calls NodePrepareResources for the pod's
+// allocated claims over the driver's gRPC socket, records the CDI devices
+// each container gets, and calls NodeUnprepareResources once no pod on the
+// node uses a claim. It also finishes graceful deletions, as a kubelet
+// does once the containers are stopped.
 package nodeagent

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 const oneGPU = `
@@ -35,7 +36,7 @@ func TestBoundPodsAreAllocatedAndTheNextPodFollows(t *testing.T) {
 	running := func(name string, memoryMiB int64) *corev1.Pod {
 		t.Helper()
 		var pod *corev1.Pod
-		waitFor(t, time.Minute, "pod "+name+" to run", func() (bool, string) {
+		framework.WaitFor(t, time.Minute, "pod "+name+" to run", func() (bool, string) {
 			p, err := pods.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
@@ -80,7 +81,7 @@ func TestBoundPodsAreAllocatedAndTheNextPodFollows(t *testing.T) {
 	if _, err := pods.Create(ctx, gpuPod("third", 8000), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the third pod to be found unschedulable", func() (bool, string) {
+	framework.WaitFor(t, time.Minute, "the third pod to be found unschedulable", func() (bool, string) {
 		p, err := pods.Get(ctx, "third", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

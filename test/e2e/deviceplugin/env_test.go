@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -83,7 +82,7 @@ func startCluster(t *testing.T, nodes ...simNode) *cluster {
 	addr := ls.Extender.Addr().String()
 	run(func() error { return app.Serve(ctx, cfg, cp.Config, ls) })
 	// Ready as the kubelet's probe sees it, on the metrics listener.
-	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
+	framework.WaitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
 		resp, err := http.Get("http://" + ls.Metrics.Addr().String() + "/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -137,7 +136,7 @@ func startCluster(t *testing.T, nodes ...simNode) *cluster {
 // advertised on the Node.
 func (c *cluster) waitNodeReady(t *testing.T, node string) {
 	t.Helper()
-	waitFor(t, time.Minute, "node "+node+" to offer GPUs", func() (bool, string) {
+	framework.WaitFor(t, time.Minute, "node "+node+" to offer GPUs", func() (bool, string) {
 		gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(context.Background(), node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -152,21 +151,6 @@ func (c *cluster) waitNodeReady(t *testing.T, node string) {
 		q := n.Status.Allocatable[gpuResource]
 		return q.Value() > 0, fmt.Sprintf("allocatable %s: %s", gpuResource, q.String())
 	})
-}
-
-// waitFor polls cond until it holds, failing the test with its last
-// explanation after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, why := cond()
-		last = why
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %s", what, last)
-	}
 }
 
 // gpuPod is a pod for Tessera's scheduler asking for one GPU with memory.

@@ -1,0 +1,300 @@
+package dra
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
+	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+const testNode = "node-1"
+
+type fixedDevices []gpu.Device
+
+func (f fixedDevices) Devices() []gpu.Device { return f }
+
+func testGPUs() fixedDevices {
+	return fixedDevices{
+		{UUID: "GPU-a", Index: 0, Model: "NVIDIA H100", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},
+		{UUID: "GPU-b", Index: 1, Model: "NVIDIA H100", MemoryMiB: 81920, NUMANode: 1, Health: gpu.Healthy()},
+		{UUID: "GPU-c", Index: 2, Model: "NVIDIA H100", MemoryMiB: 81920, NUMANode: 1, Health: gpu.Unhealthy("XID 79")},
+	}
+}
+
+type testDriver struct {
+	*Driver
+	cfg DriverConfig
+}
+
+func newTestDriver(t *testing.T, opts ...func(*DriverConfig)) testDriver {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := DriverConfig{
+		NodeName: testNode,
+		Devices:  testGPUs(),
+		Scaling:  nodestatus.Scaling{SplitCount: 4, MemoryScaling: 1, CoreScaling: 1},
+		Library:  hamicore.Library{HostPath: "/opt/hami/libvgpu.so", ContainerPath: "/usr/local/vgpu/libvgpu.so", PreloadHostPath: "/opt/hami/ld.so.preload"},
+		CDIDir:   filepath.Join(dir, "cdi"),
+		StateDir: dir,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := NewDriver(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testDriver{d, cfg}
+}
+
+// restart is a new daemon process on the same node directories.
+func (td testDriver) restart(t *testing.T) testDriver {
+	t.Helper()
+	d, err := NewDriver(td.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testDriver{d, td.cfg}
+}
+
+type result struct {
+	request, device string
+	memory          string
+	cores, shares   int64
+}
+
+func allocatedClaim(uid, name string, results ...result) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid)},
+		Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}},
+	}
+	for i, r := range results {
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+			Request: r.request, Driver: DriverName, Pool: testNode, Device: r.device,
+			ShareID: ptr.To(types.UID(uid + "-share-" + string(rune('0'+i)))),
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
+				CapacityMemory: resource.MustParse(r.memory),
+				CapacityCores:  *resource.NewQuantity(r.cores, resource.DecimalSI),
+				CapacityShares: *resource.NewQuantity(r.shares, resource.DecimalSI),
+			},
+		})
+	}
+	return c
+}
+
+func cdiIDs(devices []kubeletplugin.Device, request string) []string {
+	var out []string
+	for _, d := range devices {
+		if slices.Contains(d.Requests, request) {
+			out = append(out, d.CDIDeviceIDs...)
+		}
+	}
+	return out
+}
+
+func TestPrepareGivesEachRequestItsGPUsAndLimits(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	d := newTestDriver(t)
+	// Two containers share the claim, each through its own request; the
+	// second holds two GPUs, allocated b before a.
+	claim := allocatedClaim("uid-1", "train",
+		result{request: "small", device: "gpu-0", memory: "30Gi", cores: 30, shares: 1},
+		result{request: "big", device: "gpu-1", memory: "20Gi", cores: 50, shares: 1},
+		result{request: "big", device: "gpu-0", memory: "20Gi", cores: 50, shares: 1},
+	)
+	got, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
+	if err != nil || got["uid-1"].Err != nil {
+		t.Fatalf("Prepare: %v, %v", err, got["uid-1"].Err)
+	}
+	devices := got["uid-1"].Devices
+	if len(devices) != 3 {
+		t.Fatalf("got %d devices, want one per allocated share: %+v", len(devices), devices)
+	}
+	for _, dev := range devices {
+		if dev.PoolName != testNode || dev.ShareID == nil {
+			t.Errorf("device %+v lacks its pool or share", dev)
+		}
+	}
+	view := framework.CDIRuntimeView(t, d.cfg.CDIDir)
+	want := map[string][]string{
+		"small": {"CUDA_DEVICE_MEMORY_LIMIT_0=30720m", "CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/tessera-vgpu-uid-1_small.cache", "CUDA_DEVICE_SM_LIMIT=30", "NVIDIA_VISIBLE_DEVICES=GPU-a"},
+		"big": {"CUDA_DEVICE_MEMORY_LIMIT_0=20480m", "CUDA_DEVICE_MEMORY_LIMIT_1=20480m", "CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/tessera-vgpu-uid-1_big.cache",
+			"CUDA_DEVICE_SM_LIMIT=50", "NVIDIA_VISIBLE_DEVICES=GPU-b,GPU-a"},
+	}
+	for request, env := range want {
+		ids := cdiIDs(devices, request)
+		if len(ids) != 1 {
+			t.Fatalf("request %s has CDI devices %v, want exactly one", request, ids)
+		}
+		dev := view.GetDevice(ids[0])
+		if dev == nil {
+			t.Fatalf("the runtime does not find CDI device %s (has %v)", ids[0], view.ListDevices())
+		}
+		if !slices.Equal(dev.ContainerEdits.Env, env) {
+			t.Errorf("request %s: env %v, want %v", request, dev.ContainerEdits.Env, env)
+		}
+		var mounts []string
+		for _, m := range dev.ContainerEdits.Mounts {
+			mounts = append(mounts, m.HostPath+":"+m.ContainerPath)
+		}
+		if !slices.Equal(mounts, []string{"/opt/hami/libvgpu.so:/usr/local/vgpu/libvgpu.so", "/opt/hami/ld.so.preload:/etc/ld.so.preload"}) {
+			t.Errorf("request %s: mounts %v", request, mounts)
+		}
+	}
+}
+
+func TestPrepareIsIdempotentAcrossRestartsAndUnprepareCleansUp(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	d := newTestDriver(t)
+	claim := allocatedClaim("uid-1", "c", result{request: "gpu", device: "gpu-0", memory: "30Gi", shares: 1})
+	first, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
+	if err != nil || first["uid-1"].Err != nil {
+		t.Fatalf("Prepare: %v %v", err, first["uid-1"].Err)
+	}
+	specs, _ := filepath.Glob(filepath.Join(d.cfg.CDIDir, "*"))
+	if len(specs) != 1 {
+		t.Fatalf("spec files %v, want one", specs)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(specs[0], old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	// The kubelet asks again after the daemon restarted.
+	d = d.restart(t)
+	again, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
+	if err != nil || again["uid-1"].Err != nil {
+		t.Fatalf("Prepare again: %v %v", err, again["uid-1"].Err)
+	}
+	if !slices.EqualFunc(first["uid-1"].Devices, again["uid-1"].Devices, func(a, b kubeletplugin.Device) bool {
+		return slices.Equal(a.CDIDeviceIDs, b.CDIDeviceIDs) && a.DeviceName == b.DeviceName && *a.ShareID == *b.ShareID
+	}) {
+		t.Errorf("after a restart Prepare answered %+v, before %+v", again["uid-1"].Devices, first["uid-1"].Devices)
+	}
+	if fi, _ := os.Stat(specs[0]); !fi.ModTime().Equal(old) {
+		t.Errorf("a prepared claim's spec was written again at %v", fi.ModTime())
+	}
+
+	// Unprepare after another restart, with only the claim's name and UID.
+	d = d.restart(t)
+	ref := kubeletplugin.NamespacedObject{NamespacedName: types.NamespacedName{Namespace: "default", Name: "c"}, UID: "uid-1"}
+	for range 2 {
+		res, err := d.UnprepareResourceClaims(ctx, []kubeletplugin.NamespacedObject{ref})
+		if err != nil || res["uid-1"] != nil {
+			t.Fatalf("Unprepare: %v %v", err, res["uid-1"])
+		}
+	}
+	if specs, _ := filepath.Glob(filepath.Join(d.cfg.CDIDir, "*")); len(specs) != 0 {
+		t.Errorf("spec files left after Unprepare: %v", specs)
+	}
+	if _, ok := d.restart(t).state.Claims["uid-1"]; ok {
+		t.Error("the checkpoint still holds the unprepared claim")
+	}
+}
+
+func TestPrepareRefuses(t *testing.T) {
+	tests := []struct {
+		name     string
+		prepared []*resourceapi.ResourceClaim
+		claim    *resourceapi.ResourceClaim
+		want     string
+	}{
+		{
+			name:  "an unallocated claim",
+			claim: &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x", UID: "uid-x"}},
+			want:  "claim default/x is not allocated",
+		},
+		{
+			name:  "a GPU the node does not have",
+			claim: allocatedClaim("uid-x", "x", result{request: "gpu", device: "gpu-7", memory: "1Gi", shares: 1}),
+			want:  "device gpu-7, which node node-1 does not have",
+		},
+		{
+			name:  "an unhealthy GPU",
+			claim: allocatedClaim("uid-x", "x", result{request: "gpu", device: "gpu-2", memory: "1Gi", shares: 1}),
+			want:  "GPU gpu-2 (GPU-c), which is unhealthy",
+		},
+		{
+			name:     "more memory than the GPU has, with the claims prepared before",
+			prepared: []*resourceapi.ResourceClaim{allocatedClaim("uid-1", "one", result{request: "gpu", device: "gpu-0", memory: "50Gi", shares: 1})},
+			claim:    allocatedClaim("uid-x", "x", result{request: "gpu", device: "gpu-0", memory: "40Gi", shares: 1}),
+			want:     "would overcommit GPU gpu-0 (GPU-a): memory 92160 MiB of 81920 MiB",
+		},
+		{
+			name: "more shares than the split count",
+			prepared: []*resourceapi.ResourceClaim{
+				allocatedClaim("uid-1", "one", result{request: "gpu", device: "gpu-1", memory: "1Gi", shares: 3}),
+			},
+			claim: allocatedClaim("uid-x", "x", result{request: "gpu", device: "gpu-1", memory: "1Gi", shares: 2}),
+			want:  "shares 5 of 4",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			d := newTestDriver(t)
+			if len(tt.prepared) > 0 {
+				res, err := d.PrepareResourceClaims(ctx, tt.prepared)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for uid, r := range res {
+					if r.Err != nil {
+						t.Fatalf("preparing %s: %v", uid, r.Err)
+					}
+				}
+			}
+			before, _ := filepath.Glob(filepath.Join(d.cfg.CDIDir, "*"))
+			res, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{tt.claim})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res[tt.claim.UID].Err; got == nil || !strings.Contains(got.Error(), tt.want) {
+				t.Errorf("Prepare error %v, want one containing %q", got, tt.want)
+			}
+			if after, _ := filepath.Glob(filepath.Join(d.cfg.CDIDir, "*")); len(after) != len(before) {
+				t.Errorf("a refused claim left spec files: %v", after)
+			}
+			if _, ok := d.restart(t).state.Claims[tt.claim.UID]; ok {
+				t.Error("a refused claim is in the checkpoint")
+			}
+		})
+	}
+}
+
+func TestPrepareWithTheCDIStrategyNamesEachGPUsDevice(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	d := newTestDriver(t, func(c *DriverConfig) { c.GPUCDIDevices = true; c.Scaling.MemoryScaling = 1.5 })
+	claim := allocatedClaim("uid-1", "c",
+		result{request: "gpus", device: "gpu-1", memory: "10Gi", cores: 20, shares: 1},
+		result{request: "gpus", device: "gpu-0", memory: "10Gi", cores: 20, shares: 1})
+	got, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
+	if err != nil || got["uid-1"].Err != nil {
+		t.Fatalf("Prepare: %v %v", err, got["uid-1"].Err)
+	}
+	ids := cdiIDs(got["uid-1"].Devices, "gpus")
+	if len(ids) != 3 || ids[1] != "tessera.dev/gpu=GPU-b" || ids[2] != "tessera.dev/gpu=GPU-a" {
+		t.Fatalf("CDI devices %v, want the request's and then each GPU's in allocation order", ids)
+	}
+	env := framework.CDIRuntimeView(t, d.cfg.CDIDir).GetDevice(ids[0]).ContainerEdits.Env
+	for _, want := range []string{"NVIDIA_VISIBLE_DEVICES=void", "CUDA_DEVICE_MEMORY_LIMIT_1=10240m", "CUDA_OVERSUBSCRIBE=true"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("env %v lacks %s", env, want)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package dra
+
+import (
+	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/utils/ptr"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+)
+
+// mebibyte is the step of memory requests: HAMi-core limits are in MiB.
+const mebibyte = 1 << 20
+
+// Resources returns what the node offers kube-scheduler: one pool named
+// after the node with one device per GPU that is healthy and not cordoned.
+// A GPU that turns unhealthy or is cordoned is withdrawn, so that no new
+// claim gets it; claims already allocated keep it.
+func Resources(node string, devices []gpu.Device, cordoned []string, scaling nodestatus.Scaling) resourceslice.DriverResources {
+	var out []resourceapi.Device
+	for _, d := range devices {
+		if !d.Health.Healthy || slices.Contains(cordoned, d.UUID) {
+			continue
+		}
+		out = append(out, Device(scaling.Device(d)))
+	}
+	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
+		node: {Slices: []resourceslice.Slice{{Devices: out}}},
+	}}
+}
+
+// Device returns the published form of a GPU: shareable, with its memory,
+// cores and share limit as consumable capacity.
+//
+// A request that names no amount takes a whole GPU's memory and sets no
+// compute limit, the same as a HAMi pod asking for a GPU alone: the GPU is
+// then its own. Every allocation takes one of the GPU's shares unless it
+// asks for more (all of them: exclusive), so at most the split count of
+// tenants share a GPU, as in device-plugin mode.
+func Device(g gpuv1alpha1.GPUDevice) resourceapi.Device {
+	memory := g.MemoryMiB * mebibyte
+	return resourceapi.Device{
+		Name:                     DeviceName(int(g.Index)),
+		AllowMultipleAllocations: ptr.To(true),
+		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			AttributeUUID:     {StringValue: ptr.To(g.UUID)},
+			AttributeIndex:    {IntValue: ptr.To(int64(g.Index))},
+			AttributeModel:    {StringValue: ptr.To(g.Model)},
+			AttributeNUMANode: {IntValue: ptr.To(int64(g.NUMANode))},
+		},
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			CapacityMemory: capacity(memory, memory, mebibyte, mebibyte, resource.BinarySI),
+			CapacityCores:  capacity(int64(g.Cores), 0, 0, 1, resource.DecimalSI),
+			CapacityShares: capacity(int64(g.ShareLimit), 1, 1, 1, resource.DecimalSI),
+		},
+	}
+}
+
+// capacity is a capacity of value whose requests lie in [lowest, value] in
+// steps of step, and take def when they name no amount.
+func capacity(value, def, lowest, step int64, format resource.Format) resourceapi.DeviceCapacity {
+	policy := &resourceapi.CapacityRequestPolicy{
+		Default: resource.NewQuantity(def, format),
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{
+			Min: resource.NewQuantity(lowest, format),
+			Max: resource.NewQuantity(value, format),
+		},
+	}
+	// The API wants room for one step above the minimum.
+	if lowest+step <= value {
+		policy.ValidRange.Step = resource.NewQuantity(step, format)
+	}
+	return resourceapi.DeviceCapacity{Value: *resource.NewQuantity(value, format), RequestPolicy: policy}
+}
