@@ -57,11 +57,13 @@ func TestLocalUp(t *testing.T) {
 	}
 	kube := kubernetes.NewForConfigOrDie(config)
 	tessera := versioned.NewForConfigOrDie(config)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	placed := checkPlacements(ctx, t, kube, tessera)
 	checkMetrics(ctx, t, tessera, field(t, output, "scheduler extender"), placed)
+	checkColumns(ctx, t, tessera, placed)
+	checkPinnedReason(ctx, t, kube, placed)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
