@@ -12,6 +12,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/extenderargs"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -66,13 +67,16 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 			ctx := b.Context()
 			var filtered filterAnswer
 			var scored priorityAnswer
+			var filterArgs, prioritizeArgs extenderargs.Args
 			b.ReportAllocs()
 			for b.Loop() {
-				ext.filter(ctx, &extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names}, &filtered)
+				filterArgs.Set(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+				ext.filter(ctx, &filterArgs, &filtered)
 				if len(filtered.feasible) != size.nodes {
 					b.Fatalf("%d feasible nodes, want %d: %s", len(filtered.feasible), size.nodes, filtered.err)
 				}
-				if _, err := ext.prioritize(ctx, &extenderv1.ExtenderArgs{Pod: pod, NodeNames: &filtered.feasible}, &scored); err != nil {
+				prioritizeArgs.Set(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &filtered.feasible})
+				if _, err := ext.prioritize(ctx, &prioritizeArgs, &scored); err != nil {
 					b.Fatal(err)
 				}
 			}

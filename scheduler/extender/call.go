@@ -1,20 +1,22 @@
 package extender
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"sync"
 
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	"github.com/tessera-gpu/tessera/scheduler/extenderargs"
 )
+
+// MaxRequestBytes bounds a request body. A filter call for 5,000 nodes by
+// name is well under 1 MiB; a whole pod is at most a few hundred KiB.
+const MaxRequestBytes = 10 << 20
 
 // call is the memory one filter or prioritize call works in. Calls reuse
 // it, so that a call over thousands of nodes allocates almost nothing.
 type call struct {
-	body     bytes.Buffer
-	args     extenderv1.ExtenderArgs
-	names    []string
+	// args lends the call its node names until put releases it.
+	args     extenderargs.Args
 	filter   filterAnswer
 	priority priorityAnswer
 	out      []byte
@@ -25,20 +27,29 @@ type call struct {
 const maxPooledBytes = 4 << 20
 
 // calls hands out calls' memory.
-type calls struct{ pool sync.Pool }
-
-func (c *calls) get() *call {
-	if v, ok := c.pool.Get().(*call); ok {
-		return v
-	}
-	return new(call)
+type calls struct {
+	pool sync.Pool
+	// poison, set by tests, overwrites each call's request body when the
+	// call ends, so that a node name kept past its call reads as garbage.
+	poison bool
 }
 
+func (c *calls) get() *call {
+	v, ok := c.pool.Get().(*call)
+	if !ok {
+		v = new(call)
+	}
+	v.args.Poison = c.poison
+	return v
+}
+
+// put ends the call: the names it borrowed from its request are invalid
+// from now on.
 func (c *calls) put(v *call) {
-	if v.body.Cap() > maxPooledBytes || cap(v.out) > maxPooledBytes {
+	v.args.Release()
+	if v.args.Cap() > maxPooledBytes || cap(v.out) > maxPooledBytes {
 		return
 	}
-	v.args = extenderv1.ExtenderArgs{}
 	v.filter.nodes = nil
 	c.pool.Put(v)
 }
@@ -50,15 +61,10 @@ var errNoPod = errors.New("Pod: Required value: the pod whose GPU request the no
 // read decodes the request's ExtenderArgs into c.args; arguments without
 // a pod are an error.
 func (c *call) read(w http.ResponseWriter, r *http.Request) error {
-	c.body.Reset()
-	if err := readBody(&c.body, http.MaxBytesReader(w, r.Body, MaxRequestBytes)); err != nil {
+	if err := c.args.Read(http.MaxBytesReader(w, r.Body, MaxRequestBytes)); err != nil {
 		return err
 	}
-	var err error
-	if c.names, err = decodeArgs(c.body.Bytes(), &c.args, c.names[:0]); err != nil {
-		return err
-	}
-	if c.args.Pod == nil {
+	if c.args.Pod() == nil {
 		return errNoPod
 	}
 	return nil

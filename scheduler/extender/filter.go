@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/tessera-gpu/tessera/scheduler/extenderargs"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -18,15 +18,16 @@ import (
 // fits it, and for every other node why not, into out. Nodes that cannot
 // fit the pod even with every GPU free, or that take no GPU pods at all,
 // are unresolvable. It returns the outcome to count the call under. args
-// must hold a pod (call.read checks it).
-func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, out *filterAnswer) string {
+// must hold a pod (call.read checks it). The answer borrows the names of
+// args: it must be written before args is released.
+func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *filterAnswer) string {
 	out.reset()
 	if !e.ready() {
 		out.err = errNotReady.Error()
 		return metrics.ResultError
 	}
-	names := nodeNames(args)
-	pod := args.Pod
+	names := args.Names().Borrow()
+	pod := args.Pod()
 	req, err := e.request(pod)
 	if err != nil {
 		out.err = fmt.Sprintf("pod %s/%s has an invalid GPU request: %v", pod.Namespace, pod.Name, err)
@@ -66,9 +67,9 @@ func (e *Extender) filter(ctx context.Context, args *extenderv1.ExtenderArgs, ou
 			out.unresolvable = append(out.unresolvable, part.unresolvable...)
 		}
 	}
-	if args.Nodes != nil && args.NodeNames == nil {
+	if nodes := args.Nodes(); nodes != nil {
 		// A scheduler that is not node-cache capable expects whole nodes back.
-		out.nodes = filterNodeList(args, out.feasible)
+		out.nodes = filterNodeList(nodes, out.feasible)
 	}
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		logger.Info("Filtered nodes", "pod", klog.KObj(pod), "candidates", len(names),

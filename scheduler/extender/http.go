@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/tessera-gpu/tessera/scheduler/extenderargs"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 )
 
@@ -75,7 +76,7 @@ func (e *Extender) servePrioritize(w http.ResponseWriter, r *http.Request) {
 func (e *Extender) serveBind(w http.ResponseWriter, r *http.Request) {
 	start := e.Clock.Now()
 	var args extenderv1.ExtenderBindingArgs
-	if err := decode(http.MaxBytesReader(w, r.Body, MaxRequestBytes), "ExtenderBindingArgs", &args); err != nil {
+	if err := extenderargs.Decode(http.MaxBytesReader(w, r.Body, MaxRequestBytes), "ExtenderBindingArgs", &args); err != nil {
 		e.observe(metrics.VerbBind, metrics.ResultInvalid, start)
 		e.reply(w, r, http.StatusBadRequest, &extenderv1.ExtenderBindingResult{Error: err.Error()})
 		return

@@ -1,6 +1,10 @@
 package extender
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/tessera-gpu/tessera/scheduler/extenderargs"
+)
 
 // appendString appends s as a JSON string that encoding/json decodes back
 // to what it would decode its own encoding of s to: invalid UTF-8 becomes
@@ -55,19 +59,6 @@ const hex = "0123456789abcdef"
 
 // plain8 reports whether none of the 8 bytes of s needs escaping.
 func plain8(s string) bool {
-	return plainWord(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+	return extenderargs.PlainWord(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
-}
-
-// plainWord reports whether none of the 8 bytes of w needs escaping in a
-// JSON string: each is ASCII, at least 0x20, and neither '"' nor a
-// backslash. Names and reasons are almost all such bytes, so scanning and
-// escaping them look at a word at a time.
-func plainWord(w uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	// A byte below n sets its high bit in (w - n*ones) &^ w, provided
-	// that no byte of w has its own high bit set, which highs checks.
-	below := func(w uint64, n uint64) uint64 { return (w - n*ones) &^ w }
-	quote, backslash := w^('"'*ones), w^('\\'*ones)
-	return (w|below(w, 0x20)|below(quote, 1)|below(backslash, 1))&highs == 0
 }

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"k8s.io/klog/v2"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/tessera-gpu/tessera/scheduler/extenderargs"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -17,18 +17,19 @@ import (
 // policy, relative to the other candidates (placement.Rank), into out:
 // binpack favours the busiest node, spread the emptiest. A node the pod
 // does not fit scores 0. It returns the outcome to count the call under.
-// args must hold a pod (call.read checks it).
-func (e *Extender) prioritize(ctx context.Context, args *extenderv1.ExtenderArgs, out *priorityAnswer) (string, error) {
+// args must hold a pod (call.read checks it). The answer borrows the names
+// of args: it must be written before args is released.
+func (e *Extender) prioritize(ctx context.Context, args *extenderargs.Args, out *priorityAnswer) (string, error) {
 	out.reset()
 	if !e.ready() {
 		return metrics.ResultError, errNotReady
 	}
-	pod := args.Pod
+	pod := args.Pod()
 	req, err := e.request(pod)
 	if err != nil {
 		return metrics.ResultInvalid, fmt.Errorf("pod %s/%s has an invalid GPU request: %w", pod.Namespace, pod.Name, err)
 	}
-	names := nodeNames(args)
+	names := args.Names().Borrow()
 	out.hosts = append(out.hosts, names...)
 	out.scores = append(out.scores, make([]int64, len(names))...)
 	if len(req.Containers) == 0 {

@@ -1,4 +1,4 @@
-package extender
+package extenderargs
 
 import (
 	"bytes"
@@ -8,10 +8,6 @@ import (
 	"io"
 	"net/http"
 )
-
-// MaxRequestBytes bounds a request body. A filter call for 5,000 nodes by
-// name is well under 1 MiB; a whole pod is at most a few hundred KiB.
-const MaxRequestBytes = 10 << 20
 
 // readBody reads a whole request body into buf.
 func readBody(buf *bytes.Buffer, r io.Reader) error {
@@ -33,9 +29,10 @@ func tooLarge(err error) error {
 	return nil
 }
 
-// decode reads one JSON value of the named type from r, and nothing after
-// it. Its errors say what was wrong in words a person can act on.
-func decode(r io.Reader, what string, v any) error {
+// Decode reads one JSON value of the named type from r, and nothing after
+// it, with encoding/json: v shares no memory with what r read. Its errors
+// say what was wrong in words a person can act on.
+func Decode(r io.Reader, what string, v any) error {
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {

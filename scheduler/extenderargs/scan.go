@@ -1,4 +1,4 @@
-package extender
+package extenderargs
 
 import (
 	"bytes"
@@ -11,28 +11,14 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
-// decodeArgs reads the ExtenderArgs of a filter or prioritize call from
-// body into args. kube-scheduler sends thousands of node names in each, so
-// it reads the usual form without reflection (scanArgs), appending the
-// names to names, and everything else with encoding/json, whose errors it
-// returns. It returns names, grown, for the next call to reuse.
-func decodeArgs(body []byte, args *extenderv1.ExtenderArgs, names []string) ([]string, error) {
-	if more, ok := scanArgs(body, args, names); ok {
-		return more, nil
-	}
-	*args = extenderv1.ExtenderArgs{}
-	return names, decode(bytes.NewReader(body), "ExtenderArgs", args)
-}
-
 // scanArgs decodes body as encoding/json would into args when body is one
 // object whose keys are Pod, Nodes and NodeNames, each at most once, and
 // whose node names are plain ASCII with nothing to unescape; keys match
 // in any case, as encoding/json matches field names. The pod and
 // the nodes are decoded by encoding/json; the names are appended to names,
 // which args.NodeNames then points to, as strings that share body's memory,
-// so that 5,000 names cost no allocation: the names must not be kept, or
-// body changed, past the call (see nameStrings). It reports false for any
-// other body, leaving args to be decoded again.
+// so that 5,000 names cost no allocation (see nameStrings). It reports
+// false for any other body, leaving args to be decoded again.
 func scanArgs(body []byte, args *extenderv1.ExtenderArgs, names []string) ([]string, bool) {
 	*args = extenderv1.ExtenderArgs{}
 	s := scanner{b: body}
@@ -160,7 +146,7 @@ func (s *scanner) plainString() ([]byte, bool) {
 	str := s.b[s.i : s.i+n]
 	k := 0
 	for ; k+8 <= len(str); k += 8 {
-		if !plainWord(binary.LittleEndian.Uint64(str[k:])) {
+		if !PlainWord(binary.LittleEndian.Uint64(str[k:])) {
 			return nil, false
 		}
 	}
@@ -259,14 +245,11 @@ func (s *scanner) skipString() bool {
 	return false
 }
 
-// nameStrings returns b as a string without copying it. A filter or
-// prioritize call reads its node names this way from its request body,
-// which the call owns until its answer is written and then hands to the
-// next call: the names are used only within the call, and view.Lookup,
-// which remembers names from call to call, keeps copies of its own. At 5,000
-// names a copy was 100 KB a call, enough to start a garbage collection
-// every thousand calls, and the calls that ran during one made the 99th
-// percentile.
+// nameStrings returns b as a string without copying it: the names a call
+// reads are views of its body, which Args lends out through Names only.
+// At 5,000 names a copy was 100 KB a call, enough to start a garbage
+// collection every thousand calls, and the calls that ran during one made
+// the 99th percentile.
 func nameStrings(b []byte) string {
 	if len(b) == 0 {
 		return ""

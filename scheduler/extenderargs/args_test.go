@@ -1,8 +1,7 @@
-package extender
+package extenderargs
 
 import (
 	"bytes"
-	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -12,8 +11,9 @@ import (
 // argsBodies are ExtenderArgs bodies of the shapes kube-scheduler sends,
 // and of shapes only encoding/json reads.
 func argsBodies() map[string]string {
-	pod, _ := json.Marshal(probePod())
-	p := string(pod)
+	p := `{"metadata":{"name":"probe","namespace":"bench","uid":"u-1","annotations":{"tessera.dev/gpu-type":"a100"}},` +
+		`"spec":{"schedulerName":"tessera-scheduler","containers":[{"name":"cuda","image":"cuda",` +
+		`"resources":{"limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"8192"}}}]}}`
 	return map[string]string{
 		"names":                  `{"Pod":` + p + `,"Nodes":null,"NodeNames":["n1","n2","n-3"]}`,
 		"names in any case":      `{"pod":` + p + `,"NODENAMES":["n1"]}`,
@@ -52,15 +52,17 @@ func argsBodies() map[string]string {
 	}
 }
 
-// TestDecodeArgsMatchesEncodingJSON checks that decodeArgs reads every
-// body as encoding/json does, and fails where it fails.
-func TestDecodeArgsMatchesEncodingJSON(t *testing.T) {
+// TestReadMatchesEncodingJSON checks that Args.Read reads every body as
+// encoding/json does, and fails where it fails.
+func TestReadMatchesEncodingJSON(t *testing.T) {
 	// The shapes kube-scheduler sends, which must not need encoding/json.
 	scanned := map[string]bool{"names": true, "names in any case": true, "white space everywhere": true, "no names": true,
 		"empty names": true, "long names": true, "whole nodes": true, "null pod": true, "empty object": true}
+	var reused Args
 	for name, body := range argsBodies() {
 		t.Run(name, func(t *testing.T) {
-			checkDecodeArgs(t, []byte(body))
+			checkRead(t, &Args{Poison: true}, []byte(body))
+			checkRead(t, &reused, []byte(body))
 			var args extenderv1.ExtenderArgs
 			if _, ok := scanArgs([]byte(body), &args, nil); scanned[name] && !ok {
 				t.Errorf("scanArgs(%q) left it to encoding/json", body)
@@ -69,29 +71,52 @@ func TestDecodeArgsMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// FuzzDecodeArgs checks decodeArgs against encoding/json on any body.
-func FuzzDecodeArgs(f *testing.F) {
+// FuzzRead checks Args.Read against encoding/json on any body, and that
+// what a poisoned release leaves behind is never what the next body reads.
+func FuzzRead(f *testing.F) {
 	for _, body := range argsBodies() {
 		f.Add([]byte(body))
 	}
-	f.Fuzz(checkDecodeArgs)
+	a := &Args{Poison: true}
+	f.Fuzz(func(t *testing.T, body []byte) { checkRead(t, a, body) })
 }
 
-func checkDecodeArgs(t *testing.T, body []byte) {
+// checkRead reads body into a and compares what it got with what
+// encoding/json reads, then releases a.
+func checkRead(t *testing.T, a *Args, body []byte) {
+	t.Helper()
+	defer a.Release()
 	var want extenderv1.ExtenderArgs
-	wantErr := decode(bytes.NewReader(body), "ExtenderArgs", &want)
-	var got extenderv1.ExtenderArgs
-	names, err := decodeArgs(body, &got, []string{"kept"})
+	wantErr := Decode(bytes.NewReader(body), "ExtenderArgs", &want)
+	err := a.Read(bytes.NewReader(body))
 	if (err != nil) != (wantErr != nil) || (err != nil && err.Error() != wantErr.Error()) {
-		t.Fatalf("decodeArgs(%q) error %v, encoding/json %v", body, err, wantErr)
+		t.Fatalf("Read(%q) error %v, encoding/json %v", body, err, wantErr)
 	}
 	if err != nil {
 		return
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("decodeArgs(%q) = %+v, encoding/json %+v", body, got, want)
+	if !reflect.DeepEqual(a.Pod(), want.Pod) {
+		t.Fatalf("Read(%q) pod %+v, encoding/json %+v", body, a.Pod(), want.Pod)
 	}
-	if names[0] != "kept" {
-		t.Fatalf("decodeArgs(%q) overwrote the names before its own", body)
+	var wantNames []string
+	switch {
+	case want.NodeNames != nil:
+		wantNames = *want.NodeNames
+	case want.Nodes != nil:
+		for _, n := range want.Nodes.Items {
+			wantNames = append(wantNames, n.Name)
+		}
+		if want.NodeNames == nil && !reflect.DeepEqual(a.Nodes(), want.Nodes) {
+			t.Fatalf("Read(%q) nodes %+v, encoding/json %+v", body, a.Nodes(), want.Nodes)
+		}
+	}
+	names := a.Names()
+	if got := names.Borrow(); len(got) != len(wantNames) || (len(got) > 0 && !reflect.DeepEqual(got, wantNames)) {
+		t.Fatalf("Read(%q) names %q, encoding/json %q", body, got, wantNames)
+	}
+	for i := range names.Len() {
+		if names.At(i) != wantNames[i] || names.Keep(i) != wantNames[i] {
+			t.Fatalf("Read(%q) name %d: At %q, Keep %q, want %q", body, i, names.At(i), names.Keep(i), wantNames[i])
+		}
 	}
 }
