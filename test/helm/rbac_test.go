@@ -169,6 +169,11 @@ func TestRBAC(t *testing.T) {
 					t.Errorf("the device plugin is bound to roles the chart does not define: %v", a.external)
 				}
 				allowed := map[string]bool{"gpu.tessera.dev/gpunodes": true, "gpu.tessera.dev/gpunodes/status": true, "gpu.tessera.dev/gpuallocations/status": true}
+				dra := name == "dra"
+				if dra {
+					// Its node's ResourceSlice, in DRA mode only.
+					allowed["resource.k8s.io/resourceslices"] = true
+				}
 				for _, w := range a.writes() {
 					if !allowed[strings.Fields(w)[0]] {
 						t.Errorf("the device plugin may %s", w)
@@ -182,6 +187,15 @@ func TestRBAC(t *testing.T) {
 				} {
 					if !a.allows(need[0], need[1], need[2]) {
 						t.Errorf("the device plugin may not %s %s/%s, which it needs", need[2], need[0], need[1])
+					}
+				}
+				for _, need := range [][3]string{
+					{"resource.k8s.io", "resourceslices", "create"}, {"resource.k8s.io", "resourceslices", "update"},
+					{"resource.k8s.io", "resourceslices", "delete"}, {"resource.k8s.io", "resourceslices", "watch"},
+					{"resource.k8s.io", "resourceclaims", "get"},
+				} {
+					if got := a.allows(need[0], need[1], need[2]); got != dra {
+						t.Errorf("the device plugin may %s %s/%s: %v, want %v (DRA mode only)", need[2], need[0], need[1], got, dra)
 					}
 				}
 			})

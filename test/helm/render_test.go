@@ -54,6 +54,9 @@ func variants() map[string]render {
 			},
 			"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
 		}},
+		"dra": {release: "dra", namespace: "tessera-dra", values: map[string]any{
+			"devicePlugin": map[string]any{"mode": "dra", "libraryPath": "/usr/local/vgpu/libvgpu.so"},
+		}},
 		"minimal": {release: "min", namespace: "tessera-min", values: map[string]any{
 			"crds":         map[string]any{"install": false},
 			"scheduler":    map[string]any{"leaderElection": false},
@@ -186,6 +189,11 @@ func TestValuesRefused(t *testing.T) {
 			name:   "cdi without the driver root",
 			values: map[string]any{"devicePlugin": map[string]any{"deviceListStrategy": "cdi"}},
 			want:   []string{"devicePlugin.deviceListStrategy cdi needs devicePlugin.driverRoot"},
+		},
+		{
+			name:   "unknown mode",
+			values: map[string]any{"devicePlugin": map[string]any{"mode": "extender"}},
+			want:   []string{"/devicePlugin/mode", "device-plugin", "dra"},
 		},
 		{
 			name:   "port out of range",
