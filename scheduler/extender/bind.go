@@ -72,12 +72,12 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 		}
 		assignment, failure := placement.Fit(&n.Placement, req.Request)
 		if failure != nil {
-			return nil, failure
+			return nil, errors.New(failure.Of("it"))
 		}
 		return assignment, nil
 	})
 	if err != nil {
-		err = fmt.Errorf("node %s no longer fits pod %s/%s: %w", args.Node, pod.Namespace, pod.Name, err)
+		err = fmt.Errorf("pod %s/%s no longer fits node %s: %w", pod.Namespace, pod.Name, args.Node, err)
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return metrics.ResultUnschedulable, err
 	}

@@ -113,7 +113,7 @@ func TestBindFailures(t *testing.T) {
 				f.place("b", "uid-b", "a100-1-gpu1", 75000, 0)
 				return bindArgs(f.addPod(gpuPod()), "a100-1")
 			},
-			wantError: "node a100-1 no longer fits pod ns/p: node(s) had 0/2 GPUs that fit (2 not enough memory)", wantResult: metrics.ResultUnschedulable,
+			wantError: "pod ns/p no longer fits node a100-1: it had 0/2 GPUs that fit (2 not enough memory)", wantResult: metrics.ResultUnschedulable,
 			wantEvent: "Warning FailedGPUPlacement", wantUsage: []int64{75000, 75000},
 		},
 		{

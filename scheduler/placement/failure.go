@@ -131,21 +131,25 @@ type Failure struct {
 // memory, 3 share limit reached)". A pod that selected GPUs by UUID is
 // told about each of them, as in "1 node(s) had 0/1 of the pod's selected
 // GPUs that fit (GPU-a, index 0: held whole by another pod)".
-func (f *Failure) Error() string {
+func (f *Failure) Error() string { return f.Of("node(s)") }
+
+// Of words the failure with subject for the node(s), such as "it" in
+// "pod p no longer fits node n: it had 0/8 GPUs that fit (...)".
+func (f *Failure) Of(subject string) string {
 	switch f.Detail {
 	case DetailTooManyDevices:
-		return fmt.Sprintf("node(s) had %d GPUs, more than placement handles (%d)", f.Total, MaxDevices)
+		return fmt.Sprintf("%s had %d GPUs, more than placement handles (%d)", subject, f.Total, MaxDevices)
 	case DetailInvalidRequest:
-		return "node(s) not checked: the pod's GPU request is out of placement's limits"
+		return subject + " could not be checked: the pod's GPU request is out of placement's limits"
 	}
 	if f.Selected && f.Total == 0 {
-		return "node(s) had none of the pod's selected GPUs"
+		return subject + " had none of the pod's selected GPUs"
 	}
 	var b strings.Builder
 	if f.Selected {
-		fmt.Fprintf(&b, "node(s) had %d/%d of the pod's selected GPUs that fit", f.Fit, f.Total)
+		fmt.Fprintf(&b, "%s had %d/%d of the pod's selected GPUs that fit", subject, f.Fit, f.Total)
 	} else {
-		fmt.Fprintf(&b, "node(s) had %d/%d GPUs that fit", f.Fit, f.Total)
+		fmt.Fprintf(&b, "%s had %d/%d GPUs that fit", subject, f.Fit, f.Total)
 	}
 	if f.Detail == DetailTooFew && f.Needed > 1 {
 		fmt.Fprintf(&b, ", %d needed", f.Needed)

@@ -52,7 +52,7 @@ func TestFailureError(t *testing.T) {
 		{
 			name:    "invalid request",
 			failure: Failure{Detail: DetailInvalidRequest},
-			want:    "node(s) not checked: the pod's GPU request is out of placement's limits",
+			want:    "node(s) could not be checked: the pod's GPU request is out of placement's limits",
 		},
 	}
 	for _, tt := range tests {
