@@ -63,7 +63,8 @@ func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.Contai
 // createAllocation writes the pod's GPUAllocation. It has no status yet,
 // which the API server shows as Pending (the CRD's default). An
 // allocation of the same name left by an earlier pod of that name, or by
-// an unfinished bind of this one, is replaced.
+// an unfinished bind of this one, is replaced; one of this pod when the
+// pod turns out to be bound is not.
 func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) (*gpuv1alpha1.GPUAllocation, error) {
 	client := e.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace)
 	want := newAllocation(pod, node, containers)
@@ -72,6 +73,11 @@ func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node s
 		old, gerr := client.Get(ctx, pod.Name, metav1.GetOptions{})
 		if gerr != nil && !apierrors.IsNotFound(gerr) {
 			return nil, fmt.Errorf("reading the existing allocation %s/%s: %w", pod.Namespace, pod.Name, gerr)
+		}
+		if gerr == nil && old.Spec.PodUID == pod.UID {
+			if err := e.checkUnbound(ctx, pod); err != nil {
+				return nil, err
+			}
 		}
 		if gerr == nil {
 			if derr := e.deleteAllocation(ctx, old.Namespace, old.Name, old.UID); derr != nil {

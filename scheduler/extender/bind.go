@@ -59,6 +59,9 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	// An allocation the pod already has comes from a bind that was cut
 	// short (the pod is not bound): it goes before the new one is made.
 	if old, ok := e.View.Pod(pod.UID); ok && old.AllocationUID != "" {
+		if err := e.checkUnbound(ctx, pod); err != nil {
+			return metrics.ResultInvalid, err
+		}
 		if err := e.deleteAllocation(ctx, old.Namespace, old.Name, old.AllocationUID); err != nil {
 			return metrics.ResultError, fmt.Errorf("deleting the stale allocation of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -122,6 +125,24 @@ const (
 	maxNamespaceLength = validation.DNS1123LabelMaxLength
 	maxUIDLength       = 128
 )
+
+// checkUnbound reads the pod from the API server before the allocation
+// of an earlier bind is replaced. The cache may lag behind (its watch
+// reconnecting after the API server restarted) and show unbound a pod
+// that that bind did bind and whose allocation the device plugin served:
+// replacing it then would record other GPUs than the ones the pod uses.
+func (e *Extender) checkUnbound(ctx context.Context, pod *corev1.Pod) error {
+	live, err := e.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	case live.UID != pod.UID:
+		return &notFoundError{fmt.Sprintf("pod %s/%s has UID %s, not %s: the pod asked for was deleted", pod.Namespace, pod.Name, live.UID, pod.UID)}
+	case live.Spec.NodeName != "":
+		return fmt.Errorf("pod %s/%s is already bound to node %s", pod.Namespace, pod.Name, live.Spec.NodeName)
+	}
+	return nil
+}
 
 // validateBinding names each missing or over-long field of the binding
 // arguments.

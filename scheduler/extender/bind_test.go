@@ -305,3 +305,51 @@ func TestBindReplacesStaleAllocations(t *testing.T) {
 		})
 	}
 }
+
+// TestBindKeepsTheAllocationOfAPodTheCacheShowsUnbound binds a pod that the
+// cache, lagging behind, shows unbound while the API server has it bound
+// with its allocation served: the bind is refused and the allocation, the
+// record of the GPUs the pod uses, stays.
+func TestBindKeepsTheAllocationOfAPodTheCacheShowsUnbound(t *testing.T) {
+	tests := []struct {
+		name string
+		// inView: the view holds the served allocation; otherwise its
+		// watch lags too and the bind meets it only when creating its own.
+		inView bool
+	}{
+		{name: "the view holds the allocation", inView: true},
+		{name: "the view does not hold it yet"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			served := f.place("p", "uid-p", "a100-1-gpu0", 70000, 0)
+			served.Status.Phase = gpuv1alpha1.AllocationAllocated
+			if err := f.tessera.Tracker().Add(served); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.inView {
+				f.view.ReleaseAllocation(served)
+			}
+			cached := podSpec("p", map[string]string{"tessera.dev/gpu-policy": "binpack"}, "nvidia.com/gpu=1", "nvidia.com/gpumem=20000")
+			f.pods.Add(cached)
+			bound := cached.DeepCopy()
+			bound.Spec.NodeName = "a100-1"
+			if err := f.kube.Tracker().Add(bound); err != nil {
+				t.Fatal(err)
+			}
+
+			_, err := f.ext.Bind(t.Context(), bindArgs(cached, "a100-2"))
+			if err == nil || !strings.Contains(err.Error(), "already bound to node a100-1") {
+				t.Fatalf("Bind error = %v, want the pod already bound", err)
+			}
+			a, err := f.tessera.GpuV1alpha1().GPUAllocations("ns").Get(t.Context(), "p", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the served allocation is gone: %v", err)
+			}
+			if a.UID != served.UID || a.Spec.NodeName != "a100-1" {
+				t.Errorf("allocation = %s on %s, want the served %s on a100-1", a.UID, a.Spec.NodeName, served.UID)
+			}
+		})
+	}
+}
