@@ -40,6 +40,19 @@ const (
 	AnnotationNodePolicy     = "tessera.dev/node-policy"
 	AnnotationGPUPolicy      = "tessera.dev/gpu-policy"
 	AnnotationNUMABind       = "tessera.dev/numa-bind"
+	AnnotationGPUMode        = "tessera.dev/gpu-mode"
+	AnnotationMIGProfile     = "tessera.dev/mig-profile"
+)
+
+// Mode says whether a pod wants MIG instances or shared whole GPUs.
+type Mode string
+
+const (
+	// ModeMIG asks for MIG instances only.
+	ModeMIG Mode = "mig"
+	// ModeShared asks for whole GPUs shared by HAMi-core limits only (HAMi
+	// calls the mode after its library).
+	ModeShared Mode = "hami-core"
 )
 
 // annotationAliases maps each Tessera key to the HAMi key with the same meaning.
@@ -51,6 +64,9 @@ var annotationAliases = map[string]string{
 	AnnotationNodePolicy:     "hami.io/node-scheduler-policy",
 	AnnotationGPUPolicy:      "hami.io/gpu-scheduler-policy",
 	AnnotationNUMABind:       "nvidia.com/numa-bind",
+	AnnotationGPUMode:        "nvidia.com/vgpu-mode",
+	// HAMi has no key for a MIG profile: it picks the instance by memory.
+	AnnotationMIGProfile: "",
 }
 
 // maxListItemLength bounds one entry of a type or UUID list.
@@ -72,6 +88,11 @@ type Selection struct {
 	GPUPolicy  Policy
 	// NUMABind asks that each container's GPUs share one NUMA node.
 	NUMABind bool
+	// Mode, when set, limits the pod to MIG instances or to whole GPUs.
+	Mode Mode
+	// MIGProfiles, when set, are the only MIG profiles allowed (such as
+	// 1g.10gb), lower-cased; the pod then gets MIG instances only.
+	MIGProfiles []string
 }
 
 // ParseAnnotations reads the placement annotations. Each error names the
@@ -94,6 +115,12 @@ func ParseAnnotations(annotations map[string]string) (Selection, error) {
 	sel.NodePolicy = annotation(annotations, path, AnnotationNodePolicy, parsePolicyAnnotation, equal, &errs)
 	sel.GPUPolicy = annotation(annotations, path, AnnotationGPUPolicy, parsePolicyAnnotation, equal, &errs)
 	sel.NUMABind = annotation(annotations, path, AnnotationNUMABind, parseBool, equal, &errs)
+	sel.Mode = annotation(annotations, path, AnnotationGPUMode, parseMode, equal, &errs)
+	sel.MIGProfiles = annotation(annotations, path, AnnotationMIGProfile, lower, slices.Equal, &errs)
+	if len(sel.MIGProfiles) > 0 && sel.Mode == ModeShared {
+		errs = append(errs, field.Invalid(path.Key(AnnotationMIGProfile), annotations[AnnotationMIGProfile],
+			fmt.Sprintf("asks for MIG instances, but the GPU mode asks for %s-shared whole GPUs only", ModeShared)))
+	}
 	return sel, errs.ToAggregate()
 }
 
@@ -156,6 +183,14 @@ func parsePolicyAnnotation(v string) (Policy, error) {
 		return "", notSupportedError{[]string{string(Binpack), string(Spread)}}
 	}
 	return p, nil
+}
+
+func parseMode(v string) (Mode, error) {
+	switch m := Mode(strings.TrimSpace(strings.ToLower(v))); m {
+	case ModeMIG, ModeShared:
+		return m, nil
+	}
+	return "", notSupportedError{[]string{string(ModeMIG), string(ModeShared)}}
 }
 
 func parseBool(v string) (bool, error) {

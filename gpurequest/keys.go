@@ -6,7 +6,10 @@ package gpurequest
 func AnnotationKeys() []string {
 	keys := make([]string, 0, 2*len(annotationAliases))
 	for key, alias := range annotationAliases {
-		keys = append(keys, key, alias)
+		keys = append(keys, key)
+		if alias != "" {
+			keys = append(keys, alias)
+		}
 	}
 	return keys
 }

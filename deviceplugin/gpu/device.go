@@ -19,6 +19,29 @@ type Device struct {
 	// DeviceNodes are the device files a container needs to use the GPU,
 	// such as /dev/nvidia0, besides the driver's control devices.
 	DeviceNodes []string
+	// MIG is set when the device is a MIG instance of a GPU in MIG mode;
+	// UUID is then the instance's, and Index, Model and NUMANode its GPU's.
+	MIG *MIG
+}
+
+// MIG says what slice of which GPU a MIG instance is.
+type MIG struct {
+	// ParentUUID is the GPU the instance is cut from.
+	ParentUUID string
+	// Profile is NVIDIA's name of the instance's shape, such as 1g.10gb.
+	Profile string
+	// GPUInstanceID and ComputeInstanceID identify it on its GPU.
+	GPUInstanceID int
+	// ComputeInstanceID identifies the compute instance in its GPU instance.
+	ComputeInstanceID int
+	// ComputePercent is its share of the GPU's compute.
+	ComputePercent int
+}
+
+// HealthOf reports whether an event about the GPU with this UUID concerns
+// the device: its own, or its GPU's when it is a MIG instance.
+func (d *Device) HealthOf(uuid string) bool {
+	return d.UUID == uuid || (d.MIG != nil && d.MIG.ParentUUID == uuid)
 }
 
 // Health is a GPU's health and, when unhealthy, why.

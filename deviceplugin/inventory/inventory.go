@@ -48,24 +48,25 @@ func (i *Inventory) Device(uuid string) (gpu.Device, bool) {
 	return gpu.Device{}, false
 }
 
-// SetHealth records a health event. It reports whether anything changed;
-// an event for an unknown GPU changes nothing.
+// SetHealth records a health event: a GPU's, which its MIG instances
+// share. It reports whether anything changed; an event for an unknown GPU
+// changes nothing.
 func (i *Inventory) SetHealth(ev gpu.HealthEvent) bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	changed := false
 	for n := range i.devices {
-		if i.devices[n].UUID != ev.UUID {
+		if !i.devices[n].HealthOf(ev.UUID) || i.devices[n].Health == ev.Health {
 			continue
 		}
-		if i.devices[n].Health == ev.Health {
-			return false
-		}
 		i.devices[n].Health = ev.Health
+		changed = true
+	}
+	if changed {
 		close(i.changed)
 		i.changed = make(chan struct{})
-		return true
 	}
-	return false
+	return changed
 }
 
 // Changed returns a channel that is closed at the next change.

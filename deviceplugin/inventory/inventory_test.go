@@ -48,3 +48,19 @@ func TestSetHealth(t *testing.T) {
 		})
 	}
 }
+
+func TestSetHealthOfAMIGGPUReachesItsInstances(t *testing.T) {
+	inv := New(gpu.Inventory{Devices: []gpu.Device{
+		{UUID: "MIG-1", Index: 0, Health: gpu.Healthy(), MIG: &gpu.MIG{ParentUUID: "GPU-p"}},
+		{UUID: "MIG-2", Index: 0, Health: gpu.Healthy(), MIG: &gpu.MIG{ParentUUID: "GPU-p"}},
+		{UUID: "GPU-q", Index: 1, Health: gpu.Healthy()},
+	}})
+	if !inv.SetHealth(gpu.HealthEvent{UUID: "GPU-p", Health: gpu.Unhealthy("XID 79")}) {
+		t.Fatal("an event of a MIG-mode GPU changed nothing")
+	}
+	for _, d := range inv.Devices() {
+		if want := d.UUID != "GPU-q"; d.Health.Healthy == want {
+			t.Errorf("%s healthy %v after its GPU failed", d.UUID, d.Health.Healthy)
+		}
+	}
+}

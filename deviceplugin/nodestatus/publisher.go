@@ -238,6 +238,14 @@ func (p *Publisher) statusApply() *gpuac.GPUNodeApplyConfiguration {
 		if d.HealthMessage != "" {
 			dev.WithHealthMessage(d.HealthMessage)
 		}
+		if m := d.MIG; m != nil {
+			dev.WithMIG(gpuac.MIGInstance().
+				WithParentUUID(m.ParentUUID).
+				WithProfile(m.Profile).
+				WithGPUInstanceID(m.GPUInstanceID).
+				WithComputeInstanceID(m.ComputeInstanceID).
+				WithComputePercent(m.ComputePercent))
+		}
 		status.WithDevices(dev)
 	}
 	return gpuac.GPUNode(p.nodeName).WithStatus(status)

@@ -23,7 +23,7 @@ func (s Scaling) Device(d gpu.Device) gpuv1alpha1.GPUDevice {
 	if !d.Health.Healthy {
 		health = gpuv1alpha1.GPUUnhealthy
 	}
-	return gpuv1alpha1.GPUDevice{
+	out := gpuv1alpha1.GPUDevice{
 		UUID:          d.UUID,
 		Index:         int32(d.Index),
 		Model:         d.Model,
@@ -34,6 +34,19 @@ func (s Scaling) Device(d gpu.Device) gpuv1alpha1.GPUDevice {
 		Health:        health,
 		HealthMessage: truncate(d.Health.Message, maxHealthMessage),
 	}
+	if d.MIG != nil {
+		// A MIG instance is handed out whole, to one container, as it
+		// is: HAMi-core neither splits nor over-commits it.
+		out.MemoryMiB, out.Cores, out.ShareLimit = d.MemoryMiB, 100, 1
+		out.MIG = &gpuv1alpha1.MIGInstance{
+			ParentUUID:        d.MIG.ParentUUID,
+			Profile:           d.MIG.Profile,
+			GPUInstanceID:     int32(d.MIG.GPUInstanceID),
+			ComputeInstanceID: int32(d.MIG.ComputeInstanceID),
+			ComputePercent:    int32(d.MIG.ComputePercent),
+		}
+	}
+	return out
 }
 
 // maxHealthMessage is the API's bound on a device's health message.

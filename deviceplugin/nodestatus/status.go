@@ -29,7 +29,13 @@ func (s Scaling) Devices(devices []gpu.Device) []gpuv1alpha1.GPUDevice {
 	for _, d := range devices {
 		out = append(out, s.Device(d))
 	}
-	slices.SortFunc(out, func(a, b gpuv1alpha1.GPUDevice) int { return int(a.Index - b.Index) })
+	// A MIG-mode GPU's instances share its index.
+	slices.SortFunc(out, func(a, b gpuv1alpha1.GPUDevice) int {
+		if a.Index != b.Index {
+			return int(a.Index - b.Index)
+		}
+		return strings.Compare(a.UUID, b.UUID)
+	})
 	return out
 }
 

@@ -36,10 +36,17 @@ func TestScalingDevice(t *testing.T) {
 			device: gpu.Device{UUID: "GPU-b", Model: "A30", MemoryMiB: 24576, NUMANode: -1, Health: gpu.Unhealthy("XID 79 critical error")},
 			want:   gpuv1alpha1.GPUDevice{UUID: "GPU-b", Model: "A30", MemoryMiB: 24576, Cores: 100, ShareLimit: 1, NUMANode: -1, Health: gpuv1alpha1.GPUUnhealthy, HealthMessage: "XID 79 critical error"},
 		},
+		{
+			name: "a MIG instance is published whole, one container at a time, unscaled", scaling: Scaling{SplitCount: 10, MemoryScaling: 2, CoreScaling: 3},
+			device: gpu.Device{UUID: "MIG-a", Index: 2, Model: "A100 MIG 1g.10gb", MemoryMiB: 9856, NUMANode: 0, Health: gpu.Healthy(),
+				MIG: &gpu.MIG{ParentUUID: "GPU-p", Profile: "1g.10gb", GPUInstanceID: 9, ComputeInstanceID: 0, ComputePercent: 14}},
+			want: gpuv1alpha1.GPUDevice{UUID: "MIG-a", Index: 2, Model: "A100 MIG 1g.10gb", MemoryMiB: 9856, Cores: 100, ShareLimit: 1, Health: gpuv1alpha1.GPUHealthy,
+				MIG: &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-p", Profile: "1g.10gb", GPUInstanceID: 9, ComputePercent: 14}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.scaling.Device(tt.device); got != tt.want {
+			if got := tt.scaling.Device(tt.device); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Device =\n%+v\nwant\n%+v", got, tt.want)
 			}
 		})

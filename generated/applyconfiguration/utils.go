@@ -50,6 +50,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &gpuv1alpha1.GPUNodeSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GPUNodeStatus"):
 		return &gpuv1alpha1.GPUNodeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MIGInstance"):
+		return &gpuv1alpha1.MIGInstanceApplyConfiguration{}
 
 	}
 	return nil

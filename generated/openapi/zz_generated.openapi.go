@@ -43,6 +43,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUNodeList":         schema_tessera_apis_gpu_v1alpha1_GPUNodeList(ref),
 		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUNodeSpec":         schema_tessera_apis_gpu_v1alpha1_GPUNodeSpec(ref),
 		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUNodeStatus":       schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref),
+		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGInstance":         schema_tessera_apis_gpu_v1alpha1_MIGInstance(ref),
 		resource.Quantity{}.OpenAPIModelName():                                 schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -498,10 +499,18 @@ func schema_tessera_apis_gpu_v1alpha1_GPUDevice(ref common.ReferenceCallback) co
 							Format:      "",
 						},
 					},
+					"mig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "mig is set when the device is a MIG instance: a slice of a GPU in MIG mode, as the administrator laid it out. A MIG instance is handed out whole, to one container at a time, and never shared by HAMi-core limits; the GPU it is cut from is not a device of its own.",
+							Ref:         ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGInstance"),
+						},
+					},
 				},
 				Required: []string{"uuid", "index", "model", "memoryMiB", "cores", "shareLimit", "health"},
 			},
 		},
+		Dependencies: []string{
+			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGInstance"},
 	}
 }
 
@@ -737,6 +746,57 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 		},
 		Dependencies: []string{
 			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUDevice", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_tessera_apis_gpu_v1alpha1_MIGInstance(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MIGInstance says what slice of which GPU a MIG device is.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"parentUUID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "parentUUID is the UUID of the GPU the instance is cut from.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"profile": {
+						SchemaProps: spec.SchemaProps{
+							Description: "profile is the instance's MIG profile, as NVIDIA names it, such as \"1g.10gb\" (compute slices and memory) or \"1c.2g.20gb\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"gpuInstanceID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gpuInstanceID is the GPU instance's ID on its GPU.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"computeInstanceID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "computeInstanceID is the compute instance's ID in its GPU instance.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"computePercent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "computePercent is the instance's share of its GPU's compute, in percent (14 for one of seven slices).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"parentUUID", "profile"},
+			},
+		},
 	}
 }
 

@@ -24,6 +24,9 @@ func NewNode(gn *gpuv1alpha1.GPUNode, buf []Device) Node {
 			Healthy:    d.Health == gpuv1alpha1.GPUHealthy,
 			Cordoned:   slices.Contains(gn.Spec.CordonedDevices, d.UUID),
 		})
+		if d.MIG != nil {
+			n.Devices[len(n.Devices)-1].MIGProfile = d.MIG.Profile
+		}
 	}
 	return n
 }

@@ -164,7 +164,7 @@ func (e *engine) take(c, g int) {
 	d := &e.node.Devices[g]
 	cr := &e.req.Containers[c]
 	e.chosen[c] |= 1 << g
-	e.pod[g].add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+	e.pod[g].add(memoryOn(cr, d), coresOn(cr, d))
 }
 
 // sidecarUse is what the Sidecars listed before container c take on GPU g:
@@ -175,7 +175,7 @@ func (e *engine) sidecarUse(c, g int) use {
 	for k := range c {
 		cr := &e.req.Containers[k]
 		if cr.Kind == gpuv1alpha1.ContainerSidecar && e.chosen[k]&(1<<g) != 0 {
-			u.add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+			u.add(memoryOn(cr, d), coresOn(cr, d))
 		}
 	}
 	return u
@@ -196,7 +196,7 @@ func (e *engine) roomy() bool {
 				continue
 			}
 			cr := &e.req.Containers[c]
-			all.add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+			all.add(memoryOn(cr, d), coresOn(cr, d))
 			alone = alone || exclusive(cr, d)
 		}
 		if _, ok := room(d, all, alone, e.free); all.shares > 1 && !ok {

@@ -20,6 +20,9 @@ const (
 	// ReasonUUIDExcluded: the UUID is not among the pod's UUIDs, or is
 	// among its excluded UUIDs.
 	ReasonUUIDExcluded
+	// ReasonMIGCount: the GPU is a MIG instance and the container asks for
+	// more than one GPU; CUDA uses one MIG instance per process.
+	ReasonMIGCount
 	// ReasonExclusiveTaken: the container asks for the GPU alone and
 	// someone else uses it.
 	ReasonExclusiveTaken
@@ -41,6 +44,7 @@ var reasonText = [NumReasons]string{
 	ReasonCordoned:       "cordoned",
 	ReasonTypeMismatch:   "type mismatch",
 	ReasonUUIDExcluded:   "excluded by UUID",
+	ReasonMIGCount:       "MIG instance, more than one GPU asked",
 	ReasonExclusiveTaken: "in use, exclusive use asked",
 	ReasonShareLimit:     "share limit reached",
 	ReasonMemory:         "not enough memory",

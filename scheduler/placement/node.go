@@ -22,6 +22,9 @@ type Device struct {
 	Healthy bool
 	// Cordoned is true when the administrator took the GPU out of placement.
 	Cordoned bool
+	// MIGProfile is set when the device is a MIG instance, such as
+	// "1g.10gb": it goes whole to one container.
+	MIGProfile string
 
 	// UsedMemoryMiB is the memory held by the pods placed on the GPU.
 	UsedMemoryMiB int64

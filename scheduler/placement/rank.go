@@ -74,13 +74,18 @@ func (e *engine) best(set uint64) int {
 }
 
 // tieBefore orders GPUs a and b of equal load: by class when withPod is
-// not set, then by index, then by position.
+// not set, then MIG instances by size, then by index, then by position.
 func (e *engine) tieBefore(a, b int, withPod bool) bool {
 	da, db := &e.node.Devices[a], &e.node.Devices[b]
 	if !withPod {
 		if c := e.compareClass(da, db); c != 0 {
 			return c < 0
 		}
+	}
+	// Of two MIG instances, the smaller goes first: a container that
+	// fits a small one leaves the large ones to those that need them.
+	if da.MIGProfile != "" && db.MIGProfile != "" && da.MemoryMiB != db.MemoryMiB {
+		return da.MemoryMiB < db.MemoryMiB
 	}
 	if da.Index != db.Index {
 		return da.Index < db.Index

@@ -18,7 +18,7 @@ func (e *engine) assignment() []gpuv1alpha1.ContainerAllocation {
 			devices = append(devices, gpuv1alpha1.DeviceAllocation{
 				UUID:      d.UUID,
 				Index:     d.Index,
-				MemoryMiB: cr.MemoryOn(d.MemoryMiB),
+				MemoryMiB: memoryOn(cr, d),
 				Cores:     coresOn(cr, d),
 			})
 		}
@@ -41,7 +41,7 @@ func (e *engine) utilisation() float64 {
 				continue
 			}
 			u := e.sidecarUse(c, g)
-			u.add(cr.MemoryOn(d.MemoryMiB), coresOn(cr, d))
+			u.add(memoryOn(cr, d), coresOn(cr, d))
 			holdMemory, holdCores = max(holdMemory, u.memoryMiB), max(holdCores, int64(u.cores))
 		}
 		capMemory += d.MemoryMiB

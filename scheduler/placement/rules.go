@@ -25,9 +25,18 @@ func (u *use) add(memoryMiB int64, cores int32) {
 }
 
 // exclusive reports whether c asks for device d alone: 100 cores, or all of
-// a device whose cores are scaled.
+// a device whose cores are scaled. A MIG instance is always had alone.
 func exclusive(c *gpurequest.ContainerRequest, d *Device) bool {
-	return c.Cores == gpurequest.MaxPercent || (d.Cores > 0 && c.Cores == d.Cores)
+	return d.MIGProfile != "" || c.Cores == gpurequest.MaxPercent || (d.Cores > 0 && c.Cores == d.Cores)
+}
+
+// memoryOn is the memory c takes on d: what it asks for, or all of a MIG
+// instance, which is never split.
+func memoryOn(c *gpurequest.ContainerRequest, d *Device) int64 {
+	if d.MIGProfile != "" {
+		return d.MemoryMiB
+	}
+	return c.MemoryOn(d.MemoryMiB)
 }
 
 // coresOn is the compute c takes on d. A container that asks for the GPU
@@ -39,9 +48,10 @@ func coresOn(c *gpurequest.ContainerRequest, d *Device) int32 {
 	return c.Cores
 }
 
-// hasFilters reports whether the selection filters GPUs by type or UUID.
+// hasFilters reports whether the selection filters GPUs by type, UUID, MIG
+// profile or mode.
 func hasFilters(sel *gpurequest.Selection) bool {
-	return len(sel.Types)+len(sel.ExcludeTypes)+len(sel.UUIDs)+len(sel.ExcludeUUIDs) > 0
+	return len(sel.Types)+len(sel.ExcludeTypes)+len(sel.UUIDs)+len(sel.ExcludeUUIDs)+len(sel.MIGProfiles) > 0 || sel.Mode != ""
 }
 
 // staticReason checks what no placement changes: health, cordon and the
@@ -58,6 +68,10 @@ func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
 	case len(sel.UUIDs) > 0 && !equalAnyFold(d.UUID, sel.UUIDs),
 		equalAnyFold(d.UUID, sel.ExcludeUUIDs):
 		return ReasonUUIDExcluded, false
+	case len(sel.MIGProfiles) > 0 && !equalAnyFold(d.MIGProfile, sel.MIGProfiles),
+		sel.Mode == gpurequest.ModeMIG && d.MIGProfile == "",
+		sel.Mode == gpurequest.ModeShared && d.MIGProfile != "":
+		return ReasonTypeMismatch, false
 	}
 	return 0, true
 }
@@ -66,12 +80,20 @@ func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
 // the node's usage (ignored when free) and the pod's own use p of the same
 // phase.
 func check(d *Device, c *gpurequest.ContainerRequest, p use, free bool) (Reason, bool) {
+	if d.MIGProfile != "" {
+		switch {
+		case c.Count > 1:
+			return ReasonMIGCount, false
+		case c.MemoryOn(d.MemoryMiB) > d.MemoryMiB:
+			return ReasonMemory, false
+		}
+	}
 	alone := exclusive(c, d)
 	cores := c.Cores
 	if alone {
 		cores = d.Cores
 	}
-	p.add(c.MemoryOn(d.MemoryMiB), cores)
+	p.add(memoryOn(c, d), cores)
 	return room(d, p, alone, free)
 }
 

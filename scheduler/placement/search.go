@@ -164,7 +164,7 @@ func (e *engine) groupFits(i int, within uint64, sets *[MaxContainers]uint64) bo
 		isSolo := true
 		for m := sets[k]; m != 0; m &= m - 1 {
 			d := &e.node.Devices[bits.TrailingZeros64(m)]
-			memory := cr.MemoryOn(d.MemoryMiB)
+			memory := memoryOn(cr, d)
 			minMemory = min(minMemory, memory)
 			minCores = min(minCores, int64(coresOn(cr, d)))
 			isSolo = isSolo && (exclusive(cr, d) || (memory > 0 && memory >= d.MemoryMiB))

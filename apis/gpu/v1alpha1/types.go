@@ -169,6 +169,46 @@ type GPUDevice struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	HealthMessage string `json:"healthMessage,omitempty"`
+
+	// mig is set when the device is a MIG instance: a slice of a GPU in MIG
+	// mode, as the administrator laid it out. A MIG instance is handed out
+	// whole, to one container at a time, and never shared by HAMi-core
+	// limits; the GPU it is cut from is not a device of its own.
+	// +optional
+	MIG *MIGInstance `json:"mig,omitempty"`
+}
+
+// MIGInstance says what slice of which GPU a MIG device is.
+type MIGInstance struct {
+	// parentUUID is the UUID of the GPU the instance is cut from.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	ParentUUID string `json:"parentUUID"`
+
+	// profile is the instance's MIG profile, as NVIDIA names it, such as
+	// "1g.10gb" (compute slices and memory) or "1c.2g.20gb".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Profile string `json:"profile"`
+
+	// gpuInstanceID is the GPU instance's ID on its GPU.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	GPUInstanceID int32 `json:"gpuInstanceID,omitempty"`
+
+	// computeInstanceID is the compute instance's ID in its GPU instance.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ComputeInstanceID int32 `json:"computeInstanceID,omitempty"`
+
+	// computePercent is the instance's share of its GPU's compute, in
+	// percent (14 for one of seven slices).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	ComputePercent int32 `json:"computePercent,omitempty"`
 }
 
 // GPUNodeList is a list of GPUNodes.

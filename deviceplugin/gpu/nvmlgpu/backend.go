@@ -24,6 +24,9 @@ type Options struct {
 	// SysfsRoot is where PCI devices are looked up for a NUMA node NVML
 	// does not report ("/sys").
 	SysfsRoot string
+	// ProcRoot is where the driver's table of MIG capability devices is
+	// read ("/proc").
+	ProcRoot string
 	// Clock is the time source.
 	Clock clock.PassiveClock
 }
@@ -56,6 +59,9 @@ func New(lib nvml.Interface, opts Options) *Backend {
 	}
 	if opts.SysfsRoot == "" {
 		opts.SysfsRoot = "/sys"
+	}
+	if opts.ProcRoot == "" {
+		opts.ProcRoot = "/proc"
 	}
 	if opts.ProbePeriod <= 0 {
 		opts.ProbePeriod = 10 * time.Second

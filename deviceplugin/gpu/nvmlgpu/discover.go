@@ -37,33 +37,53 @@ func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 		if ret != nvml.SUCCESS {
 			return gpu.Inventory{}, fmt.Errorf("opening GPU %d: %v", i, ret)
 		}
-		d, err := b.describe(i, handle)
+		d, minor, err := b.describe(i, handle)
 		if err != nil {
 			return gpu.Inventory{}, fmt.Errorf("reading GPU %d: %w", i, err)
 		}
-		logger.V(2).Info("Found GPU", "uuid", d.UUID, "index", d.Index, "model", d.Model, "memoryMiB", d.MemoryMiB, "numaNode", d.NUMANode)
-		inv.Devices = append(inv.Devices, d)
+		// The health watch follows the physical GPU, MIG mode or not.
 		b.devices = append(b.devices, &device{uuid: d.UUID, handle: handle, healthy: true})
+		mig, err := migEnabled(handle)
+		if err != nil {
+			return gpu.Inventory{}, fmt.Errorf("reading GPU %d: %w", i, err)
+		}
+		if !mig {
+			logger.V(2).Info("Found GPU", "uuid", d.UUID, "index", d.Index, "model", d.Model, "memoryMiB", d.MemoryMiB, "numaNode", d.NUMANode)
+			inv.Devices = append(inv.Devices, d)
+			continue
+		}
+		// CUDA runs only on a MIG-mode GPU's instances: they are the
+		// devices, never the GPU itself.
+		instances, err := b.migInstances(d, handle, minor)
+		if err != nil {
+			return gpu.Inventory{}, fmt.Errorf("reading the MIG instances of GPU %d: %w", i, err)
+		}
+		logger.V(2).Info("Found GPU in MIG mode", "uuid", d.UUID, "index", d.Index, "model", d.Model, "instances", len(instances))
+		for _, m := range instances {
+			logger.V(2).Info("Found MIG instance", "uuid", m.UUID, "parent", d.UUID, "profile", m.MIG.Profile, "memoryMiB", m.MemoryMiB)
+		}
+		inv.Devices = append(inv.Devices, instances...)
 	}
 	return inv, nil
 }
 
-func (b *Backend) describe(index int, h nvml.Device) (gpu.Device, error) {
+// describe reads a physical GPU and its minor number.
+func (b *Backend) describe(index int, h nvml.Device) (gpu.Device, int, error) {
 	uuid, ret := h.GetUUID()
 	if ret != nvml.SUCCESS {
-		return gpu.Device{}, fmt.Errorf("UUID: %v", ret)
+		return gpu.Device{}, 0, fmt.Errorf("UUID: %v", ret)
 	}
 	name, ret := h.GetName()
 	if ret != nvml.SUCCESS {
-		return gpu.Device{}, fmt.Errorf("name: %v", ret)
+		return gpu.Device{}, 0, fmt.Errorf("name: %v", ret)
 	}
 	mem, ret := h.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
-		return gpu.Device{}, fmt.Errorf("memory: %v", ret)
+		return gpu.Device{}, 0, fmt.Errorf("memory: %v", ret)
 	}
 	minor, ret := h.GetMinorNumber()
 	if ret != nvml.SUCCESS {
-		return gpu.Device{}, fmt.Errorf("minor number: %v", ret)
+		return gpu.Device{}, 0, fmt.Errorf("minor number: %v", ret)
 	}
 	return gpu.Device{
 		UUID:        uuid,
@@ -73,7 +93,7 @@ func (b *Backend) describe(index int, h nvml.Device) (gpu.Device, error) {
 		NUMANode:    b.numaNode(h),
 		Health:      gpu.Healthy(),
 		DeviceNodes: []string{gpu.DeviceNode(minor)},
-	}, nil
+	}, minor, nil
 }
 
 // numaNode asks NVML, and for drivers that cannot answer, the PCI device in

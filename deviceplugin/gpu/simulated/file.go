@@ -27,6 +27,13 @@ const maxGPUs = 64
 //	  index: 0             # optional, the position in the list when absent
 //	  health: Unhealthy    # optional, Healthy when absent
 //	  healthMessage: XID 79
+//	  migInstances:        # optional: the GPU is in MIG mode, and these
+//	  - uuid: MIG-sim-0-1  # instances, not the GPU, are the devices
+//	    profile: 1g.10gb
+//	    memoryMiB: 9856
+//	    gpuInstanceID: 7     # optional
+//	    computeInstanceID: 0 # optional
+//	    computePercent: 14   # optional
 type File struct {
 	// GPUs are the node's simulated GPUs.
 	GPUs []FileGPU `json:"gpus"`
@@ -53,6 +60,26 @@ type FileGPU struct {
 	MemoryUsedMiB int64 `json:"memoryUsedMiB,omitempty"`
 	// UtilizationPercent is between 0 and 100.
 	UtilizationPercent int32 `json:"utilizationPercent,omitempty"`
+	// MIGInstances, when set, put the GPU in MIG mode: the instances are
+	// its devices.
+	MIGInstances []FileMIGInstance `json:"migInstances,omitempty"`
+}
+
+// FileMIGInstance is one MIG instance of a simulated GPU.
+type FileMIGInstance struct {
+	// UUID identifies the instance; required and unique on the node.
+	UUID string `json:"uuid"`
+	// Profile is the MIG profile, such as 1g.10gb; required.
+	Profile string `json:"profile"`
+	// MemoryMiB is the instance's memory; greater than 0 and at most its
+	// GPU's.
+	MemoryMiB int64 `json:"memoryMiB"`
+	// GPUInstanceID and ComputeInstanceID identify it on its GPU.
+	GPUInstanceID int `json:"gpuInstanceID,omitempty"`
+	// ComputeInstanceID identifies the compute instance.
+	ComputeInstanceID int `json:"computeInstanceID,omitempty"`
+	// ComputePercent is its share of the GPU's compute, 0 to 100.
+	ComputePercent int `json:"computePercent,omitempty"`
 }
 
 // ReadFile reads and checks a simulated-GPU file. The error names the file,
@@ -126,6 +153,36 @@ func (f *File) Validate() error {
 		if g.UtilizationPercent < 0 || g.UtilizationPercent > 100 {
 			errs = append(errs, field.Invalid(p.Child("utilizationPercent"), g.UtilizationPercent, "must be between 0 and 100"))
 		}
+		for j, m := range g.MIGInstances {
+			mp := p.Child("migInstances").Index(j)
+			switch {
+			case m.UUID == "":
+				errs = append(errs, field.Required(mp.Child("uuid"), "every MIG instance needs a unique UUID"))
+			case len(m.UUID) > 128:
+				errs = append(errs, field.TooLong(mp.Child("uuid"), m.UUID, 128))
+			case uuids[m.UUID]:
+				errs = append(errs, field.Duplicate(mp.Child("uuid"), m.UUID))
+			}
+			uuids[m.UUID] = true
+			switch {
+			case m.Profile == "":
+				errs = append(errs, field.Required(mp.Child("profile"), "the MIG profile, such as 1g.10gb"))
+			case len(m.Profile) > 64:
+				errs = append(errs, field.TooLong(mp.Child("profile"), m.Profile, 64))
+			}
+			if m.MemoryMiB <= 0 || m.MemoryMiB > g.MemoryMiB {
+				errs = append(errs, field.Invalid(mp.Child("memoryMiB"), m.MemoryMiB, "must be greater than 0 and at most the GPU's memoryMiB"))
+			}
+			if m.ComputePercent < 0 || m.ComputePercent > 100 {
+				errs = append(errs, field.Invalid(mp.Child("computePercent"), m.ComputePercent, "must be between 0 and 100"))
+			}
+			if m.GPUInstanceID < 0 || m.ComputeInstanceID < 0 {
+				errs = append(errs, field.Invalid(mp, fmt.Sprintf("%d/%d", m.GPUInstanceID, m.ComputeInstanceID), "instance IDs must be 0 or greater"))
+			}
+		}
+	}
+	if n := f.deviceCount(); n > maxGPUs {
+		errs = append(errs, field.TooMany(gpusPath, n, maxGPUs))
 	}
 	return errs.ToAggregate()
 }
@@ -153,7 +210,7 @@ func (f *File) Devices() []gpu.Device {
 			}
 			health = gpu.Unhealthy(msg)
 		}
-		devices = append(devices, gpu.Device{
+		d := gpu.Device{
 			UUID:      g.UUID,
 			Index:     g.index(i),
 			Model:     g.Model,
@@ -163,7 +220,34 @@ func (f *File) Devices() []gpu.Device {
 			// A real GPU's minor number is its index but for rare
 			// cases: good enough for a simulated one.
 			DeviceNodes: []string{gpu.DeviceNode(g.index(i))},
-		})
+		}
+		if len(g.MIGInstances) == 0 {
+			devices = append(devices, d)
+			continue
+		}
+		for _, m := range g.MIGInstances {
+			devices = append(devices, gpu.Device{
+				UUID:        m.UUID,
+				Index:       d.Index,
+				Model:       d.Model + " MIG " + m.Profile,
+				MemoryMiB:   m.MemoryMiB,
+				NUMANode:    d.NUMANode,
+				Health:      d.Health,
+				DeviceNodes: d.DeviceNodes,
+				MIG: &gpu.MIG{ParentUUID: d.UUID, Profile: m.Profile, GPUInstanceID: m.GPUInstanceID,
+					ComputeInstanceID: m.ComputeInstanceID, ComputePercent: m.ComputePercent},
+			})
+		}
 	}
 	return devices
+}
+
+// deviceCount is the number of devices the file makes: a MIG-mode GPU's
+// instances count instead of the GPU.
+func (f *File) deviceCount() int {
+	n := 0
+	for _, g := range f.GPUs {
+		n += max(len(g.MIGInstances), 1)
+	}
+	return n
 }

@@ -162,6 +162,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+    - name: mig
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGInstance
     - name: model
       type:
         scalar: string
@@ -247,6 +250,26 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: models
       type:
         scalar: string
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGInstance
+  map:
+    fields:
+    - name: computeInstanceID
+      type:
+        scalar: numeric
+    - name: computePercent
+      type:
+        scalar: numeric
+    - name: gpuInstanceID
+      type:
+        scalar: numeric
+    - name: parentUUID
+      type:
+        scalar: string
+      default: ""
+    - name: profile
+      type:
+        scalar: string
+      default: ""
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

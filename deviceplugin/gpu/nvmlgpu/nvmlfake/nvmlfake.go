@@ -158,3 +158,44 @@ func (n *Node) SetProcesses(i int, compute, graphics []nvml.ProcessInfo) {
 	n.compute[n.UUID(i)] = compute
 	n.graphics[n.UUID(i)] = graphics
 }
+
+// MIGInstance is one MIG instance of a fake GPU in MIG mode.
+type MIGInstance struct {
+	// UUID is the instance's MIG UUID.
+	UUID string
+	// GPUInstanceID and ComputeInstanceID identify it on its GPU.
+	GPUInstanceID, ComputeInstanceID int
+	// GPUSlices and ComputeSlices are its GPU and compute instance slices.
+	GPUSlices, ComputeSlices uint32
+	// MemoryMB is its memory, as NVML's attributes report it.
+	MemoryMB uint64
+}
+
+// MIGSlots is the number of MIG instance slots of a fake GPU, as on an
+// A100 or H100.
+const MIGSlots = 7
+
+// SetMIG puts GPU i in MIG mode with the instances, in slot order; a
+// zero UUID leaves its slot empty.
+func (n *Node) SetMIG(i int, instances ...MIGInstance) {
+	d := n.Device(i)
+	d.GetMigModeFunc = func() (int, int, nvml.Return) { return nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE, nvml.SUCCESS }
+	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return MIGSlots, nvml.SUCCESS }
+	d.GetMigDeviceHandleByIndexFunc = func(slot int) (nvml.Device, nvml.Return) {
+		if slot < 0 || slot >= MIGSlots {
+			return nil, nvml.ERROR_INVALID_ARGUMENT
+		}
+		if slot >= len(instances) || instances[slot].UUID == "" {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		m := instances[slot]
+		return &mock.Device{
+			GetUUIDFunc:              func() (string, nvml.Return) { return m.UUID, nvml.SUCCESS },
+			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return m.GPUInstanceID, nvml.SUCCESS },
+			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return m.ComputeInstanceID, nvml.SUCCESS },
+			GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
+				return nvml.DeviceAttributes{GpuInstanceSliceCount: m.GPUSlices, ComputeInstanceSliceCount: m.ComputeSlices, MemorySizeMB: m.MemoryMB}, nvml.SUCCESS
+			},
+		}, nvml.SUCCESS
+	}
+}

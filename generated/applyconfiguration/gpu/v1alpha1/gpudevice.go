@@ -47,6 +47,11 @@ type GPUDeviceApplyConfiguration struct {
 	Health *gpuv1alpha1.GPUHealth `json:"health,omitempty"`
 	// healthMessage says why an unhealthy GPU is unhealthy.
 	HealthMessage *string `json:"healthMessage,omitempty"`
+	// mig is set when the device is a MIG instance: a slice of a GPU in MIG
+	// mode, as the administrator laid it out. A MIG instance is handed out
+	// whole, to one container at a time, and never shared by HAMi-core
+	// limits; the GPU it is cut from is not a device of its own.
+	MIG *MIGInstanceApplyConfiguration `json:"mig,omitempty"`
 }
 
 // GPUDeviceApplyConfiguration constructs a declarative configuration of the GPUDevice type for use with
@@ -124,5 +129,13 @@ func (b *GPUDeviceApplyConfiguration) WithHealth(value gpuv1alpha1.GPUHealth) *G
 // If called multiple times, the HealthMessage field is set to the value of the last call.
 func (b *GPUDeviceApplyConfiguration) WithHealthMessage(value string) *GPUDeviceApplyConfiguration {
 	b.HealthMessage = &value
+	return b
+}
+
+// WithMIG sets the MIG field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MIG field is set to the value of the last call.
+func (b *GPUDeviceApplyConfiguration) WithMIG(value *MIGInstanceApplyConfiguration) *GPUDeviceApplyConfiguration {
+	b.MIG = value
 	return b
 }
