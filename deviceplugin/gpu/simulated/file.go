@@ -113,15 +113,7 @@ func (f *File) Validate() error {
 	indexes := map[int]bool{}
 	for i, g := range f.GPUs {
 		p := gpusPath.Index(i)
-		switch {
-		case g.UUID == "":
-			errs = append(errs, field.Required(p.Child("uuid"), "every GPU needs a unique UUID"))
-		case len(g.UUID) > 128:
-			errs = append(errs, field.TooLong(p.Child("uuid"), g.UUID, 128))
-		case uuids[g.UUID]:
-			errs = append(errs, field.Duplicate(p.Child("uuid"), g.UUID))
-		}
-		uuids[g.UUID] = true
+		errs = append(errs, uniqueUUID(p.Child("uuid"), g.UUID, uuids)...)
 		switch {
 		case g.Model == "":
 			errs = append(errs, field.Required(p.Child("model"), "the GPU's product name, such as NVIDIA A100-SXM4-40GB"))
@@ -155,15 +147,7 @@ func (f *File) Validate() error {
 		}
 		for j, m := range g.MIGInstances {
 			mp := p.Child("migInstances").Index(j)
-			switch {
-			case m.UUID == "":
-				errs = append(errs, field.Required(mp.Child("uuid"), "every MIG instance needs a unique UUID"))
-			case len(m.UUID) > 128:
-				errs = append(errs, field.TooLong(mp.Child("uuid"), m.UUID, 128))
-			case uuids[m.UUID]:
-				errs = append(errs, field.Duplicate(mp.Child("uuid"), m.UUID))
-			}
-			uuids[m.UUID] = true
+			errs = append(errs, uniqueUUID(mp.Child("uuid"), m.UUID, uuids)...)
 			switch {
 			case m.Profile == "":
 				errs = append(errs, field.Required(mp.Child("profile"), "the MIG profile, such as 1g.10gb"))
@@ -185,6 +169,21 @@ func (f *File) Validate() error {
 		errs = append(errs, field.TooMany(gpusPath, n, maxGPUs))
 	}
 	return errs.ToAggregate()
+}
+
+// uniqueUUID checks a GPU's or MIG instance's UUID against those seen
+// before on the node, and records it.
+func uniqueUUID(path *field.Path, uuid string, seen map[string]bool) field.ErrorList {
+	defer func() { seen[uuid] = true }()
+	switch {
+	case uuid == "":
+		return field.ErrorList{field.Required(path, "every GPU and MIG instance needs a unique UUID")}
+	case len(uuid) > 128:
+		return field.ErrorList{field.TooLong(path, uuid, 128)}
+	case seen[uuid]:
+		return field.ErrorList{field.Duplicate(path, uuid)}
+	}
+	return nil
 }
 
 func (g *FileGPU) index(position int) int {
