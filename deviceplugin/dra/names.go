@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // DriverName is Tessera's DRA driver.
@@ -27,7 +29,19 @@ const (
 	AttributeIndex    resourceapi.QualifiedName = "index"
 	AttributeModel    resourceapi.QualifiedName = "model"
 	AttributeNUMANode resourceapi.QualifiedName = "numaNode"
+	// AttributeMIGProfile and AttributeParentUUID are set on MIG
+	// instances only, which are never shared (their share limit is 1).
+	AttributeMIGProfile resourceapi.QualifiedName = "migProfile"
+	AttributeParentUUID resourceapi.QualifiedName = "parentUUID"
 )
 
-// DeviceName is the published name of the GPU with the index.
-func DeviceName(index int) string { return "gpu-" + strconv.Itoa(index) }
+// DeviceName is the published name of a GPU: gpu-<index>, or for a MIG
+// instance, which shares its GPU's index, gpu-<index>-mig-<GPU
+// instance>-<compute instance>.
+func DeviceName(g gpuv1alpha1.GPUDevice) string {
+	name := "gpu-" + strconv.Itoa(int(g.Index))
+	if g.MIG != nil {
+		name += "-mig-" + strconv.Itoa(int(g.MIG.GPUInstanceID)) + "-" + strconv.Itoa(int(g.MIG.ComputeInstanceID))
+	}
+	return name
+}

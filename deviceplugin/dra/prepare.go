@@ -23,8 +23,9 @@ func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (*preparedClaim, erro
 	gpus := map[string]gpuv1alpha1.GPUDevice{}
 	healthy := map[string]bool{}
 	for _, g := range d.cfg.Devices.Devices() {
-		name := DeviceName(g.Index)
-		gpus[name] = d.cfg.Scaling.Device(g)
+		published := d.cfg.Scaling.Device(g)
+		name := DeviceName(published)
+		gpus[name] = published
 		healthy[name] = g.Health.Healthy
 	}
 	used := d.used()

@@ -43,8 +43,8 @@ func Resources(node string, devices []gpu.Device, cordoned []string, scaling nod
 // tenants share a GPU, as in device-plugin mode.
 func Device(g gpuv1alpha1.GPUDevice) resourceapi.Device {
 	memory := g.MemoryMiB * mebibyte
-	return resourceapi.Device{
-		Name:                     DeviceName(int(g.Index)),
+	dev := resourceapi.Device{
+		Name:                     DeviceName(g),
 		AllowMultipleAllocations: ptr.To(true),
 		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 			AttributeUUID:     {StringValue: ptr.To(g.UUID)},
@@ -58,6 +58,11 @@ func Device(g gpuv1alpha1.GPUDevice) resourceapi.Device {
 			CapacityShares: capacity(int64(g.ShareLimit), 1, 1, 1, resource.DecimalSI),
 		},
 	}
+	if g.MIG != nil {
+		dev.Attributes[AttributeMIGProfile] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.Profile)}
+		dev.Attributes[AttributeParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.ParentUUID)}
+	}
+	return dev
 }
 
 // capacity is a capacity of value whose requests lie in [lowest, value] in

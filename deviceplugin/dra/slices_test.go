@@ -5,6 +5,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 )
 
@@ -68,5 +69,31 @@ func TestDeviceCapacities(t *testing.T) {
 			t.Errorf("capacity %s: value %s default %s range %s..%s, want %d, %d, %d..%d", tt.name,
 				&c.Value, p.Default, p.ValidRange.Min, p.ValidRange.Max, tt.value, tt.def, tt.lowest, tt.highest)
 		}
+	}
+}
+
+// TestMIGInstancesAreDevicesOfTheirOwnNeverShared pins that a MIG-mode
+// GPU's instances, which share its index, are distinct devices, each
+// taken whole by one allocation.
+func TestMIGInstancesAreDevicesOfTheirOwnNeverShared(t *testing.T) {
+	scaling := nodestatus.Scaling{SplitCount: 4, MemoryScaling: 2, CoreScaling: 1}
+	devices := []gpu.Device{
+		{UUID: "MIG-a", Index: 0, Model: "A100 MIG 1g.10gb", MemoryMiB: 9856, Health: gpu.Healthy(), MIG: &gpu.MIG{ParentUUID: "GPU-p", Profile: "1g.10gb", GPUInstanceID: 9}},
+		{UUID: "MIG-b", Index: 0, Model: "A100 MIG 1g.10gb", MemoryMiB: 9856, Health: gpu.Healthy(), MIG: &gpu.MIG{ParentUUID: "GPU-p", Profile: "1g.10gb", GPUInstanceID: 10}},
+	}
+	res := Resources(testNode, devices, nil, scaling)
+	got := res.Pools[testNode].Slices[0].Devices
+	if len(got) != 2 || got[0].Name != "gpu-0-mig-9-0" || got[1].Name != "gpu-0-mig-10-0" {
+		t.Fatalf("devices %+v, want one per MIG instance", got)
+	}
+	d := got[0]
+	if shares := d.Capacity[CapacityShares].Value; shares.Value() != 1 {
+		t.Errorf("shares %v, want 1: a MIG instance is never shared", shares.String())
+	}
+	if mem := d.Capacity[CapacityMemory].Value; mem.Value() != 9856*mebibyte {
+		t.Errorf("memory %v, want the instance's, unscaled", mem.String())
+	}
+	if p := d.Attributes[AttributeMIGProfile].StringValue; p == nil || *p != "1g.10gb" {
+		t.Errorf("profile attribute %v", p)
 	}
 }
