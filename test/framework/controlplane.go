@@ -54,6 +54,11 @@ type ControlPlane struct {
 	bin   string
 	pki   *pki
 	procs []*Process
+	// apiServer is the running kube-apiserver and apiServerArgs its flags,
+	// kept so that RestartAPIServer starts it again the same way.
+	apiServer     *Process
+	apiServerArgs []string
+	apiServerRuns int
 }
 
 // Start runs a control plane for the test and stops it when the test ends.
@@ -200,7 +205,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, extr
 		"--max-requests-inflight=2000",
 		"--max-mutating-requests-inflight=1000",
 	}
-	if _, err := cp.start("kube-apiserver", append(args, extra...)...); err != nil {
+	cp.apiServerArgs = append(args, extra...)
+	if cp.apiServer, err = cp.start("kube-apiserver", cp.apiServerArgs...); err != nil {
 		return err
 	}
 	host := "https://127.0.0.1:" + strconv.Itoa(port)

@@ -1,0 +1,258 @@
+package fault
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/clock"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	pluginapp "github.com/tessera-gpu/tessera/deviceplugin/app"
+	"github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
+	"github.com/tessera-gpu/tessera/scheduler/app"
+	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/test/nodeagent"
+)
+
+const (
+	gpuResource = "nvidia.com/gpu"
+	// shippedURL is the extender address in the shipped configuration.
+	shippedURL = "http://127.0.0.1:8888"
+	// gpusPerNode simulated L4s (23,034 MiB) on each node, split 4 ways.
+	gpusPerNode = 4
+	splitCount  = 4
+)
+
+// cluster is the suite's cluster; each part runs in process (or, for the
+// control plane, as a process of its own) and can be stopped and started
+// again.
+type cluster struct {
+	cp *framework.ControlPlane
+	// ctx carries the test's logger to every part.
+	ctx          context.Context
+	extender     *component
+	extenderAddr string
+	nodes        []*simNode
+	// agentKube is the node agents' client. Its connections wait for an
+	// API server that restarts: a real kubelet's watches back off as
+	// client-go's do, which is not Tessera's to measure.
+	agentKube kubernetes.Interface
+}
+
+// simNode is one simulated GPU node: its kubelet stand-in and device plugin.
+type simNode struct {
+	name, pluginDir, gpuFile string
+	agent                    *nodeagent.Agent
+	agentRun, pluginRun      *component
+}
+
+// component is a part of the cluster running until its context ends.
+type component struct {
+	what   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func run(ctx context.Context, what string, f func(ctx context.Context) error) *component {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &component{what: what, cancel: cancel, done: make(chan error, 1)}
+	go func() { c.done <- f(ctx) }()
+	return c
+}
+
+// stop ends the component and waits until it has returned.
+func (c *component) stop(t *testing.T) {
+	t.Helper()
+	c.cancel()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Errorf("%s: %v", c.what, err)
+		}
+	case <-time.After(time.Minute):
+		t.Errorf("%s did not stop within a minute", c.what)
+	}
+}
+
+// startCluster starts the control plane, the extender, kube-scheduler and
+// the given number of simulated nodes; t.Cleanup stops them.
+func startCluster(t *testing.T, nodes int) *cluster {
+	t.Helper()
+	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(1)))
+	c := &cluster{cp: cp, ctx: klog.NewContext(context.Background(), logger)}
+	var err error
+	if c.agentKube, err = kubernetes.NewForConfig(kubeclient.WaitForRestarts(cp.Config, clock.RealClock{})); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.pluginRun.stop(t)
+			n.agentRun.stop(t)
+		}
+		c.extender.stop(t)
+	})
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c.extenderAddr = addr
+	c.startExtender(addr)
+	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
+		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
+	}
+	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
+
+	for i := range nodes {
+		n := &simNode{name: fmt.Sprintf("fault-%d", i)}
+		framework.CreateReadyNode(c.ctx, t, cp.Kube, n.name, nil)
+		dir := t.TempDir()
+		n.pluginDir = filepath.Join(dir, "device-plugins")
+		if err := os.Mkdir(n.pluginDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		n.gpuFile = filepath.Join(dir, "gpus.yaml")
+		gpus := "gpus:\n"
+		for g := range gpusPerNode {
+			gpus += fmt.Sprintf("- {uuid: GPU-%s-%d, index: %d, model: NVIDIA L4, memoryMiB: 23034, numaNode: 0}\n", n.name, g, g)
+		}
+		if err := os.WriteFile(n.gpuFile, []byte(gpus), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+		c.startAgent(n)
+		c.startPlugin(t, n)
+	}
+	for _, n := range c.nodes {
+		c.waitNodeReady(t, n.name)
+	}
+	return c
+}
+
+// startExtender runs the extender with the shipped defaults on addr,
+// waiting for the address to be free again after a stop.
+func (c *cluster) startExtender(addr string) {
+	c.extender = run(c.ctx, "extender", func(ctx context.Context) error {
+		var ln net.Listener
+		var err error
+		for ctx.Err() == nil {
+			if ln, err = net.Listen("tcp", addr); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if ln == nil {
+			return nil
+		}
+		cfg := options.NewConfig()
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		return app.Serve(ctx, cfg, c.cp.Config, app.Listeners{Extender: ln})
+	})
+}
+
+// restartExtender stops the extender, as a killed container would be, and
+// starts it again on the same address.
+func (c *cluster) restartExtender(t *testing.T, down time.Duration) {
+	t.Helper()
+	c.extender.stop(t)
+	time.Sleep(down)
+	c.startExtender(c.extenderAddr)
+}
+
+// startAgent runs the node's kubelet stand-in; as the kubelet does on
+// start, it clears the device-plugin directory and serves kubelet.sock.
+func (c *cluster) startAgent(n *simNode) {
+	n.agent = &nodeagent.Agent{NodeName: n.name, PluginDir: n.pluginDir, Kube: c.agentKube, DeviceResources: []string{gpuResource}}
+	n.agentRun = run(c.ctx, "node agent "+n.name, n.agent.Run)
+}
+
+// startPlugin runs the node's device plugin on its simulated GPUs, with
+// clients built as the daemon builds them.
+func (c *cluster) startPlugin(t *testing.T, n *simNode) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.NodeName = n.name
+	cfg.SplitCount = splitCount
+	cfg.PluginDir = n.pluginDir
+	cfg.SimulatedGPUFile = n.gpuFile
+	cfg.MetricsAddress = ""
+	deps, err := pluginapp.NewDependencies(c.cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plugin.New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.pluginRun = run(c.ctx, "device plugin "+n.name, p.Run)
+}
+
+// waitNodeReady waits for the node's GPUNode to be Ready and its GPUs to be
+// advertised on the Node.
+func (c *cluster) waitNodeReady(t *testing.T, node string) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, "node "+node+" to offer GPUs", func() (bool, string) {
+		gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(c.ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if !meta.IsStatusConditionTrue(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady) {
+			return false, fmt.Sprintf("GPUNode conditions %v", gn.Status.Conditions)
+		}
+		n, err := c.cp.Kube.CoreV1().Nodes().Get(c.ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		q := n.Status.Allocatable[gpuResource]
+		return q.Value() > 0, fmt.Sprintf("allocatable %s: %s", gpuResource, q.String())
+	})
+}
+
+// waitFor polls cond until it holds, failing the test with its last
+// explanation after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,27 @@
+package framework
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// RestartAPIServer stops kube-apiserver as a rolling update of the control
+// plane does (SIGTERM, then SIGKILL after ten seconds) and starts it again
+// with the same flags, port and etcd, then waits until it is ready. Clients
+// built from Config keep working: they reconnect to the same address. Each
+// run logs to its own file (kube-apiserver.log, kube-apiserver-1.log, ...).
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	old := cp.apiServer
+	old.Stop()
+	cp.procs = slices.DeleteFunc(cp.procs, func(p *Process) bool { return p == old })
+	cp.apiServerRuns++
+	p, err := StartProcess(cp.Dir, filepath.Join(cp.bin, "kube-apiserver"), "kube-apiserver-"+strconv.Itoa(cp.apiServerRuns), cp.apiServerArgs...)
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	cp.apiServer = p
+	return cp.waitHealthy(ctx, "kube-apiserver", "/readyz")
+}
