@@ -46,7 +46,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.HeartbeatPeriod.Duration, "heartbeat-period", c.HeartbeatPeriod.Duration, "how often the GPUNode status is confirmed")
 	fs.StringVar(&c.SimulatedGPUFile, "simulated-gpu-file", c.SimulatedGPUFile, "read GPUs from this YAML/JSON file instead of NVML")
 	fs.DurationVar(&c.SimulatedReloadPeriod.Duration, "simulated-reload-period", c.SimulatedReloadPeriod.Duration, "how often the simulated GPU file is read for health changes")
-	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress, "host:port serving /metrics; empty turns it off")
+	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress, "host:port serving /metrics and /healthz, and nothing else; empty turns it off. Loopback by default; in a pod, set the pod's address (such as :9401) for Prometheus")
 	fs.StringVar(&c.ProcRoot, "proc-root", c.ProcRoot, "proc file system used to map GPU processes to pods")
 	fs.DurationVar(&c.HealthRecoveryPeriod.Duration, "health-recovery-period", c.HealthRecoveryPeriod.Duration, "how long an unhealthy GPU must stay quiet before it is healthy again")
 	fs.DurationVar(&c.AllocationLookupTimeout.Duration, "allocation-lookup-timeout", c.AllocationLookupTimeout.Duration, "how long Allocate waits for a GPUAllocation its cache has not seen")

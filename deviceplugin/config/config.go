@@ -59,7 +59,9 @@ type Configuration struct {
 	// SimulatedReloadPeriod is how often the simulated-GPU file is read
 	// again to pick up health changes.
 	SimulatedReloadPeriod metav1.Duration `json:"simulatedReloadPeriod"`
-	// MetricsAddress is the host:port serving /metrics; empty turns it off.
+	// MetricsAddress is the host:port serving /metrics and /healthz;
+	// empty turns it off. Loopback by default; the Helm chart sets the
+	// pod's address so that Prometheus reaches it. It serves nothing else.
 	MetricsAddress string `json:"metricsAddress,omitempty"`
 	// ProcRoot is the proc file system through which GPU processes are
 	// mapped to pods (the host's /proc: the plugin needs hostPID).
@@ -133,7 +135,7 @@ const (
 	DefaultLibraryContainerPath = "/usr/local/vgpu/libvgpu.so"
 	DefaultHeartbeatPeriod      = 15 * time.Second
 	DefaultSimulatedReload      = 5 * time.Second
-	DefaultMetricsAddress       = ":9401"
+	DefaultMetricsAddress       = "127.0.0.1:9401"
 	DefaultProcRoot             = "/proc"
 	DefaultHealthRecovery       = 5 * time.Minute
 	DefaultAllocationLookup     = 5 * time.Second

@@ -5,21 +5,24 @@ import (
 	"net/http/pprof"
 )
 
-// addOperationalEndpoints adds /healthz, /readyz and /metrics to mux, and
-// /debug/pprof/ when profiling is on. The extender's listener and the
-// metrics listener get the same handlers, so both report the same
-// readiness and the same registry.
-func (s *server) addOperationalEndpoints(mux *http.ServeMux, profiling bool) {
+// addOperationalEndpoints adds /healthz, /readyz and /metrics to mux. The
+// extender's listener and the metrics listener get the same handlers, so
+// both report the same readiness and the same registry.
+func (s *server) addOperationalEndpoints(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics)
-	if profiling {
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	}
+}
+
+// addProfiling adds /debug/pprof/ to mux: the extender's listener only,
+// which is loopback or behind a client certificate, since a profile shows
+// the process's memory and costs its CPU.
+func addProfiling(mux *http.ServeMux) {
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 }
 
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {

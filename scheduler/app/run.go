@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -54,10 +57,7 @@ func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ls
 
 	s, err := newServer(ctx, cfg, restConfig)
 	if err != nil {
-		ls.Extender.Close()
-		if ls.Metrics != nil {
-			ls.Metrics.Close()
-		}
+		closeAll(ls)
 		return err
 	}
 	defer func() {
@@ -67,8 +67,13 @@ func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ls
 
 	// Binds cut off at shutdown are retried by kube-scheduler.
 	timeouts := serverTimeouts(cfg)
-	servers := []httpserver.Listener{{Server: httpserver.New(ctx, s.mux, timeouts), Listener: ls.Extender}}
-	logger.Info("Scheduler extender serving", "address", ls.Extender.Addr().String())
+	verbs := httpserver.New(ctx, s.mux, timeouts)
+	if verbs.TLSConfig, err = clientTLS(cfg); err != nil {
+		closeAll(ls)
+		return err
+	}
+	servers := []httpserver.Listener{{Server: verbs, Listener: ls.Extender}}
+	logger.Info("Scheduler extender serving", "address", ls.Extender.Addr().String(), "tls", verbs.TLSConfig != nil)
 	if ls.Metrics != nil {
 		servers = append(servers, httpserver.Listener{Server: httpserver.New(ctx, s.operational, timeouts), Listener: ls.Metrics})
 		logger.Info("Serving metrics and health", "address", ls.Metrics.Addr().String())
@@ -76,6 +81,41 @@ func Serve(ctx context.Context, cfg *options.Config, restConfig *rest.Config, ls
 	err = httpserver.Serve(ctx, 5*time.Second, servers...)
 	logger.Info("Scheduler extender stopped")
 	return err
+}
+
+// closeAll closes the listeners that Serve will not serve.
+func closeAll(ls Listeners) {
+	ls.Extender.Close()
+	if ls.Metrics != nil {
+		ls.Metrics.Close()
+	}
+}
+
+// clientTLS is the TLS of the extender's listener: nil (plain HTTP, for
+// loopback) without a certificate; with one, HTTPS that requires a client
+// certificate from the client authority, when one is set.
+func clientTLS(cfg *options.Config) (*tls.Config, error) {
+	if cfg.TLSCertFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the serving certificate %s: %w", cfg.TLSCertFile, err)
+	}
+	c := httpserver.TLSConfig(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil })
+	if cfg.ClientCAFile == "" {
+		return c, nil
+	}
+	pem, err := os.ReadFile(cfg.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the client authority: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("the client authority %s holds no PEM certificate", cfg.ClientCAFile)
+	}
+	c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	return c, nil
 }
 
 // serverTimeouts are the defaults, with room in the answer for a bind

@@ -45,7 +45,8 @@ const turnVerifyAfter = 2 * time.Second
 type server struct {
 	// mux serves the extender's verbs and the operational endpoints.
 	mux *http.ServeMux
-	// operational serves only /healthz, /readyz and /metrics.
+	// operational serves only /healthz, /readyz and /metrics, on the
+	// metrics listener.
 	operational *http.ServeMux
 	metrics     http.Handler
 	tracker     *tracker.Tracker
@@ -143,8 +144,11 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	})
 	ext.Register(s.mux)
 	s.metrics = metrics.Handler(registry, metrics.NewState(v))
-	s.addOperationalEndpoints(s.mux, cfg.EnableProfiling)
-	s.addOperationalEndpoints(s.operational, cfg.EnableProfiling)
+	s.addOperationalEndpoints(s.mux)
+	s.addOperationalEndpoints(s.operational)
+	if cfg.EnableProfiling {
+		addProfiling(s.mux)
+	}
 
 	free := freememory.New(v, s.tessera.Gpu().V1alpha1().GPUNodes().Lister(), tessera, clk, s.tracker.HasSynced, extender.FieldManager)
 

@@ -11,13 +11,27 @@ import (
 // Config is the extender's configuration, as read from the --config file
 // and overridden by flags.
 type Config struct {
-	// ListenAddress is the host:port the HTTP server listens on. It is
-	// loopback by default because the extender runs beside kube-scheduler.
+	// ListenAddress is the host:port the extender's verbs are served on.
+	// It is loopback by default because the extender runs beside
+	// kube-scheduler, and on loopback nothing authenticates the caller:
+	// /bind binds any pod to any node. Any other address is refused unless
+	// TLSCertFile, TLSKeyFile and ClientCAFile are set.
 	ListenAddress string `json:"listenAddress"`
+	// TLSCertFile and TLSKeyFile, when set, make ListenAddress serve HTTPS
+	// with this certificate (read at start). kube-scheduler's extender
+	// configuration then names the authority in tlsConfig.caFile.
+	TLSCertFile string `json:"tlsCertFile"`
+	TLSKeyFile  string `json:"tlsKeyFile"`
+	// ClientCAFile, with TLS, makes ListenAddress require a client
+	// certificate signed by one of these authorities, such as the one
+	// kube-scheduler presents through its extender tlsConfig (certFile,
+	// keyFile).
+	ClientCAFile string `json:"clientCAFile"`
 	// MetricsAddress, when set, is a second host:port that serves only
-	// /metrics, /healthz and /readyz, on the pod's address, so that
-	// Prometheus and the kubelet's probes reach them without reaching the
-	// extender's verbs. Empty turns it off.
+	// /metrics, /healthz and /readyz, never the extender's verbs or
+	// profiles. Loopback by default; the Helm chart sets the pod's address,
+	// so that Prometheus and the kubelet's probes reach it. Empty turns it
+	// off.
 	MetricsAddress string `json:"metricsAddress"`
 	// ResourceNames are the extended resources pods ask for GPU slices with.
 	ResourceNames gpurequest.ResourceNames `json:"resourceNames"`
@@ -43,15 +57,17 @@ type Config struct {
 	// ClientQPS and ClientBurst limit the extender's requests to the API server.
 	ClientQPS   float32 `json:"clientQPS"`
 	ClientBurst int32   `json:"clientBurst"`
-	// EnableProfiling serves Go's profiles under /debug/pprof/ beside
-	// /metrics. Off by default: a CPU profile costs CPU while it runs.
+	// EnableProfiling serves Go's profiles under /debug/pprof/ on
+	// ListenAddress only, which is loopback or behind a client
+	// certificate, never on MetricsAddress. Off by default: a profile
+	// shows the process's memory and costs CPU while it runs.
 	EnableProfiling bool `json:"enableProfiling"`
 }
 
 // Defaults.
 const (
 	DefaultListenAddress       = "127.0.0.1:8888"
-	DefaultMetricsAddress      = ":9403"
+	DefaultMetricsAddress      = "127.0.0.1:9403"
 	DefaultSchedulerName       = "tessera-scheduler"
 	DefaultHeartbeatMaxAge     = 2 * time.Minute
 	DefaultBindWaitTimeout     = 25 * time.Second

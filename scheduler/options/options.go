@@ -35,8 +35,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	c := o.Config
 	before := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
-	fs.StringVar(&c.ListenAddress, "listen-address", c.ListenAddress, "host:port for the extender, health and metrics HTTP server.")
-	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress, "host:port also serving /metrics, /healthz and /readyz, and not the extender's verbs; empty turns it off.")
+	fs.StringVar(&c.ListenAddress, "listen-address", c.ListenAddress, "host:port for the extender's verbs, health and metrics. /bind binds any pod to any node and takes no credentials on loopback; any other address needs --tls-cert-file, --tls-private-key-file and --client-ca-file.")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "PEM certificate (chain) that --listen-address serves HTTPS with; read at start.")
+	fs.StringVar(&c.TLSKeyFile, "tls-private-key-file", c.TLSKeyFile, "PEM private key of --tls-cert-file.")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "PEM authorities whose client certificates --listen-address requires (kube-scheduler's extender tlsConfig certFile); needs --tls-cert-file.")
+	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress, "host:port also serving /metrics, /healthz and /readyz, never the extender's verbs or profiles; empty turns it off. Loopback by default; in a pod, set the pod's address (such as :9403) for Prometheus and the kubelet's probes.")
 	fs.StringVar(&c.SchedulerName, "scheduler-name", c.SchedulerName, "Scheduler profile whose pods the extender places.")
 	fs.StringVar((*string)(&c.ResourceNames.Count), "resource-count", string(c.ResourceNames.Count), "Resource name for the number of GPUs.")
 	fs.StringVar((*string)(&c.ResourceNames.Memory), "resource-memory", string(c.ResourceNames.Memory), "Resource name for GPU memory in MiB.")
@@ -50,7 +53,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.OrphanSweepInterval.Duration, "orphan-sweep-interval", c.OrphanSweepInterval.Duration, "How often allocations whose pod is gone are deleted.")
 	fs.Float32Var(&c.ClientQPS, "kube-api-qps", c.ClientQPS, "Queries per second to the API server.")
 	fs.Int32Var(&c.ClientBurst, "kube-api-burst", c.ClientBurst, "Burst of queries to the API server.")
-	fs.BoolVar(&c.EnableProfiling, "profiling", c.EnableProfiling, "Serve Go's CPU, heap and goroutine profiles under /debug/pprof/ beside /metrics.")
+	fs.BoolVar(&c.EnableProfiling, "profiling", c.EnableProfiling, "Serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --listen-address (loopback, or behind a client certificate), never on --metrics-address.")
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !before[f.Name] {
 			o.configFlags = append(o.configFlags, f.Name)

@@ -1,6 +1,7 @@
 package options
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,19 @@ func TestValidate(t *testing.T) {
 		{name: "defaults are valid", mutate: func(*Config) {}},
 		{name: "listen address without port", mutate: func(c *Config) { c.ListenAddress = "127.0.0.1" }, wantErr: "listenAddress"},
 		{name: "listen address port out of range", mutate: func(c *Config) { c.ListenAddress = "127.0.0.1:70000" }, wantErr: "port must be a number from 0 to 65535"},
+		{name: "the verbs on every interface are refused", mutate: func(c *Config) { c.ListenAddress = ":8888" },
+			wantErr: `listenAddress: Invalid value: ":8888": is not a loopback address, and /bind, which binds any pod to any node, takes no credentials`},
+		{name: "the verbs on the pod's address are refused", mutate: func(c *Config) { c.ListenAddress = "10.0.0.5:8888" }, wantErr: "set tlsCertFile, tlsKeyFile and clientCAFile"},
+		{name: "TLS without a client check is not enough off loopback", mutate: func(c *Config) {
+			c.ListenAddress, c.TLSCertFile, c.TLSKeyFile = "0.0.0.0:8888", "tls.crt", "tls.key"
+		}, wantErr: "is not a loopback address"},
+		{name: "off loopback with TLS and a client check", mutate: func(c *Config) {
+			c.ListenAddress, c.TLSCertFile, c.TLSKeyFile, c.ClientCAFile = "0.0.0.0:8888", "tls.crt", "tls.key", "ca.crt"
+		}},
+		{name: "localhost and IPv6 loopback are loopback", mutate: func(c *Config) { c.ListenAddress, c.MetricsAddress = "localhost:8888", "[::1]:9403" }},
+		{name: "a certificate without its key", mutate: func(c *Config) { c.TLSCertFile = "tls.crt" }, wantErr: "tlsCertFile: Required value: tlsCertFile and tlsKeyFile must be set together"},
+		{name: "a client authority without TLS", mutate: func(c *Config) { c.ClientCAFile = "ca.crt" }, wantErr: "clientCAFile: Forbidden"},
+		{name: "metrics on every interface are allowed", mutate: func(c *Config) { c.MetricsAddress = ":9403" }},
 		{name: "metrics address off", mutate: func(c *Config) { c.MetricsAddress = "" }},
 		{name: "metrics address without port", mutate: func(c *Config) { c.MetricsAddress = "0.0.0.0" }, wantErr: "metricsAddress: Invalid value: \"0.0.0.0\": must be host:port"},
 		{name: "metrics address port out of range", mutate: func(c *Config) { c.MetricsAddress = ":99999" }, wantErr: "metricsAddress: Invalid value: \":99999\": port must be a number from 0 to 65535"},
@@ -165,5 +179,17 @@ func TestComplete(t *testing.T) {
 				t.Fatalf("config = %+v", o.Config)
 			}
 		})
+	}
+}
+
+// TestDefaultListenersAreLoopback pins that, with no flag or file, neither
+// the verbs nor metrics are reachable from another machine.
+func TestDefaultListenersAreLoopback(t *testing.T) {
+	c := NewConfig()
+	for name, address := range map[string]string{"listenAddress": c.ListenAddress, "metricsAddress": c.MetricsAddress} {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil || !net.ParseIP(host).IsLoopback() {
+			t.Errorf("default %s %q is not loopback", name, address)
+		}
 	}
 }

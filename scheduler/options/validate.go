@@ -26,6 +26,7 @@ const (
 func (c *Config) Validate() error {
 	var errs field.ErrorList
 	errs = append(errs, validateAddress(field.NewPath("listenAddress"), c.ListenAddress)...)
+	errs = append(errs, c.validateTLS()...)
 	if c.MetricsAddress != "" {
 		errs = append(errs, validateAddress(field.NewPath("metricsAddress"), c.MetricsAddress)...)
 		if c.MetricsAddress == c.ListenAddress {
@@ -61,6 +62,36 @@ func (c *Config) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("clientBurst"), c.ClientBurst, "must be at least 1"))
 	}
 	return errs.ToAggregate()
+}
+
+// validateTLS checks that the certificate and key come together, that a
+// client authority comes with them, and that the verbs leave loopback only
+// behind both.
+func (c *Config) validateTLS() field.ErrorList {
+	var errs field.ErrorList
+	tls := c.TLSCertFile != "" || c.TLSKeyFile != ""
+	if tls && (c.TLSCertFile == "" || c.TLSKeyFile == "") {
+		errs = append(errs, field.Required(field.NewPath("tlsCertFile"), "tlsCertFile and tlsKeyFile must be set together"))
+	}
+	if c.ClientCAFile != "" && !tls {
+		errs = append(errs, field.Forbidden(field.NewPath("clientCAFile"), "needs tlsCertFile and tlsKeyFile: a client certificate is asked for over TLS only"))
+	}
+	if host, _, err := net.SplitHostPort(c.ListenAddress); err == nil && !loopback(host) && (!tls || c.ClientCAFile == "") {
+		errs = append(errs, field.Invalid(field.NewPath("listenAddress"), c.ListenAddress,
+			"is not a loopback address, and /bind, which binds any pod to any node, takes no credentials: "+
+				"serve it on 127.0.0.1 beside kube-scheduler, or set tlsCertFile, tlsKeyFile and clientCAFile so that only a caller with a client certificate from that authority reaches it"))
+	}
+	return errs
+}
+
+// loopback reports whether host names only this machine; an empty host is
+// every interface.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func durationAtLeast(name string, d, min time.Duration) field.ErrorList {

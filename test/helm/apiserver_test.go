@@ -83,6 +83,9 @@ func TestChartOnAPIServer(t *testing.T) {
 	t.Run("device plugin writes only its own node", func(t *testing.T) {
 		checkOwnNodePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "DaemonSet", "-device-plugin"))
 	})
+	t.Run("the scheduler patches only the requeue annotation", func(t *testing.T) {
+		checkRequeuePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "Deployment", "-scheduler"))
+	})
 	t.Run("only GPU pods are sent to the webhook", func(t *testing.T) {
 		checkWebhookSelection(ctx, t, cp, release.namespace)
 	})

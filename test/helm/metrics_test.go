@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -106,7 +107,15 @@ func TestServiceMonitor(t *testing.T) {
 					}
 
 					if component == "device-plugin" {
-						return // its address is in its configuration file, and it has no probes
+						// Its address is in its configuration file, and it has
+						// no probes. Its own default is loopback, which
+						// Prometheus could not reach.
+						var cm corev1.ConfigMap
+						fromUnstructured(t, findOne(t, objs, "ConfigMap", "-device-plugin"), &cm)
+						if want := fmt.Sprintf("metricsAddress: \":%d\"\n", containerPort); !strings.Contains(cm.Data["config.yaml"], want) {
+							t.Errorf("the device plugin's configuration lacks %q, every address on the container port:\n%s", want, cm.Data["config.yaml"])
+						}
+						return
 					}
 					host, port := flagPort(t, container.Command, "metrics-address")
 					if host != "" || int32(port) != containerPort {

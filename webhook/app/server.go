@@ -157,7 +157,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// Reviews in flight at shutdown may finish: the API server is waiting.
 	base := context.WithoutCancel(ctx)
 	secure := httpserver.New(base, s.mux, httpserver.DefaultTimeouts())
-	secure.TLSConfig = tlsConfig(s.tls.GetCertificate)
+	secure.TLSConfig = httpserver.TLSConfig(s.tls.GetCertificate)
 	servers := []httpserver.Listener{{Server: secure, Listener: ln}}
 	logger.Info("Serving admission webhooks", "address", ln.Addr().String(), "tlsMode", s.opts.TLSMode)
 

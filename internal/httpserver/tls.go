@@ -1,12 +1,12 @@
-package app
+package httpserver
 
 import "crypto/tls"
 
-// tlsConfig is the webhook's TLS: version 1.2 or later, and with 1.2 only
-// the ECDHE suites with AEAD ciphers, as the API server's own serving
-// defaults; CBC and RSA key exchange suites (such as AES128-SHA) are
-// refused. TLS 1.3's suites are all AEAD and are not configurable.
-func tlsConfig(getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
+// TLSConfig is the TLS every daemon serves: version 1.2 or later, and with
+// 1.2 only the ECDHE suites with AEAD ciphers; CBC and RSA key exchange
+// suites (such as AES128-SHA) are refused. TLS 1.3's suites are all AEAD
+// and are not configurable. getCertificate gives the serving certificate.
+func TLSConfig(getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		CipherSuites: []uint16{

@@ -1,4 +1,4 @@
-package app
+package httpserver
 
 import (
 	"crypto/tls"
@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// TestTLSRefusesCBC dials the webhook's TLS configuration with TLS 1.2
+// TestTLSRefusesCBC dials TLSConfig with TLS 1.2
 // and one suite at a time: the CBC suites with SHA-1 are refused, the
 // AEAD suites accepted.
 func TestTLSRefusesCBC(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	// httptest adds its own RSA certificate to a configuration without one.
-	srv.TLS = tlsConfig(nil)
+	srv.TLS = TLSConfig(nil)
 	srv.StartTLS()
 	defer srv.Close()
 	tests := []struct {

@@ -1,0 +1,86 @@
+package helm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/tessera-gpu/tessera/scheduler/requeue"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// checkRequeuePolicy checks that the installed ValidatingAdmissionPolicy
+// lets the scheduler's service account, which RBAC lets patch any pod,
+// change only the requeue annotation, as scheduler/requeue writes it.
+func checkRequeuePolicy(ctx context.Context, t *testing.T, cp *framework.ControlPlane, namespace, serviceAccount string) {
+	config := rest.CopyConfig(cp.Config)
+	config.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + serviceAccount,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	scheduler, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(ctx, t, cp, "requeue")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "turned-away", Namespace: "requeue", Labels: map[string]string{"app": "train"}, Annotations: map[string]string{"team": "a"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.example/app:1"}}},
+	}
+	if _, err := cp.Kube.CoreV1().Pods("requeue").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := func(body string) error {
+		_, err := scheduler.CoreV1().Pods("requeue").Patch(ctx, "turned-away", types.MergePatchType, []byte(body), metav1.PatchOptions{FieldManager: "tessera-scheduler-extender"})
+		return err
+	}
+
+	// The API server loads a new policy a moment after it is created;
+	// until then a patch it should refuse goes through and is undone here.
+	const relabel = `{"metadata":{"labels":{"app":"mine"}}}`
+	var refusal error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if refusal = patch(relabel); refusal == nil {
+			_, err := cp.Kube.CoreV1().Pods("requeue").Patch(ctx, "turned-away", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"train"}}}`), metav1.PatchOptions{})
+			return false, err
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the scheduler could still relabel a pod after a minute: %v", err)
+	}
+	if !strings.Contains(refusal.Error(), "may change only the annotation tessera.dev/gpus-freed-at of a pod") {
+		t.Errorf("relabelling a pod was refused with %q, want the policy's message", refusal)
+	}
+
+	tests := []struct {
+		name    string
+		patch   string
+		allowed bool
+	}{
+		{"the requeue annotation, as scheduler/requeue sets it", `{"metadata":{"annotations":{"` + requeue.Annotation + `":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"}}}`, true},
+		{"the requeue annotation again", `{"metadata":{"annotations":{"` + requeue.Annotation + `":"later"}}}`, true},
+		{"another annotation", `{"metadata":{"annotations":{"team":"b"}}}`, false},
+		{"a new annotation beside the requeue one", `{"metadata":{"annotations":{"` + requeue.Annotation + `":"x","extra":"y"}}}`, false},
+		{"removing an annotation", `{"metadata":{"annotations":{"team":null}}}`, false},
+		{"a label", relabel, false},
+		{"a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`, false},
+		{"the spec", `{"spec":{"activeDeadlineSeconds":5}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := patch(tt.patch)
+			if (err == nil) != tt.allowed {
+				t.Errorf("patch %s: %v, want allowed=%v", tt.patch, err, tt.allowed)
+			}
+		})
+	}
+}
