@@ -23,7 +23,7 @@ func fullPod(node string) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeName: node, SchedulerName: "tessera-scheduler",
 			InitContainers: []corev1.Container{{Name: "side", Image: "i", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways),
-				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpumem": mustQ("1000"), corev1.ResourceCPU: mustQ("1")}}}},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": mustQ("1"), "nvidia.com/gpumem": mustQ("1000"), corev1.ResourceCPU: mustQ("1")}}}},
 			Containers: []corev1.Container{{Name: "main", Image: "i", Env: []corev1.EnvVar{{Name: "A", Value: "B"}},
 				Resources: corev1.ResourceRequirements{
 					Limits:   corev1.ResourceList{"nvidia.com/gpu": mustQ("2"), "nvidia.com/gpucores": mustQ("30")},
@@ -76,7 +76,7 @@ func TestTrimPod(t *testing.T) {
 			switch {
 			case len(trimmed.Annotations) != 2 || trimmed.Spec.Containers[0].Env != nil:
 				t.Errorf("kept what the extender does not read: %+v", trimmed)
-			case len(trimmed.Spec.InitContainers[0].Resources.Limits) != 1 || len(trimmed.Spec.Containers[0].Resources.Requests) != 2:
+			case len(trimmed.Spec.InitContainers[0].Resources.Limits) != 2 || len(trimmed.Spec.Containers[0].Resources.Requests) != 2:
 				t.Errorf("kept resources that are not Tessera's: %+v", trimmed.Spec)
 			}
 		})
