@@ -7,6 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// verifyTimeout bounds one verification.
+const verifyTimeout = 5 * time.Second
+
 // Turn is a node's in-flight allocation as the gate knows it.
 type Turn struct {
 	// Node is the node whose turn it is.
@@ -49,7 +52,10 @@ func (g *Gate) verifyTurn(ctx context.Context, node string) {
 
 	inFlight, err := true, error(nil)
 	if turn.Allocation != "" {
+		// The waiter does not hear of a release while it asks.
+		ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 		inFlight, err = g.verify(ctx, turn)
+		cancel()
 	}
 
 	g.mu.Lock()

@@ -19,12 +19,17 @@ type scriptedVerifier struct {
 	inFlight bool
 	err      error
 	asked    []Turn
+	// unbounded counts the calls whose context had no deadline.
+	unbounded int
 }
 
-func (v *scriptedVerifier) verify(_ context.Context, t Turn) (bool, error) {
+func (v *scriptedVerifier) verify(ctx context.Context, t Turn) (bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.asked = append(v.asked, t)
+	if _, ok := ctx.Deadline(); !ok {
+		v.unbounded++
+	}
 	return v.inFlight, v.err
 }
 
@@ -78,6 +83,9 @@ func TestGateVerifiesLongTurns(t *testing.T) {
 				}
 				if uid, ok := g.InFlight("n"); !ok || uid != "b" {
 					t.Errorf("in flight = %q, %v; want b", uid, ok)
+				}
+				if v.unbounded != 0 {
+					t.Errorf("the verifier was asked without a deadline: a waiter stuck in it would not hear of a release")
 				}
 			},
 		},
