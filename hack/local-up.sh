@@ -7,6 +7,12 @@
 # on which GPU, with what slice, then the kubeconfig and metrics addresses.
 # Ctrl-C stops everything.
 #
+# --mode=dra runs the same nodes through DRA instead: stock kube-scheduler
+# (no extender, no webhook) allocating the ResourceSlices that the node
+# daemons publish as DRA driver gpu.tessera.dev, the resourceclaim
+# controller, node agents that prepare each pod's claims over the daemons'
+# DRA sockets, and the claims in deploy/examples/dra.
+#
 # Flags are passed to hack/localup (go run ./hack/localup --help), e.g.
 # --exit-after-demo to stop once the examples are placed.
 set -euo pipefail

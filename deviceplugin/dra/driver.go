@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -63,8 +64,11 @@ type Driver struct {
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 
 // NewDriver reads the checkpoint a previous run left and opens the CDI
-// spec directory.
+// spec directory, creating the directories that are missing.
 func NewDriver(cfg DriverConfig) (*Driver, error) {
+	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("creating the DRA plugin directory: %w", err)
+	}
 	path := filepath.Join(cfg.StateDir, CheckpointFile)
 	state, err := loadCheckpoint(path)
 	if err != nil {

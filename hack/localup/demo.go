@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +14,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -23,10 +26,10 @@ import (
 // demoNamespace holds the example pods.
 const demoNamespace = "tessera-demo"
 
-// demo creates the example pods, waits for them to run, and prints where
-// each landed.
+// demo creates the example pods (and the claim templates they use), waits
+// for them to run, and prints where each landed.
 func (c *cluster) demo(ctx context.Context) error {
-	pods, err := readPods(c.o.examples)
+	objs, err := readExamples(c.o.examples)
 	if err != nil {
 		return err
 	}
@@ -36,12 +39,22 @@ func (c *cluster) demo(ctx context.Context) error {
 	}
 	// One at a time, so that each pod's placement sees the ones before it
 	// and binpack and spread show their effect.
-	for _, pod := range pods {
-		created, err := c.cp.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	for _, obj := range objs {
+		switch obj := obj.(type) {
+		case *resourceapi.ResourceClaimTemplate:
+			if _, err := c.cp.Kube.ResourceV1().ResourceClaimTemplates(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating ResourceClaimTemplate %s: %w", obj.Name, err)
+			}
+		case *corev1.Pod:
+			created, err := c.cp.Kube.CoreV1().Pods(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("creating pod %s: %w", obj.Name, err)
+			}
+			c.waitSettled(ctx, created)
 		}
-		c.waitSettled(ctx, created)
+	}
+	if c.o.dra() {
+		return c.printClaimPlacements(ctx, os.Stdout)
 	}
 	return c.printPlacements(ctx, os.Stdout)
 }
@@ -66,38 +79,59 @@ func (c *cluster) waitSettled(ctx context.Context, pod *corev1.Pod) {
 	})
 }
 
-// readPods reads every pod manifest in dir, in file order.
-func readPods(dir string) ([]*corev1.Pod, error) {
+// readExamples reads every manifest in dir, in file order: pods, and the
+// ResourceClaimTemplates of DRA examples.
+func readExamples(dir string) ([]runtime.Object, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	var pods []*corev1.Pod
+	var objs []runtime.Object
 	for _, file := range files {
-		f, err := os.Open(file)
+		read, err := readManifests(file)
 		if err != nil {
 			return nil, err
 		}
-		decoder := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			pod := &corev1.Pod{}
-			err := decoder.Decode(pod)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				_ = f.Close()
-				return nil, fmt.Errorf("decoding %s: %w", file, err)
-			}
-			if pod.Kind != "Pod" {
-				_ = f.Close()
-				return nil, fmt.Errorf("%s: only pods are applied, found kind %q", file, pod.Kind)
-			}
-			pods = append(pods, pod)
-		}
-		_ = f.Close()
+		objs = append(objs, read...)
 	}
-	return pods, nil
+	return objs, nil
+}
+
+func readManifests(file string) ([]runtime.Object, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	decoder := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var objs []runtime.Object
+	for {
+		var raw runtime.RawExtension
+		err := decoder.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", file, err)
+		}
+		var meta metav1.TypeMeta
+		if err := json.Unmarshal(raw.Raw, &meta); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", file, err)
+		}
+		var obj runtime.Object
+		switch meta.Kind {
+		case "Pod":
+			obj = &corev1.Pod{}
+		case "ResourceClaimTemplate":
+			obj = &resourceapi.ResourceClaimTemplate{}
+		default:
+			return nil, fmt.Errorf("%s: only pods and ResourceClaimTemplates are applied, found kind %q", file, meta.Kind)
+		}
+		if err := json.Unmarshal(raw.Raw, obj); err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", file, err)
+		}
+		objs = append(objs, obj)
+	}
 }
 
 // printPlacements prints one line per GPU slice of every example pod, with
@@ -141,17 +175,24 @@ func (c *cluster) containerEnv(uid types.UID) map[string]string {
 	out := map[string]string{}
 	for _, a := range c.agents {
 		for _, r := range a.Results(uid) {
-			var kv []string
-			for k, v := range r.Response.Envs {
-				if k == "NVIDIA_VISIBLE_DEVICES" || strings.HasPrefix(k, "CUDA_DEVICE_") {
-					kv = append(kv, k+"="+v)
-				}
+			if r.Response != nil {
+				out[r.Container] = limitsEnv(r.Response.Envs)
 			}
-			slices.Sort(kv)
-			out[r.Container] = strings.Join(kv, " ")
 		}
 	}
 	return out
+}
+
+// limitsEnv shows the GPUs and limits among a container's variables.
+func limitsEnv(env map[string]string) string {
+	var kv []string
+	for k, v := range env {
+		if k == "NVIDIA_VISIBLE_DEVICES" || strings.HasPrefix(k, "CUDA_DEVICE_") {
+			kv = append(kv, k+"="+v)
+		}
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, " ")
 }
 
 // pendingReason is the newest scheduling event of a pod that got no GPUs.

@@ -1,6 +1,7 @@
 // Command localup runs Tessera end to end on one machine: a real control
 // plane, Tessera's scheduler extender, webhook and device plugins on
-// simulated GPU nodes, sample workloads, and where each landed. It is
+// simulated GPU nodes (or, with --mode=dra, stock kube-scheduler and the
+// node daemons as DRA drivers), sample workloads, and where each landed. It is
 // started by hack/local-up.sh, which builds what it needs first.
 package main
 
@@ -19,10 +20,15 @@ func main() {
 	var o options
 	flag.StringVar(&o.binDir, "bin-dir", "_output/bin", "directory holding the scheduler, webhook and deviceplugin binaries")
 	flag.StringVar(&o.stateDir, "state-dir", "_output/local-up", "directory for certificates, data, configuration and logs (emptied at start)")
-	flag.StringVar(&o.examples, "examples", "deploy/examples", "directory of pod manifests to apply; empty for none")
+	flag.StringVar(&o.mode, "mode", modeExtender, "how GPUs are scheduled: extender (kube-scheduler with Tessera's extender, device plugins) or dra (stock kube-scheduler allocating the nodes' ResourceSlices, node daemons as DRA drivers)")
+	flag.StringVar(&o.examples, "examples", "", "directory of example manifests (pods, and ResourceClaimTemplates in dra mode) to apply (default deploy/examples, or deploy/examples/dra with --mode=dra); \"none\" for none")
 	flag.BoolVar(&o.exitAfterDemo, "exit-after-demo", false, "stop everything once the examples are placed instead of waiting for Ctrl-C")
 	klog.InitFlags(nil)
 	flag.Parse()
+	if err := o.complete(); err != nil {
+		fmt.Fprintln(os.Stderr, "local-up:", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -33,7 +35,11 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 			return err
 		}
-		agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, Kube: c.cp.Kube, DeviceResources: []string{gpuResource}}
+		registryDir := filepath.Join(dir, "plugins_registry")
+		if err := os.MkdirAll(registryDir, 0o755); err != nil {
+			return err
+		}
+		agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, PluginRegistryDir: registryDir, Kube: c.cp.Kube, DeviceResources: []string{gpuResource}}
 		c.agents = append(c.agents, agent)
 		go func() {
 			if err := agent.Run(ctx); err != nil {
@@ -51,14 +57,21 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		}
 		metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
 		configFile := filepath.Join(dir, "deviceplugin.json")
-		if err := writeJSON(configFile, map[string]any{
+		cfg := map[string]any{
 			"nodeName":         n.name,
 			"splitCount":       10,
 			"pluginDir":        pluginDir,
 			"simulatedGPUFile": gpuFile,
 			"metricsAddress":   metricsAddr,
 			"heartbeatPeriod":  "10s",
-		}); err != nil {
+		}
+		if c.o.dra() {
+			cfg["mode"] = "dra"
+			cfg["draPluginDir"] = filepath.Join(dir, "plugins", dra.DriverName)
+			cfg["pluginRegistryDir"] = registryDir
+			cfg["cdiSpecDir"] = c.cdiDir(n.name)
+		}
+		if err := writeJSON(configFile, cfg); err != nil {
 			return err
 		}
 		if err := c.daemon("deviceplugin-"+n.name, "deviceplugin", "--config", configFile, "--kubeconfig", c.cp.KubeconfigPath); err != nil {
@@ -69,14 +82,27 @@ func (c *cluster) startNodes(ctx context.Context) error {
 	return c.waitNodesReady(ctx)
 }
 
+// cdiDir is where a node's daemon writes CDI specs in DRA mode.
+func (c *cluster) cdiDir(node string) string {
+	return filepath.Join(c.o.stateDir, "nodes", node, "cdi")
+}
+
 // waitNodesReady waits until every simulated node has a Ready GPUNode and
-// advertises its GPUs.
+// offers its GPUs: as allocatable devices, or in DRA mode in its
+// ResourceSlice.
 func (c *cluster) waitNodesReady(ctx context.Context) error {
 	for _, n := range simNodes() {
+		offers := fmt.Sprintf("%s capacity", gpuResource)
+		if c.o.dra() {
+			offers = "a ResourceSlice with its GPUs"
+		}
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, n.name, metav1.GetOptions{})
 			if err != nil || !ready(gn) {
 				return false, nil
+			}
+			if c.o.dra() {
+				return c.publishedGPUs(ctx, n.name) == len(n.gpus), nil
 			}
 			node, err := c.cp.Kube.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 			if err != nil {
@@ -86,11 +112,27 @@ func (c *cluster) waitNodesReady(ctx context.Context) error {
 			return q.Value() > 0, nil
 		})
 		if err != nil {
-			return fmt.Errorf("node %s did not get a ready GPUNode and %s capacity (see %s): %w",
-				n.name, gpuResource, filepath.Join(c.o.stateDir, "deviceplugin-"+n.name+".log"), err)
+			return fmt.Errorf("node %s did not get a ready GPUNode and %s (see %s): %w",
+				n.name, offers, filepath.Join(c.o.stateDir, "deviceplugin-"+n.name+".log"), err)
 		}
 	}
 	return nil
+}
+
+// publishedGPUs counts the devices of the node's ResourceSlices of
+// Tessera's driver.
+func (c *cluster) publishedGPUs(ctx context.Context, node string) int {
+	list, err := c.cp.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName,
+	})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, s := range list.Items {
+		n += len(s.Spec.Devices)
+	}
+	return n
 }
 
 func ready(gn *gpuv1alpha1.GPUNode) bool {

@@ -7,15 +7,42 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
 // options are localup's flags.
 type options struct {
-	binDir, stateDir, examples string
-	exitAfterDemo              bool
+	binDir, stateDir, examples, mode string
+	exitAfterDemo                    bool
 }
+
+// Modes of the local cluster.
+const (
+	modeExtender = "extender"
+	modeDRA      = "dra"
+)
+
+// complete checks the mode and picks its examples.
+func (o *options) complete() error {
+	switch o.mode {
+	case modeExtender, modeDRA:
+	default:
+		return fmt.Errorf("--mode=%s: want %s or %s", o.mode, modeExtender, modeDRA)
+	}
+	switch {
+	case o.examples == "none":
+		o.examples = ""
+	case o.examples == "" && o.mode == modeDRA:
+		o.examples = filepath.Join("deploy", "examples", "dra")
+	case o.examples == "":
+		o.examples = filepath.Join("deploy", "examples")
+	}
+	return nil
+}
+
+func (o *options) dra() bool { return o.mode == modeDRA }
 
 // cluster is everything localup started, stopped in reverse order.
 type cluster struct {
@@ -52,20 +79,27 @@ func run(ctx context.Context, o options) error {
 	defer c.stop()
 
 	say("Starting etcd, kube-apiserver and kube-controller-manager")
-	cp, err := framework.StartControlPlane(ctx, framework.Options{ControllerManager: true, Dir: filepath.Join(o.stateDir, "controlplane")})
+	cp, err := framework.StartControlPlane(ctx, framework.Options{ControllerManager: true, DRA: o.dra(), Dir: filepath.Join(o.stateDir, "controlplane")})
 	c.cp = cp
 	if err != nil {
 		return err
 	}
-	say("Starting Tessera's scheduler extender and kube-scheduler")
-	if err := c.startScheduler(ctx); err != nil {
-		return err
+	if o.dra() {
+		say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", dra.DriverName)
+		if err := c.startDRAScheduler(ctx); err != nil {
+			return err
+		}
+	} else {
+		say("Starting Tessera's scheduler extender and kube-scheduler")
+		if err := c.startScheduler(ctx); err != nil {
+			return err
+		}
+		say("Starting Tessera's admission webhook (self-managed certificates)")
+		if err := c.startWebhook(ctx); err != nil {
+			return err
+		}
 	}
-	say("Starting Tessera's admission webhook (self-managed certificates)")
-	if err := c.startWebhook(ctx); err != nil {
-		return err
-	}
-	say("Starting %d simulated GPU nodes (device plugin and node agent each)", len(simNodes()))
+	say("Starting %d simulated GPU nodes (%s and node agent each)", len(simNodes()), c.daemonKind())
 	if err := c.startNodes(ctx); err != nil {
 		return err
 	}
@@ -111,7 +145,11 @@ func (c *cluster) printAccess() {
 	fmt.Println("Use the cluster:")
 	fmt.Printf("  export KUBECONFIG=%s\n", c.cp.KubeconfigPath)
 	fmt.Println("  kubectl get gpunodes")
-	fmt.Println("  kubectl get gpuallocations -A")
+	if c.o.dra() {
+		fmt.Println("  kubectl get resourceslices,resourceclaims -A")
+	} else {
+		fmt.Println("  kubectl get gpuallocations -A")
+	}
 	fmt.Println("  go run ./hack/inventory")
 	fmt.Println("Metrics:")
 	for _, e := range c.metrics {

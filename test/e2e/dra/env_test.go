@@ -80,7 +80,8 @@ func startCluster(t *testing.T, nodes ...*simNode) *cluster {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		n.dir, n.cdiDir, n.gpuFile = dir, filepath.Join(dir, "cdi"), filepath.Join(dir, "gpus.yaml")
-		for _, sub := range []string{"device-plugins", "registry", "plugin"} {
+		// The kubelet's directories; the daemon makes its own plugin directory.
+		for _, sub := range []string{"device-plugins", "registry"} {
 			if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+)
+
+// stockSchedulerConfig is kube-scheduler's default configuration: its
+// DynamicResources plugin allocates the claims, with no extender.
+const stockSchedulerConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+`
+
+// startDRAScheduler starts stock kube-scheduler and creates the DeviceClass
+// the examples' claims name, as the chart does in DRA mode.
+func (c *cluster) startDRAScheduler(ctx context.Context) error {
+	p, err := c.cp.StartSchedulerProcess(stockSchedulerConfig)
+	if err != nil {
+		return err
+	}
+	c.daemons = append(c.daemons, p)
+	_, err = c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: dra.DriverName},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", dra.DriverName)},
+		}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating the DeviceClass %s: %w", dra.DriverName, err)
+	}
+	return nil
+}
+
+// daemonKind names what serves each node's kubelet.
+func (c *cluster) daemonKind() string {
+	if c.o.dra() {
+		return "node daemon as DRA driver " + dra.DriverName
+	}
+	return "device plugin"
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// TestLocalUpDRA runs "hack/local-up.sh --mode=dra --exit-after-demo" and
+// checks the table it prints: every DRA example runs where kube-scheduler
+// allocated its claim, with the limits its CDI devices carry, and nothing
+// is left running afterwards.
+func TestLocalUpDRA(t *testing.T) {
+	root := framework.RepoRoot()
+	cmd := exec.Command("hack/local-up.sh", "--mode=dra", "--exit-after-demo")
+	cmd.Dir = root
+	out, _ := startLocalUp(t, cmd)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("local-up --mode=dra failed: %v\n%s", err, out.String())
+		}
+	case <-time.After(15 * time.Minute):
+		t.Fatalf("local-up --mode=dra did not finish:\n%s", out.String())
+	}
+	output := out.String()
+	t.Logf("local-up output:\n%s", output)
+
+	type row struct{ node, gpu, model, memory, cores, env string }
+	rows := map[string][]row{}
+	for _, line := range strings.Split(output, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 10 || f[0] == "POD" || strings.HasPrefix(line, ">>>") {
+			continue
+		}
+		if f[1] != "Running" {
+			t.Errorf("example %s is %s: %s", f[0], f[1], line)
+			continue
+		}
+		// POD PHASE NODE CONTAINER GPU (UUID) MODEL... MEMORY CORES ENV...
+		envStart := slices.IndexFunc(f, func(s string) bool { return strings.HasPrefix(s, "CUDA_") || strings.HasPrefix(s, "NVIDIA_") })
+		if envStart < 8 {
+			t.Errorf("no container limits in %q", line)
+			continue
+		}
+		rows[f[0]] = append(rows[f[0]], row{node: f[2], gpu: strings.Trim(f[5], "()"), model: strings.Join(f[6:envStart-2], " "),
+			memory: f[envStart-2], cores: f[envStart-1], env: strings.Join(f[envStart:], " ")})
+	}
+	for _, name := range []string{"memory-slice", "memory-and-cores", "exclusive", "two-gpus", "a100-only", "numa-aligned"} {
+		if len(rows[name]) == 0 {
+			t.Errorf("the table lists no GPU of example %s", name)
+		}
+	}
+	if r := rows["memory-and-cores"]; len(r) == 1 && (r[0].memory != "8192" || !strings.Contains(r[0].env, "CUDA_DEVICE_SM_LIMIT=30") ||
+		!strings.Contains(r[0].env, "CUDA_DEVICE_MEMORY_LIMIT_0=8192m") || !strings.Contains(r[0].env, "NVIDIA_VISIBLE_DEVICES="+r[0].gpu)) {
+		t.Errorf("memory-and-cores: %+v", r[0])
+	}
+	if r := rows["exclusive"]; len(r) == 1 && (r[0].cores != "100" || !strings.Contains(r[0].env, "CUDA_DEVICE_MEMORY_LIMIT_0="+r[0].memory+"m")) {
+		t.Errorf("exclusive does not hold its GPU's memory and compute: %+v", r[0])
+	}
+	for _, name := range []string{"two-gpus", "numa-aligned"} {
+		r := rows[name]
+		if len(r) != 2 || r[0].gpu == r[1].gpu || !strings.Contains(r[0].env, "NVIDIA_VISIBLE_DEVICES="+r[0].gpu+","+r[1].gpu) {
+			t.Errorf("%s did not get two distinct GPUs in its visible devices' order: %+v", name, r)
+		}
+	}
+	if r := rows["a100-only"]; len(r) == 1 && !strings.HasPrefix(r[0].model, "NVIDIA A100") {
+		t.Errorf("a100-only landed on a %s", r[0].model)
+	}
+	checkNothingLeft(t, root)
+}
