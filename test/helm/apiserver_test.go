@@ -86,6 +86,9 @@ func TestChartOnAPIServer(t *testing.T) {
 	t.Run("the scheduler patches only the requeue annotation", func(t *testing.T) {
 		checkRequeuePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "Deployment", "-scheduler"))
 	})
+	t.Run("GPU pods reach nodes only through Tessera's scheduler", func(t *testing.T) {
+		checkGPUPodsPolicy(ctx, t, cp)
+	})
 	t.Run("only GPU pods are sent to the webhook", func(t *testing.T) {
 		checkWebhookSelection(ctx, t, cp, release.namespace)
 	})
