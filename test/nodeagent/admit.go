@@ -90,7 +90,7 @@ func (a *Agent) allocate(ctx context.Context, pod *corev1.Pod) ([]ContainerResul
 		isInit := i < len(pod.Spec.InitContainers)
 		sidecar := isInit && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 		for name, q := range c.Resources.Limits {
-			if !slices.Contains(a.DeviceResources, string(name)) {
+			if !slices.Contains(a.DeviceResources, string(name)) || draBacked(pod, c.Name, string(name)) {
 				continue
 			}
 			p := a.plugin(string(name))

@@ -27,7 +27,8 @@ type preparedClaim struct {
 type claimDevices []*drapb.Device
 
 // prepareClaims does the kubelet DRA manager's part for a pod: it resolves
-// the pod's claims (those made from templates through the pod's status),
+// the pod's claims (those made from templates through the pod's status,
+// and the one kube-scheduler made for DRA-backed extended resources),
 // checks that each is allocated and reserved for the pod, asks each
 // claim's drivers to prepare it through their registered plugins, and
 // returns the CDI devices of each container, init containers first.
@@ -45,10 +46,23 @@ func (a *Agent) prepareClaims(ctx context.Context, pod *corev1.Pod) (map[string]
 		if err != nil {
 			return nil, retryable{fmt.Errorf("reading claim %s of pod %s/%s: %w", name, pod.Namespace, pod.Name, err)}
 		}
-		if claim.Status.Allocation == nil || !slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == pod.UID }) {
+		if !reservedFor(claim, pod) {
 			return nil, retryable{fmt.Errorf("claim %s is not allocated and reserved for pod %s/%s", name, pod.Namespace, pod.Name)}
 		}
 		claims[pc.Name] = claim
+	}
+	// The claim kube-scheduler made for extended resources a DeviceClass
+	// maps (such as nvidia.com/gpu on a node with no device plugin for it).
+	ext := pod.Status.ExtendedResourceClaimStatus
+	if ext != nil {
+		claim, err := a.Kube.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, ext.ResourceClaimName, metav1.GetOptions{})
+		if err != nil {
+			return nil, retryable{fmt.Errorf("reading claim %s of pod %s/%s: %w", ext.ResourceClaimName, pod.Namespace, pod.Name, err)}
+		}
+		if !reservedFor(claim, pod) {
+			return nil, retryable{fmt.Errorf("claim %s is not allocated and reserved for pod %s/%s", claim.Name, pod.Namespace, pod.Name)}
+		}
+		claims[extendedClaim] = claim
 	}
 	devices := map[string]claimDevices{} // pod's claim name → devices
 	for podClaim, claim := range claims {
@@ -74,7 +88,15 @@ func (a *Agent) prepareClaims(ctx context.Context, pod *corev1.Pod) (map[string]
 	}
 	out := map[string][]string{}
 	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
-		for _, rc := range c.Resources.Claims {
+		uses := slices.Clone(c.Resources.Claims)
+		if ext != nil {
+			for _, m := range ext.RequestMappings {
+				if m.ContainerName == c.Name {
+					uses = append(uses, corev1.ResourceClaim{Name: extendedClaim, Request: m.RequestName})
+				}
+			}
+		}
+		for _, rc := range uses {
 			for _, d := range devices[rc.Name] {
 				if rc.Request == "" || len(d.RequestNames) == 0 || slices.Contains(d.RequestNames, rc.Request) {
 					out[c.Name] = append(out[c.Name], d.CdiDeviceIds...)
@@ -83,6 +105,26 @@ func (a *Agent) prepareClaims(ctx context.Context, pod *corev1.Pod) (map[string]
 		}
 	}
 	return out, nil
+}
+
+// extendedClaim is the agent's own name for a pod's extended-resource
+// claim, which the pod's spec does not list; no pod claim name has a slash.
+const extendedClaim = "extended/resources"
+
+// reservedFor says whether the claim is allocated and reserved for the pod,
+// as the kubelet requires before preparing it.
+func reservedFor(claim *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
+	return claim.Status.Allocation != nil && slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == pod.UID })
+}
+
+// draBacked says whether the container's extended resource is served by a
+// DRA driver through the pod's extended-resource claim, so that no device
+// plugin is asked for it, as the kubelet's device manager skips it.
+func draBacked(pod *corev1.Pod, container, resource string) bool {
+	ext := pod.Status.ExtendedResourceClaimStatus
+	return ext != nil && slices.ContainsFunc(ext.RequestMappings, func(m corev1.ContainerExtendedResourceRequest) bool {
+		return m.ContainerName == container && m.ResourceName == resource
+	})
 }
 
 // claimName is the ResourceClaim a pod's claim stands for; "" when the
