@@ -29,15 +29,15 @@ type Readiness struct {
 	Message string
 }
 
-// condition returns the Ready condition, keeping the previous transition
-// time when the status did not change.
-func (r Readiness) condition(previous *metav1.Condition, now metav1.Time) metav1.Condition {
+// condition returns the condition of the type, keeping the previous
+// transition time when the status did not change.
+func (r Readiness) condition(conditionType string, previous *metav1.Condition, now metav1.Time) metav1.Condition {
 	status := metav1.ConditionFalse
 	if r.Ready {
 		status = metav1.ConditionTrue
 	}
 	c := metav1.Condition{
-		Type:               "Ready",
+		Type:               conditionType,
 		Status:             status,
 		Reason:             r.Reason,
 		Message:            truncate(r.Message, maxConditionMessage),

@@ -45,12 +45,14 @@ type Publisher struct {
 	period   time.Duration
 	source   Source
 	cordoned SpecSource
+	hamiCore func() Readiness
 
 	kick chan struct{}
 
 	mu        sync.Mutex
 	readiness Readiness
 	ready     *metav1.Condition
+	library   *metav1.Condition
 	created   bool
 }
 
@@ -73,6 +75,9 @@ type Config struct {
 	Source Source
 	// Cordoned may be nil: nothing is cordoned.
 	Cordoned SpecSource
+	// HAMiCore, when set, is checked at every write and published as the
+	// HAMiCoreReady condition; nil publishes none.
+	HAMiCore func() Readiness
 }
 
 // New returns a publisher; nothing is written until Publish or Run.
@@ -89,6 +94,7 @@ func New(cfg Config) *Publisher {
 		period:    cfg.Period,
 		source:    cfg.Source,
 		cordoned:  cfg.Cordoned,
+		hamiCore:  cfg.HAMiCore,
 		kick:      make(chan struct{}, 1),
 		readiness: Readiness{Reason: ReasonNotRegistered, Message: "waiting to register with the kubelet"},
 	}
@@ -184,6 +190,11 @@ func (p *Publisher) ensureExists(ctx context.Context) error {
 			p.ready = c.DeepCopy()
 		}
 	}
+	if p.library == nil {
+		if c := meta.FindStatusCondition(existing.Status.Conditions, gpuv1alpha1.GPUNodeHAMiCoreReady); c != nil {
+			p.library = c.DeepCopy()
+		}
+	}
 	return nil
 }
 
@@ -208,8 +219,13 @@ func (p *Publisher) statusApply() *gpuac.GPUNodeApplyConfiguration {
 	sum := Summarize(devices, p.cordoned())
 
 	p.mu.Lock()
-	ready := p.readiness.condition(p.ready, now)
+	ready := p.readiness.condition(gpuv1alpha1.GPUNodeReady, p.ready, now)
 	p.ready = &ready
+	var library *metav1.Condition
+	if p.hamiCore != nil {
+		c := p.hamiCore().condition(gpuv1alpha1.GPUNodeHAMiCoreReady, p.library, now)
+		p.library, library = &c, &c
+	}
 	p.mu.Unlock()
 
 	status := gpuac.GPUNodeStatus().
@@ -225,6 +241,14 @@ func (p *Publisher) statusApply() *gpuac.GPUNodeApplyConfiguration {
 			WithReason(ready.Reason).
 			WithMessage(ready.Message).
 			WithLastTransitionTime(ready.LastTransitionTime))
+	if library != nil {
+		status.WithConditions(metav1ac.Condition().
+			WithType(library.Type).
+			WithStatus(library.Status).
+			WithReason(library.Reason).
+			WithMessage(library.Message).
+			WithLastTransitionTime(library.LastTransitionTime))
+	}
 	for _, d := range devices {
 		dev := gpuac.GPUDevice().
 			WithUUID(d.UUID).

@@ -93,7 +93,7 @@ func TestReadyConditionKeepsTransitionTime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := tt.r.condition(tt.previous, t1)
+			c := tt.r.condition(gpuv1alpha1.GPUNodeReady, tt.previous, t1)
 			if !reflect.DeepEqual(c.LastTransitionTime, tt.want) || c.Type != "Ready" || c.Reason != tt.r.Reason {
 				t.Errorf("condition %+v, want transition at %v", c, tt.want)
 			}

@@ -115,6 +115,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		Period:   p.cfg.HeartbeatPeriod.Duration,
 		Source:   inv,
 		Cordoned: caches.cordoned(p.cfg.NodeName),
+		HAMiCore: func() nodestatus.Readiness { return nodestatus.CheckHAMiCore(p.cfg.LibraryPath) },
 	})
 	if err := caches.onSpecChange(publisher.Trigger); err != nil {
 		return err

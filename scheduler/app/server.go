@@ -140,6 +140,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		DefaultGPUPolicy:  cfg.DefaultGPUPolicy,
 		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
 		BindWaitTimeout:   cfg.BindWaitTimeout.Duration,
+		HAMiCoreMissing:   cfg.HAMiCoreMissing,
 		Ready:             s.tracker.HasSynced,
 	})
 	ext.Register(s.mux)

@@ -69,9 +69,16 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	}
 
 	now := e.Clock.Now()
+	var warning string
 	containers, _, err := e.View.Reserve(pod.UID, pod.Namespace, pod.Name, args.Node, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
 		if reason := e.unavailable(n, now); reason != "" {
 			return nil, errors.New(reason)
+		}
+		if reason := unenforced(n, req.Request); reason != "" {
+			if e.HAMiCoreMissing != HAMiCoreWarn {
+				return nil, errors.New(reason)
+			}
+			warning = reason
 		}
 		assignment, failure := placement.Fit(&n.Placement, req.Request)
 		if failure != nil {
@@ -92,6 +99,9 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	}
 	if e.Requeue != nil {
 		e.Requeue.Forget(pod.UID)
+	}
+	if warning != "" {
+		e.event(pod, corev1.EventTypeWarning, ReasonLimitsNotEnforced, fmt.Sprintf("placed on node %s, where %s", args.Node, warning))
 	}
 	// The GPUAllocation is the record of what the pod got; an event per
 	// bind would double the API server's writes for it.

@@ -59,6 +59,9 @@ type Config struct {
 	HeartbeatMaxAge time.Duration
 	// BindWaitTimeout bounds a bind's wait for its node's turn.
 	BindWaitTimeout time.Duration
+	// HAMiCoreMissing is what happens to pods asking for GPU slices on a
+	// node without the HAMi-core library; empty means HAMiCoreRefuse.
+	HAMiCoreMissing HAMiCorePolicy
 
 	// Ready reports whether the view holds everything the API does; until
 	// it does, the extender refuses to decide.

@@ -50,6 +50,10 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 				part.unresolvable = append(part.unresolvable, nodeReason{name, reason})
 				return
 			}
+			if reason := unenforced(n, req.Request); reason != "" && e.HAMiCoreMissing != HAMiCoreWarn {
+				part.unresolvable = append(part.unresolvable, nodeReason{name, reason})
+				return
+			}
 			f := &part.failure
 			switch {
 			case part.fitter.Feasible(&n.Placement, req.Request, f):

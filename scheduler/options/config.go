@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/extender"
 )
 
 // Config is the extender's configuration, as read from the --config file
@@ -48,6 +49,10 @@ type Config struct {
 	// BindWaitTimeout bounds how long a bind waits for the node's in-flight
 	// allocation. It must stay below kube-scheduler's extender httpTimeout.
 	BindWaitTimeout metav1.Duration `json:"bindWaitTimeout"`
+	// HAMiCoreMissing is what happens to a pod asking for GPU slices on a
+	// node whose device plugin reports the HAMi-core library missing:
+	// Refuse keeps it off the node, Warn places it with a warning event.
+	HAMiCoreMissing extender.HAMiCorePolicy `json:"hamiCoreMissing"`
 	// InFlightTTL is how long an allocation that the device plugin has not
 	// yet served blocks the next bind to its node.
 	InFlightTTL metav1.Duration `json:"inFlightTTL"`
@@ -88,6 +93,7 @@ func NewConfig() *Config {
 		DefaultGPUPolicy:    gpurequest.Spread,
 		HeartbeatMaxAge:     metav1.Duration{Duration: DefaultHeartbeatMaxAge},
 		BindWaitTimeout:     metav1.Duration{Duration: DefaultBindWaitTimeout},
+		HAMiCoreMissing:     extender.HAMiCoreRefuse,
 		InFlightTTL:         metav1.Duration{Duration: DefaultInFlightTTL},
 		OrphanSweepInterval: metav1.Duration{Duration: DefaultOrphanSweepInterval},
 		ClientQPS:           DefaultClientQPS,

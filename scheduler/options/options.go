@@ -48,6 +48,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar((*string)(&c.DefaultNodePolicy), "default-node-policy", string(c.DefaultNodePolicy), "Node policy for pods without an annotation: binpack or spread.")
 	fs.StringVar((*string)(&c.DefaultGPUPolicy), "default-gpu-policy", string(c.DefaultGPUPolicy), "GPU policy for pods without an annotation: binpack or spread.")
 	fs.DurationVar(&c.HeartbeatMaxAge.Duration, "heartbeat-max-age", c.HeartbeatMaxAge.Duration, "A node whose GPUNode heartbeat is older takes no new pods.")
+	fs.StringVar((*string)(&c.HAMiCoreMissing), "hami-core-missing", string(c.HAMiCoreMissing), "Pods asking for GPU slices on a node whose HAMi-core library is missing: Refuse keeps them off it, Warn places them with a warning event.")
 	fs.DurationVar(&c.BindWaitTimeout.Duration, "bind-wait-timeout", c.BindWaitTimeout.Duration, "Longest a bind waits for the node's in-flight allocation; keep it below kube-scheduler's extender httpTimeout.")
 	fs.DurationVar(&c.InFlightTTL.Duration, "in-flight-ttl", c.InFlightTTL.Duration, "How long an allocation not yet served by the device plugin blocks the next bind to its node.")
 	fs.DurationVar(&c.OrphanSweepInterval.Duration, "orphan-sweep-interval", c.OrphanSweepInterval.Duration, "How often allocations whose pod is gone are deleted.")

@@ -3,12 +3,14 @@ package options
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/extender"
 )
 
 // Limits on the configuration.
@@ -46,6 +48,9 @@ func (c *Config) Validate() error {
 		if _, err := gpurequest.ParsePolicy(string(p.value)); err != nil {
 			errs = append(errs, field.NotSupported(field.NewPath(p.name), p.value, []gpurequest.Policy{gpurequest.Binpack, gpurequest.Spread}))
 		}
+	}
+	if !slices.Contains(extender.HAMiCorePolicies(), c.HAMiCoreMissing) {
+		errs = append(errs, field.NotSupported(field.NewPath("hamiCoreMissing"), c.HAMiCoreMissing, extender.HAMiCorePolicies()))
 	}
 	errs = append(errs, durationAtLeast("heartbeatMaxAge", c.HeartbeatMaxAge.Duration, MinHeartbeatMaxAge)...)
 	errs = append(errs, durationAtLeast("bindWaitTimeout", c.BindWaitTimeout.Duration, time.Millisecond)...)

@@ -19,6 +19,10 @@ type Node struct {
 	Heartbeat time.Time
 	// NotReady is the reason the GPUNode's Ready condition is False, if it is.
 	NotReady string
+	// NoHAMiCore says why the node's HAMi-core library, which enforces
+	// GPU slices' limits, is missing, when the device plugin reports it
+	// missing.
+	NoHAMiCore string
 
 	pods map[types.UID]*Pod
 }

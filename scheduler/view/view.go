@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -24,7 +25,6 @@ type View struct {
 	// arranged is the generation that arrange made, to arrange the nodes
 	// once per change.
 	arranged uint64
-
 }
 
 // New returns an empty view.
@@ -54,6 +54,11 @@ func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 			n.NotReady = "Ready condition is False"
 		}
 	}
+	n.NoHAMiCore = ""
+	if c := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeHAMiCoreReady); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == gpuv1alpha1.HAMiCoreLibraryMissing {
+		n.NoHAMiCore = c.Message
+	}
 	n.rebuild()
 }
 
@@ -70,6 +75,7 @@ func (v *View) DeleteGPUNode(name string) {
 	n.HasGPUNode = false
 	n.Heartbeat = time.Time{}
 	n.NotReady = ""
+	n.NoHAMiCore = ""
 	v.forgetIfEmpty(name, n)
 }
 

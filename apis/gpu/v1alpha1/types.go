@@ -118,6 +118,25 @@ const (
 // GPUNodeReady is the condition type set while a node's device plugin serves.
 const GPUNodeReady = "Ready"
 
+// GPUNodeHAMiCoreReady is the condition type that says whether the
+// HAMi-core library, which enforces GPU slices' memory and compute limits
+// inside containers, is on the node. False with reason
+// HAMiCoreLibraryMissing: the plugin is configured to hand it to
+// containers, but it is not there.
+const GPUNodeHAMiCoreReady = "HAMiCoreReady"
+
+// Reasons of the HAMiCoreReady condition.
+const (
+	// HAMiCoreInstalled: the library is on the node.
+	HAMiCoreInstalled = "Installed"
+	// HAMiCoreLibraryMissing: the plugin is configured with a library
+	// path, but no library is there.
+	HAMiCoreLibraryMissing = "LibraryMissing"
+	// HAMiCoreNotConfigured: the plugin hands containers no library; their
+	// limits are advisory.
+	HAMiCoreNotConfigured = "NotConfigured"
+)
+
 // GPUDevice is one physical GPU of a node.
 type GPUDevice struct {
 	// uuid is the GPU's unique identifier, as NVML reports it.
