@@ -133,19 +133,26 @@ func getAllocation(ctx context.Context, t *testing.T, cp *framework.ControlPlane
 
 func waitReady(ctx context.Context, t *testing.T, cp *framework.ControlPlane, node string, want metav1.ConditionStatus, reason string) {
 	t.Helper()
+	waitCondition(ctx, t, cp, node, gpuv1alpha1.GPUNodeReady, want, reason, "")
+}
+
+// waitCondition waits for the GPUNode's condition of the type to have the
+// status and reason, with a message that mentions says.
+func waitCondition(ctx context.Context, t *testing.T, cp *framework.ControlPlane, node, conditionType string, want metav1.ConditionStatus, reason, says string) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var last *metav1.Condition
 	for time.Now().Before(deadline) {
 		n, err := cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{})
 		if err == nil {
-			last = meta.FindStatusCondition(n.Status.Conditions, gpuv1alpha1.GPUNodeReady)
-			if last != nil && last.Status == want && last.Reason == reason {
+			last = meta.FindStatusCondition(n.Status.Conditions, conditionType)
+			if last != nil && last.Status == want && last.Reason == reason && strings.Contains(last.Message, says) {
 				return
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("GPUNode %s Ready condition %+v, want %s/%s", node, last, want, reason)
+	t.Fatalf("GPUNode %s condition %s = %+v, want %s/%s mentioning %q", node, conditionType, last, want, reason, says)
 }
 
 // TestPluginServesAllocationsFromTheAPIServer runs the whole plugin in
@@ -192,6 +199,16 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 	if err != nil || string(preload) != "/usr/local/vgpu/libvgpu.so\n" {
 		t.Errorf("preload file %q, %v", preload, err)
 	}
+
+	t.Run("the HAMi-core condition follows the library on the node", func(t *testing.T) {
+		waitCondition(ctx, t, cp, node, gpuv1alpha1.GPUNodeHAMiCoreReady, metav1.ConditionFalse, gpuv1alpha1.HAMiCoreLibraryMissing, cfg.LibraryPath)
+		if err := os.WriteFile(cfg.LibraryPath, []byte("\x7fELF"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Installed later (by hand, or an init container that was slow):
+		// the next heartbeat sees it.
+		waitCondition(ctx, t, cp, node, gpuv1alpha1.GPUNodeHAMiCoreReady, metav1.ConditionTrue, gpuv1alpha1.HAMiCoreInstalled, cfg.LibraryPath)
+	})
 
 	t.Run("devices are GPUs times split count", func(t *testing.T) {
 		stream, err := client.ListAndWatch(ctx, &pluginapi.Empty{})

@@ -48,6 +48,7 @@ func variants() map[string]render {
 				"splitCount": 4, "memoryScaling": 1.5, "coreScaling": 2, "libraryPath": "/usr/local/vgpu/libvgpu.so",
 				"privileged": true, "runtimeClassName": "nvidia", "heartbeatPeriod": "30s",
 				"deviceListStrategy": "cdi", "cdiSpecDir": "/etc/cdi", "driverRoot": "/run/nvidia/driver",
+				"hamiCore": map[string]any{"image": "projecthami/hami:v2.6.0"},
 				"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 					"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{
 						"key": "nvidia.com/gpu.product", "operator": "In", "values": []any{"NVIDIA-A100-SXM4-40GB"}}}}}}}},
@@ -184,6 +185,11 @@ func TestValuesRefused(t *testing.T) {
 			name:   "unknown device-list strategy",
 			values: map[string]any{"devicePlugin": map[string]any{"deviceListStrategy": "mounts"}},
 			want:   []string{"/devicePlugin/deviceListStrategy", "volume-mounts"},
+		},
+		{
+			name:   "unknown HAMi-core policy",
+			values: map[string]any{"scheduler": map[string]any{"extender": map[string]any{"hamiCoreMissing": "Ignore"}}},
+			want:   []string{"/scheduler/extender/hamiCoreMissing", "Refuse", "Warn"},
 		},
 		{
 			name:   "cdi without the driver root",

@@ -16,6 +16,13 @@ staging copy in another namespace) do not collide on cluster-scoped objects.
 {{- define "tessera.webhook.fullname" -}}{{ include "tessera.fullname" . }}-webhook{{- end -}}
 {{- define "tessera.devicePlugin.fullname" -}}{{ include "tessera.fullname" . }}-device-plugin{{- end -}}
 
+{{/* The host path of HAMi-core's library: devicePlugin.libraryPath, or where
+the hami-core init container puts it when only the image is named. */}}
+{{- define "tessera.hamiCoreLibrary" -}}
+{{- $d := .Values.devicePlugin -}}
+{{- if $d.libraryPath -}}{{ $d.libraryPath }}{{- else if $d.hamiCore.image -}}/usr/local/vgpu/libvgpu.so{{- end -}}
+{{- end -}}
+
 {{- define "tessera.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/name: {{ .Chart.Name }}
