@@ -7,7 +7,10 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	resourceapi "k8s.io/api/resource/v1"
+
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 )
 
 // gpuRow is one GPU with what is allocated on it now.
@@ -20,9 +23,11 @@ type gpuRow struct {
 }
 
 // buildInventory joins the GPUs of every GPUNode with the allocations on
-// them. Only what is held now counts: init containers have finished by the
-// time a pod runs, and a failed allocation holds nothing.
-func buildInventory(nodes []*gpuv1alpha1.GPUNode, allocations []*gpuv1alpha1.GPUAllocation) []gpuRow {
+// them: the extender's GPUAllocations and, for nodes in DRA mode, the
+// allocated ResourceClaims of Tessera's driver. Only what is held now
+// counts: init containers have finished by the time a pod runs, and a
+// failed allocation holds nothing.
+func buildInventory(nodes []*gpuv1alpha1.GPUNode, allocations []*gpuv1alpha1.GPUAllocation, claims []*resourceapi.ResourceClaim) []gpuRow {
 	type key struct{ node, uuid string }
 	used := map[key]*gpuRow{}
 	var rows []gpuRow
@@ -51,6 +56,17 @@ func buildInventory(nodes []*gpuv1alpha1.GPUNode, allocations []*gpuv1alpha1.GPU
 					row.usedCores += d.Cores
 					row.usedShares++
 				}
+			}
+		}
+	}
+	claimed := dra.Allocated(claims)
+	for _, n := range nodes {
+		for _, d := range n.Status.Devices {
+			u, ok := claimed[dra.DeviceKey{Pool: n.Name, Device: dra.DeviceName(d)}]
+			if row := used[key{n.Name, d.UUID}]; ok && row != nil {
+				row.usedMemoryMiB += u.MemoryBytes >> 20
+				row.usedCores += int32(u.Cores)
+				row.usedShares += int32(u.Shares)
 			}
 		}
 	}

@@ -1,5 +1,6 @@
 // Command inventory prints every GPU that Tessera knows of, with its capacity
-// and what is allocated on it. It reads the cluster through Tessera's
+// and what is allocated on it, by the extender or, in DRA mode, by
+// kube-scheduler. It reads the cluster through Tessera's
 // generated clientset, informers and listers, as any other Go program can:
 //
 //	go run ./hack/inventory --kubeconfig ~/.kube/config
@@ -15,7 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
@@ -46,6 +50,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
@@ -70,5 +78,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return printInventory(out, buildInventory(gpuNodes, allocs))
+	// DRA allocations live in ResourceClaims, which only the API server
+	// holds; a cluster without DRA has none to list.
+	list, err := kube.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	claims := make([]*resourceapi.ResourceClaim, 0, len(list.Items))
+	for i := range list.Items {
+		claims = append(claims, &list.Items[i])
+	}
+	return printInventory(out, buildInventory(gpuNodes, allocs, claims))
 }

@@ -7,16 +7,21 @@ import (
 	"testing"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // TestInventoryAgainstAPIServer runs the command against a real API server
 // holding two GPUs and three allocations, one of them failed and one from
-// an init container, which hold nothing now.
+// an init container, which hold nothing now, and a ResourceClaim that
+// kube-scheduler allocated on the first GPU in DRA mode.
 func TestInventoryAgainstAPIServer(t *testing.T) {
 	cp := framework.Start(t, framework.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -60,6 +65,25 @@ func TestInventoryAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	claim, err := cp.Kube.ResourceV1().ResourceClaims("default").Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "dra"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DriverName},
+		}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+		Request: "gpu", Driver: dra.DriverName, Pool: "gpu-node-1", Device: "gpu-0", ShareID: ptr.To(types.UID("3f2a0c1e-0000-4000-8000-000000000001")),
+		ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
+			dra.CapacityMemory: resource.MustParse("5Gi"), dra.CapacityCores: resource.MustParse("25"), dra.CapacityShares: resource.MustParse("1"),
+		},
+	}}}}
+	if _, err := cp.Kube.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	var out bytes.Buffer
 	if err := run(ctx, []string{"--kubeconfig", cp.KubeconfigPath}, &out); err != nil {
 		t.Fatalf("inventory: %v", err)
@@ -67,7 +91,7 @@ func TestInventoryAgainstAPIServer(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := [][]string{
 		{"NODE", "INDEX", "UUID", "MODEL", "MEMORY(MiB)", "ALLOCATED(MiB)", "CORES", "ALLOCATED", "SHARES", "HEALTH"},
-		{"gpu-node-1", "0", "GPU-1111", "Tesla", "T4", "15360", "6000", "100", "50", "2/4", "Healthy"},
+		{"gpu-node-1", "0", "GPU-1111", "Tesla", "T4", "15360", "11120", "100", "75", "3/4", "Healthy"},
 		{"gpu-node-1", "1", "GPU-2222", "Tesla", "T4", "15360", "0", "100", "0", "0/4", "Unhealthy"},
 	}
 	if len(lines) != len(want) {

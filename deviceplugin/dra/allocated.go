@@ -1,0 +1,47 @@
+package dra
+
+import (
+	resourceapi "k8s.io/api/resource/v1"
+)
+
+// DeviceKey names one of the driver's devices: its pool (the node) and its
+// name in the pool.
+type DeviceKey struct {
+	Pool, Device string
+}
+
+// Usage is what allocated claims consume of one device.
+type Usage struct {
+	MemoryBytes, Cores, Shares int64
+}
+
+// Allocated sums what the allocated claims consume of each of the driver's
+// devices, as kube-scheduler counted it: the consumed capacity of every
+// allocation result, which it rounds up to the device's request policy.
+// This is how a program that is not kube-scheduler sees DRA allocations,
+// which no ResourceSlice records.
+func Allocated(claims []*resourceapi.ResourceClaim) map[DeviceKey]Usage {
+	out := map[DeviceKey]Usage{}
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver != DriverName {
+				continue
+			}
+			key := DeviceKey{Pool: r.Pool, Device: r.Device}
+			u := out[key]
+			memory, cores := r.ConsumedCapacity[CapacityMemory], r.ConsumedCapacity[CapacityCores]
+			u.MemoryBytes += memory.Value()
+			u.Cores += cores.Value()
+			if shares, ok := r.ConsumedCapacity[CapacityShares]; ok {
+				u.Shares += shares.Value()
+			} else {
+				u.Shares++
+			}
+			out[key] = u
+		}
+	}
+	return out
+}
