@@ -29,6 +29,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if opts.Version.Printed(os.Stdout) {
+		return
+	}
 	if err := logsapi.ValidateAndApply(opts.Logs, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -28,6 +28,8 @@ export TESSERA_CONTROLPLANE_BIN
 
 echo ">>> Building Tessera"
 mkdir -p _output/bin
-go build -o _output/bin/ ./scheduler ./webhook ./deviceplugin ./hack/localup
+# Stamped as the image's are (hack/version.sh): --version and
+# tessera_build_info name the commit the cluster runs.
+go build -ldflags "$(hack/version.sh)" -o _output/bin/ ./scheduler ./webhook ./deviceplugin ./hack/localup
 
 exec _output/bin/localup --bin-dir _output/bin --state-dir _output/local-up "$@"

@@ -15,6 +15,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/internal/version"
 	"github.com/tessera-gpu/tessera/scheduler/app"
 	"github.com/tessera-gpu/tessera/scheduler/options"
 )
@@ -23,12 +24,16 @@ func main() {
 	o := options.NewOptions()
 	fs := pflag.NewFlagSet(os.Args[0], pflag.ContinueOnError)
 	o.AddFlags(fs)
+	showVersion := version.AddFlag(fs, "tessera-extender")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == pflag.ErrHelp {
 			return
 		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if showVersion.Printed(os.Stdout) {
+		return
 	}
 	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
+	"github.com/tessera-gpu/tessera/internal/version"
 	"github.com/tessera-gpu/tessera/webhook/app"
 )
 
@@ -26,12 +27,16 @@ func main() {
 	o := app.NewOptions()
 	fs := pflag.NewFlagSet(os.Args[0], pflag.ContinueOnError)
 	o.AddFlags(fs)
+	showVersion := version.AddFlag(fs, "tessera-webhook")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if err == pflag.ErrHelp {
 			return
 		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if showVersion.Printed(os.Stdout) {
+		return
 	}
 	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)

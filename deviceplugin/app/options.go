@@ -11,6 +11,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/internal/version"
 )
 
 // Options are the daemon's settings.
@@ -24,6 +25,8 @@ type Options struct {
 	Config config.Configuration
 	// Logs is the logging configuration (-v, --logging-format, ...).
 	Logs *logsapi.LoggingConfiguration
+	// Version is --version: when given, Parse reads nothing else.
+	Version *version.Flag
 }
 
 // addFlags binds the flags to o.
@@ -55,6 +58,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DriverRoot, "driver-root", c.DriverRoot, "where the plugin sees the NVIDIA driver's root; set, NVML is loaded from there rather than injected by the container toolkit")
 	fs.StringVar(&c.HostDriverRoot, "host-driver-root", c.HostDriverRoot, "the host path of --driver-root, named in the CDI spec")
 	logsapi.AddFlags(o.Logs, fs)
+	o.Version = version.AddFlag(fs, "tessera-device-plugin")
 }
 
 // Parse reads the command line: the configuration file, if --config names
@@ -65,6 +69,9 @@ func Parse(name string, args []string) (*Options, error) {
 	o.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.Version.Given() {
+		return o, nil
 	}
 	if o.ConfigFile != "" {
 		cfg, err := config.Load(o.ConfigFile)

@@ -20,6 +20,7 @@ import (
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/internal/httpserver"
+	"github.com/tessera-gpu/tessera/internal/version"
 	"github.com/tessera-gpu/tessera/webhook/admission"
 	"github.com/tessera-gpu/tessera/webhook/certs"
 )
@@ -91,6 +92,7 @@ func NewServer(opts *Options, deps Dependencies) (*Server, error) {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		certs.NewExpiryCollector(s.tls),
+		version.NewCollector("webhook"),
 	} {
 		if err := s.registry.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
