@@ -24,6 +24,7 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/deviceplugin/driver"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/health"
 	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
 	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
@@ -54,6 +55,7 @@ type Plugin struct {
 
 	allocateMetrics *metrics.AllocateMetrics
 	metricsAddr     chan string
+	health          *health.Checks
 }
 
 // New checks the configuration and returns a plugin; nothing runs until Run.
@@ -70,7 +72,7 @@ func New(cfg config.Configuration, deps Dependencies) (*Plugin, error) {
 	if deps.Backend == nil {
 		deps.Backend = NewBackend(&cfg, deps.Clock)
 	}
-	return &Plugin{cfg: cfg, deps: deps, allocateMetrics: metrics.NewAllocateMetrics(), metricsAddr: make(chan string, 1)}, nil
+	return &Plugin{cfg: cfg, deps: deps, allocateMetrics: metrics.NewAllocateMetrics(), metricsAddr: make(chan string, 1), health: health.New()}, nil
 }
 
 // MetricsAddress returns the address /metrics is served on, once it is
@@ -105,6 +107,13 @@ func (p *Plugin) Run(ctx context.Context) error {
 	}
 
 	found, discoverErr := p.deps.Backend.Discover(ctx)
+	// A restart starts NVML afresh, so a failed discovery fails liveness;
+	// a driver that lists no GPU fails only readiness, as a restart would
+	// list none again.
+	p.health.Set(health.Discovery, true, discoverErr)
+	if discoverErr == nil && len(found.Devices) == 0 {
+		p.health.Set(health.GPUs, false, errors.New("the GPU driver reports no GPU on this node"))
+	}
 	inv := inventory.New(found)
 	publisher := nodestatus.New(nodestatus.Config{
 		NodeName: p.cfg.NodeName,
@@ -187,6 +196,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		},
 	})
 	devices := len(inv.Devices())
+	p.health.Set(health.Registration, true, errors.New("not registered with the kubelet yet"))
 	server := dpserver.New(dpserver.Config{
 		ResourceName: p.cfg.ResourceName,
 		PluginDir:    p.cfg.PluginDir,
@@ -196,6 +206,9 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		Observer:     p.allocateMetrics,
 		Clock:        p.deps.Clock,
 		OnRegistration: func(err error) {
+			// The probes' thresholds give the kubelet time to come back
+			// before liveness restarts the plugin.
+			p.health.Set(health.Registration, true, err)
 			if err != nil {
 				publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNotRegistered, Message: err.Error()})
 				return
@@ -257,6 +270,7 @@ func (p *Plugin) watchHealth(ctx context.Context, g *errgroup.Group, inv *invent
 		})
 		if err != nil {
 			logger.Error(err, "GPU health is not watched")
+			p.health.Set(health.HealthWatch, true, err)
 		}
 		return nil
 	})
@@ -300,7 +314,7 @@ func (p *Plugin) writePreloadFile() error {
 	return nil
 }
 
-// serveMetrics serves /metrics and /healthz until ctx ends.
+// serveMetrics serves /metrics, /healthz and /readyz until ctx ends.
 func (p *Plugin) serveMetrics(ctx context.Context, reg *prometheus.Registry) error {
 	lis, err := net.Listen("tcp", p.cfg.MetricsAddress)
 	if err != nil {
@@ -309,7 +323,8 @@ func (p *Plugin) serveMetrics(ctx context.Context, reg *prometheus.Registry) err
 	p.metricsAddr <- lis.Addr().String()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.Handler(reg))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("/healthz", health.Handler(p.health.Live))
+	mux.Handle("/readyz", health.Handler(p.health.Ready))
 	srv := httpserver.New(ctx, mux, httpserver.DefaultTimeouts())
 	if err := httpserver.Serve(ctx, stopTimeout, httpserver.Listener{Server: srv, Listener: lis}); err != nil {
 		return fmt.Errorf("serving metrics: %w", err)
