@@ -46,7 +46,7 @@ type ScaleResult struct {
 	PeakAfterScrape int64
 	// HeapInuse is go_memstats_heap_inuse_bytes at the scrape.
 	HeapInuse int64
-	// MetricsBytes is the size of that scrape.
+	// MetricsBytes is the size of that scrape, /metrics and /metrics/state.
 	MetricsBytes int
 	// ScrapeCPU is the extender's CPU time for that scrape, garbage
 	// collection included.
@@ -154,6 +154,13 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 	if err != nil {
 		return nil, err
 	}
+	// The per-GPU state, on its own path; per-allocation series only
+	// where the extender runs with --allocation-metrics.
+	_, stateSize, err := scrapeSized(ctx, extender.url+"/metrics/state")
+	if err != nil {
+		return nil, err
+	}
+	size += stateSize
 	cpu3, err := extender.CPU()
 	if err != nil {
 		return nil, err

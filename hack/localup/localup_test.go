@@ -61,7 +61,7 @@ func TestLocalUp(t *testing.T) {
 	defer cancel()
 
 	placed := checkPlacements(ctx, t, kube, tessera)
-	checkMetrics(ctx, t, tessera, field(t, output, "scheduler extender"), placed)
+	checkMetrics(ctx, t, tessera, field(t, output, "extender GPU state"), placed)
 	checkColumns(ctx, t, tessera, placed)
 	checkPinnedReason(ctx, t, kube, placed)
 

@@ -33,7 +33,8 @@ func (c *cluster) startScheduler(ctx context.Context) error {
 		return fmt.Errorf("the scheduler extender did not become ready (see %s): %w",
 			filepath.Join(c.o.stateDir, "scheduler-extender.log"), err)
 	}
-	c.metrics = append(c.metrics, endpoint{"scheduler extender", "http://" + addr + "/metrics"})
+	c.metrics = append(c.metrics, endpoint{"scheduler extender", "http://" + addr + "/metrics"},
+		endpoint{"extender GPU state", "http://" + addr + "/metrics/state"})
 
 	config, err := os.ReadFile(filepath.Join("deploy", "scheduler", "kube-scheduler-config.yaml"))
 	if err != nil {

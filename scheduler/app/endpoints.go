@@ -5,13 +5,21 @@ import (
 	"net/http/pprof"
 )
 
-// addOperationalEndpoints adds /healthz, /readyz and /metrics to mux. The
-// extender's listener and the metrics listener get the same handlers, so
-// both report the same readiness and the same registry.
+// StateMetricsPath serves the per-GPU and per-node series (and with
+// --allocation-metrics the per-allocation ones), hundreds of thousands at
+// fleet size, apart from /metrics, so that /metrics can be scraped in any
+// format and more often.
+const StateMetricsPath = "/metrics/state"
+
+// addOperationalEndpoints adds /healthz, /readyz, /metrics and
+// /metrics/state to mux. The extender's listener and the metrics listener
+// get the same handlers, so both report the same readiness and the same
+// registry.
 func (s *server) addOperationalEndpoints(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics)
+	mux.Handle("GET "+StateMetricsPath, s.stateMetrics)
 }
 
 // addProfiling adds /debug/pprof/ to mux: the extender's listener only,

@@ -139,6 +139,9 @@ func TestMetricsListenerServesOnlyHealthAndMetrics(t *testing.T) {
 		{"health", http.MethodGet, "/healthz", http.StatusOK, "ok"},
 		{"readiness of the same informers", http.MethodGet, "/readyz", http.StatusServiceUnavailable, "informers not synced"},
 		{"metrics of the same registry", http.MethodGet, "/metrics", http.StatusOK, `tessera_extender_requests_total{`},
+		{"the build", http.MethodGet, "/metrics", http.StatusOK, `tessera_build_info{`},
+		// Empty: the informers never sync, so the view has no GPU.
+		{"state metrics", http.MethodGet, "/metrics/state", http.StatusOK, ""},
 		{"no filter", http.MethodPost, "/filter", http.StatusNotFound, ""},
 		{"no prioritize", http.MethodPost, "/prioritize", http.StatusNotFound, ""},
 		{"no bind", http.MethodPost, "/bind", http.StatusNotFound, ""},

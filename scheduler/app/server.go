@@ -20,6 +20,7 @@ import (
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
+	"github.com/tessera-gpu/tessera/internal/version"
 	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
@@ -45,15 +46,17 @@ const turnVerifyAfter = 2 * time.Second
 type server struct {
 	// mux serves the extender's verbs and the operational endpoints.
 	mux *http.ServeMux
-	// operational serves only /healthz, /readyz and /metrics, on the
-	// metrics listener.
+	// operational serves only /healthz, /readyz, /metrics and
+	// /metrics/state, on the metrics listener.
 	operational *http.ServeMux
 	metrics     http.Handler
-	tracker     *tracker.Tracker
-	events      events.EventBroadcaster
-	wg          sync.WaitGroup
-	kube        informers.SharedInformerFactory
-	tessera     externalversions.SharedInformerFactory
+	// stateMetrics serves the per-GPU and per-node series.
+	stateMetrics http.Handler
+	tracker      *tracker.Tracker
+	events       events.EventBroadcaster
+	wg           sync.WaitGroup
+	kube         informers.SharedInformerFactory
+	tessera      externalversions.SharedInformerFactory
 }
 
 // newServer builds the extender and starts its informers and tracker; they
@@ -116,6 +119,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		version.NewCollector("extender"),
 	} {
 		if err := registry.Register(c); err != nil {
 			return nil, fmt.Errorf("registering metrics: %w", err)
@@ -144,7 +148,8 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Ready:             s.tracker.HasSynced,
 	})
 	ext.Register(s.mux)
-	s.metrics = metrics.Handler(registry, metrics.NewState(v))
+	s.metrics = metrics.RegistryHandler(registry)
+	s.stateMetrics = metrics.NewState(v, metrics.StateOptions{Allocations: cfg.AllocationMetrics}).Handler()
 	s.addOperationalEndpoints(s.mux)
 	s.addOperationalEndpoints(s.operational)
 	if cfg.EnableProfiling {

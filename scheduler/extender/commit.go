@@ -19,9 +19,13 @@ func (e *Extender) commit(ctx context.Context, pod *corev1.Pod, node string, con
 	start := e.Clock.Now()
 	waitCtx, cancel := context.WithTimeoutCause(ctx, e.BindWaitTimeout,
 		fmt.Errorf("bind wait timeout of %s passed", e.BindWaitTimeout))
+	if e.Metrics != nil {
+		e.Metrics.BindsWaiting.Inc()
+	}
 	err := e.Gate.Acquire(waitCtx, node, pod.UID)
 	cancel()
 	if e.Metrics != nil {
+		e.Metrics.BindsWaiting.Dec()
 		e.Metrics.BindQueueWait.Observe(e.Clock.Since(start).Seconds())
 	}
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -46,18 +45,24 @@ func (d *discard) Header() http.Header         { return d.header }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 
-// BenchmarkScrape serves /metrics at the scale bench's size, gzipped as
-// Prometheus asks for it. B/op is what one scrape allocates.
+// BenchmarkScrape serves /metrics/state at the scale bench's size,
+// gzipped as Prometheus asks for it, with and without the per-allocation
+// series. B/op is what one scrape allocates; bytes/scrape is the text's
+// size before compression.
 func BenchmarkScrape(b *testing.B) {
-	registry := prometheus.NewRegistry()
-	if _, err := NewRequests(registry); err != nil {
-		b.Fatal(err)
-	}
-	h := Handler(registry, NewState(scaleView()))
-	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-	req.Header.Set("Accept-Encoding", "gzip")
-	b.ReportAllocs()
-	for b.Loop() {
-		h.ServeHTTP(&discard{header: http.Header{}}, req)
+	v := scaleView()
+	for _, allocations := range []bool{false, true} {
+		b.Run(fmt.Sprintf("allocations=%v", allocations), func(b *testing.B) {
+			h := NewState(v, StateOptions{Allocations: allocations}).Handler()
+			plain := httptest.NewRecorder()
+			h.ServeHTTP(plain, httptest.NewRequest(http.MethodGet, "/metrics/state", nil))
+			req := httptest.NewRequest(http.MethodGet, "/metrics/state", nil)
+			req.Header.Set("Accept-Encoding", "gzip")
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(&discard{header: http.Header{}}, req)
+			}
+			b.ReportMetric(float64(plain.Body.Len()), "bytes/scrape")
+		})
 	}
 }

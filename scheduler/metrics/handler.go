@@ -3,33 +3,32 @@ package metrics
 import (
 	"bufio"
 	"compress/gzip"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 	"k8s.io/klog/v2"
 )
 
-// Handler serves the registry's metrics followed by the state's series, in
-// the Prometheus text format, gzipped when the scraper accepts it. Only the
-// registry's metrics, a few hundred, are gathered; the state's series are
-// written from the state's snapshot.
-func Handler(reg prometheus.Gatherer, state *State) http.Handler {
-	// The state is written in the text format directly, so no other
-	// format is offered.
+// RegistryHandler serves the registry's metrics, a few hundred series: the
+// extender's own counters and histograms, the Go runtime's, the build's.
+// The scraper picks the format: the text format, OpenMetrics, or protobuf,
+// which carries the histograms' native (sparse) buckets too.
+func RegistryHandler(reg prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// Handler serves the state's series in the Prometheus text format, gzipped
+// when the scraper accepts it. They are written from the state's snapshot,
+// not gathered, so the text format is the only one offered.
+func (s *State) Handler() http.Handler {
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		families, err := reg.Gather()
-		if err != nil {
-			http.Error(w, fmt.Sprintf("gathering metrics: %v", err), http.StatusInternalServerError)
-			return
-		}
-		snap := state.snapshot()
-
+		snap := s.snapshot()
 		w.Header().Set("Content-Type", string(format))
 		var out io.Writer = w
 		if acceptsGzip(r.Header) {
@@ -41,13 +40,7 @@ func Handler(reg prometheus.Gatherer, state *State) http.Handler {
 			out = gz
 		}
 		bw := bufio.NewWriterSize(out, 64<<10)
-		enc := expfmt.NewEncoder(bw, format)
-		for _, f := range families {
-			if err := enc.Encode(f); err != nil {
-				break
-			}
-		}
-		state.write(bw, snap)
+		s.write(bw, snap)
 		if err := bw.Flush(); err != nil {
 			// The status is sent; the scraper sees a cut-off body.
 			klog.FromContext(r.Context()).V(2).Info("Writing metrics failed", "err", err)

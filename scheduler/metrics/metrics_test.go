@@ -52,10 +52,15 @@ func testView() *view.View {
 	return v
 }
 
-// stateText is what the state writes of v.
+// stateText is what the state writes of v, allocations included.
 func stateText(t *testing.T, v *view.View) string {
 	t.Helper()
-	s := NewState(v)
+	return stateTextWith(t, v, StateOptions{Allocations: true})
+}
+
+func stateTextWith(t *testing.T, v *view.View, opts StateOptions) string {
+	t.Helper()
+	s := NewState(v, opts)
 	var b bytes.Buffer
 	w := bufio.NewWriter(&b)
 	s.write(w, s.snapshot())
@@ -125,6 +130,20 @@ tessera_allocation_cores{container="main",namespace="ns",pod="p",uuid="GPU-a"} 4
 	}
 	if n := len(parse(t, strings.NewReader(got))); n != 11 {
 		t.Errorf("parsed %d families, want 11", n)
+	}
+}
+
+// TestStateWithoutAllocations pins that the per-allocation series are
+// written only when asked for, and that the rest stays the same.
+func TestStateWithoutAllocations(t *testing.T) {
+	with := stateText(t, testView())
+	without := stateTextWith(t, testView(), StateOptions{})
+	cut := strings.Index(with, "# HELP tessera_allocation_")
+	if cut < 0 {
+		t.Fatalf("no allocation series with Allocations on:\n%s", with)
+	}
+	if without != with[:cut] {
+		t.Errorf("state without allocations =\n%s\nwant\n%s", without, with[:cut])
 	}
 }
 
@@ -226,16 +245,8 @@ func TestStateMatchesView(t *testing.T) {
 	}
 }
 
-func TestHandler(t *testing.T) {
-	registry := prometheus.NewRegistry()
-	requests, err := NewRequests(registry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests.Total.WithLabelValues(VerbFilter, ResultSuccess).Inc()
-	requests.Duration.WithLabelValues(VerbFilter).Observe(0.001)
-	requests.BindQueueWait.Observe(0.5)
-	srv := httptest.NewServer(Handler(registry, NewState(testView())))
+func TestStateHandler(t *testing.T) {
+	srv := httptest.NewServer(NewState(testView(), StateOptions{Allocations: true}).Handler())
 	defer srv.Close()
 
 	for _, encoding := range []string{"", "gzip"} {
@@ -264,22 +275,105 @@ func TestHandler(t *testing.T) {
 				}
 			}
 			families := parse(t, body)
-			// The request metrics and the state's 11 families.
-			if len(families) != 14 {
-				t.Errorf("served %d metric families, want 14", len(families))
+			if len(families) != 11 {
+				t.Errorf("served %d metric families, want the state's 11", len(families))
 			}
-			var list []*dto.MetricFamily
-			for _, f := range families {
-				list = append(list, f)
-			}
-			problems, err := promlint.NewWithMetricFamilies(list).Lint()
+			lint(t, families)
+		})
+	}
+}
+
+// TestRegistryHandler pins that /metrics negotiates its format: the text
+// format by default, OpenMetrics and protobuf when asked, the latter with
+// the request histograms' native buckets.
+func TestRegistryHandler(t *testing.T) {
+	registry := prometheus.NewRegistry()
+	requests, err := NewRequests(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests.Total.WithLabelValues(VerbFilter, ResultSuccess).Inc()
+	requests.Duration.WithLabelValues(VerbFilter).Observe(0.001)
+	requests.BindQueueWait.Observe(0.5)
+	requests.BindsWaiting.Inc()
+	srv := httptest.NewServer(RegistryHandler(registry))
+	defer srv.Close()
+
+	tests := []struct {
+		name   string
+		accept string
+		want   expfmt.FormatType
+	}{
+		{"text by default", "", expfmt.TypeTextPlain},
+		{"OpenMetrics", "application/openmetrics-text;version=1.0.0", expfmt.TypeOpenMetrics},
+		{"protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited", expfmt.TypeProtoDelim},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range problems {
-				t.Errorf("%s: %s", p.Metric, p.Text)
+			req.Header.Set("Accept", tc.accept)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			format := expfmt.ResponseFormat(resp.Header)
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/openmetrics-text;") {
+				// expfmt reads back only the OpenMetrics versions it writes.
+				format = expfmt.NewFormat(expfmt.TypeOpenMetrics)
+			}
+			if format.FormatType() != tc.want {
+				t.Fatalf("Content-Type %q, want format %v", resp.Header.Get("Content-Type"), tc.want)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			switch tc.want {
+			case expfmt.TypeTextPlain:
+				families := parse(t, bytes.NewReader(body))
+				if len(families) != 4 {
+					t.Errorf("served %d metric families, want the 4 request metrics", len(families))
+				}
+				lint(t, families)
+			case expfmt.TypeOpenMetrics:
+				if !bytes.HasSuffix(body, []byte("# EOF\n")) || !bytes.Contains(body, []byte("tessera_extender_binds_waiting 1")) {
+					t.Errorf("not OpenMetrics with the request metrics:\n%s", body)
+				}
+			case expfmt.TypeProtoDelim:
+				dec := expfmt.NewDecoder(bytes.NewReader(body), format)
+				native := false
+				for {
+					var f dto.MetricFamily
+					if err := dec.Decode(&f); err != nil {
+						break
+					}
+					if f.GetName() == "tessera_extender_request_duration_seconds" {
+						h := f.GetMetric()[0].GetHistogram()
+						native = h.GetSchema() != 0 || len(h.GetPositiveSpan()) > 0
+					}
+				}
+				if !native {
+					t.Error("the request duration histogram has no native buckets in protobuf")
+				}
 			}
 		})
+	}
+}
+
+// lint runs promlint over families.
+func lint(t *testing.T, families map[string]*dto.MetricFamily) {
+	t.Helper()
+	var list []*dto.MetricFamily
+	for _, f := range families {
+		list = append(list, f)
+	}
+	problems, err := promlint.NewWithMetricFamilies(list).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
 	}
 }
 

@@ -31,7 +31,19 @@ type Requests struct {
 	Total *prometheus.CounterVec
 	// BindQueueWait is how long binds waited for their node's in-flight allocation.
 	BindQueueWait prometheus.Histogram
+	// BindsWaiting is how many binds wait now for their node's in-flight
+	// allocation: pods bound by kube-scheduler but held until the kubelet
+	// has served the previous pod on the node.
+	BindsWaiting prometheus.Gauge
 }
+
+// Native histograms: a scraper that asks for protobuf gets sparse buckets
+// 10% apart besides the classic ones, at most 160 of them, halved when
+// they would be more.
+const (
+	nativeBucketFactor    = 1.1
+	nativeMaxBucketNumber = 160
+)
 
 // RequestDurationBuckets are the request latency histogram's upper bounds,
 // in seconds: a millisecond apart from 1 to 6 ms, where filter and
@@ -53,6 +65,9 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 			Name:      "request_duration_seconds",
 			Help:      "Latency of the extender's filter, prioritize and bind requests.",
 			Buckets:   RequestDurationBuckets,
+
+			NativeHistogramBucketFactor:    nativeBucketFactor,
+			NativeHistogramMaxBucketNumber: nativeMaxBucketNumber,
 		}, []string{"verb"}),
 		Total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
@@ -66,9 +81,18 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 			Name:      "bind_queue_wait_seconds",
 			Help:      "Time binds waited for the previous allocation on their node to be served.",
 			Buckets:   prometheus.ExponentialBuckets(0.001, 2, 16),
+
+			NativeHistogramBucketFactor:    nativeBucketFactor,
+			NativeHistogramMaxBucketNumber: nativeMaxBucketNumber,
+		}),
+		BindsWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace,
+			Subsystem: "extender",
+			Name:      "binds_waiting",
+			Help:      "Binds waiting now for the previous allocation on their node to be served by the kubelet.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{r.Duration, r.Total, r.BindQueueWait} {
+	for _, c := range []prometheus.Collector{r.Duration, r.Total, r.BindQueueWait, r.BindsWaiting} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -15,15 +15,16 @@ const namespace = "tessera"
 
 const mib = 1 << 20
 
-// State writes every GPU, GPU node and allocation in the view as series,
-// as they are at scrape time, so a GPU or pod that is gone leaves no series
-// behind. At 5,000 nodes of 8 GPUs and 40,000 pods these are some 400,000
-// series. They are written straight in the text format from a compact copy
+// State writes every GPU, GPU node and (when asked for) allocation in the
+// view as series, as they are at scrape time, so a GPU or pod that is gone
+// leaves no series behind. At 5,000 nodes of 8 GPUs these are some 400,000
+// series, and 40,000 pods add as many again. They are written straight in the text format from a compact copy
 // of the view, which allocates 40 MB a scrape at that size, instead of
 // through a prometheus.Collector, whose metrics and the registry's copy of
 // them allocate 400 MB (BenchmarkScrape).
 type State struct {
 	view *view.View
+	opts StateOptions
 
 	gpu              []gpuFamily
 	heartbeat        family
@@ -37,8 +38,16 @@ type gpuFamily struct {
 	value func(d *placement.Device) float64
 }
 
+// StateOptions choose which of the state's series are written.
+type StateOptions struct {
+	// Allocations adds a series per container and GPU it holds
+	// (tessera_allocation_*). Off, the state is per GPU and node only:
+	// kube-state-metrics already exports each pod's resource limits.
+	Allocations bool
+}
+
 // NewState returns the state of the view.
-func NewState(v *view.View) *State {
+func NewState(v *view.View, opts StateOptions) *State {
 	gpu := func(name, help string, value func(d *placement.Device) float64) gpuFamily {
 		return gpuFamily{family{namespace + "_gpu_" + name, help, []string{"index", "model", "node", "uuid"}}, value}
 	}
@@ -47,6 +56,7 @@ func NewState(v *view.View) *State {
 	}
 	return &State{
 		view: v,
+		opts: opts,
 		gpu: []gpuFamily{
 			gpu("memory_capacity_bytes", "Memory of the GPU that may be allocated, after the device plugin's scaling.",
 				func(d *placement.Device) float64 { return float64(d.MemoryMiB) * mib }),
@@ -100,6 +110,16 @@ type allocation struct {
 // hold up binds. The strings are the view's own and are not copied.
 func (s *State) snapshot() *snapshot {
 	var out snapshot
+	var podFn func(p *view.Pod)
+	if s.opts.Allocations {
+		podFn = func(p *view.Pod) {
+			for _, ctr := range p.Containers {
+				for _, d := range ctr.Devices {
+					out.allocations = append(out.allocations, allocation{p.Namespace, p.Name, ctr.Name, d.UUID, d.MemoryMiB, d.Cores})
+				}
+			}
+		}
+	}
 	s.view.Each(func(n *view.Node) {
 		if !n.Heartbeat.IsZero() {
 			out.heartbeats = append(out.heartbeats, heartbeat{n.Placement.Name, n.Heartbeat})
@@ -107,13 +127,7 @@ func (s *State) snapshot() *snapshot {
 		for _, d := range n.Placement.Devices {
 			out.gpus = append(out.gpus, gpu{n.Placement.Name, d})
 		}
-	}, func(p *view.Pod) {
-		for _, ctr := range p.Containers {
-			for _, d := range ctr.Devices {
-				out.allocations = append(out.allocations, allocation{p.Namespace, p.Name, ctr.Name, d.UUID, d.MemoryMiB, d.Cores})
-			}
-		}
-	})
+	}, podFn)
 	slices.SortStableFunc(out.gpus, func(a, b gpu) int { return cmp.Compare(a.node, b.node) })
 	slices.SortFunc(out.heartbeats, func(a, b heartbeat) int { return cmp.Compare(a.node, b.node) })
 	out.allocations = sumAllocations(out.allocations)

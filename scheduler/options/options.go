@@ -55,6 +55,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&c.ClientQPS, "kube-api-qps", c.ClientQPS, "Queries per second to the API server.")
 	fs.Int32Var(&c.ClientBurst, "kube-api-burst", c.ClientBurst, "Burst of queries to the API server.")
 	fs.BoolVar(&c.EnableProfiling, "profiling", c.EnableProfiling, "Serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --listen-address (loopback, or behind a client certificate), never on --metrics-address.")
+	fs.BoolVar(&c.AllocationMetrics, "allocation-metrics", c.AllocationMetrics, "Add a series per container and GPU it holds (tessera_allocation_*) to /metrics/state; many at thousands of pods.")
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !before[f.Name] {
 			o.configFlags = append(o.configFlags, f.Name)

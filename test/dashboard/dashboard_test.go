@@ -22,6 +22,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	dpmetrics "github.com/tessera-gpu/tessera/deviceplugin/metrics"
+	"github.com/tessera-gpu/tessera/internal/version"
 	schedmetrics "github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -64,6 +65,7 @@ func exported(t *testing.T) map[string]metric {
 	rec.MustRegister(dpmetrics.NewCollector(klog.Background(), "", nil, nil, nil, nil))
 	rec.MustRegister(dpmetrics.NewAllocateMetrics().Collectors()...)
 	rec.MustRegister(certs.NewExpiryCollector(nil))
+	rec.MustRegister(version.NewCollector("extender"))
 
 	out := map[string]metric{}
 	for _, c := range rec.collectors {
@@ -93,7 +95,7 @@ func exported(t *testing.T) map[string]metric {
 }
 
 // stateMetrics reads the extender's per-GPU, per-node and per-allocation
-// families from its /metrics handler, which writes them without
+// families from its /metrics/state handler, which writes them without
 // descriptors, for a view with one GPU and one allocation on it.
 func stateMetrics(t *testing.T) map[string]metric {
 	t.Helper()
@@ -110,7 +112,9 @@ func stateMetrics(t *testing.T) map[string]metric {
 		}},
 	})
 	rec := httptest.NewRecorder()
-	schedmetrics.Handler(prometheus.NewRegistry(), schedmetrics.NewState(v)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	// With the optional per-allocation series, which the dashboard shows
+	// where the extender runs with --allocation-metrics.
+	schedmetrics.NewState(v, schedmetrics.StateOptions{Allocations: true}).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/state", nil))
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(rec.Body)
 	if err != nil {

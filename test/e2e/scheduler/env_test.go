@@ -37,6 +37,7 @@ func startEnv(t *testing.T) *env {
 	cfg := options.NewConfig()
 	cfg.HeartbeatMaxAge.Duration = time.Hour
 	cfg.OrphanSweepInterval.Duration = 5 * time.Second
+	cfg.AllocationMetrics = true
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

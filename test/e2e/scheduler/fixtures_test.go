@@ -77,7 +77,7 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 	// created only once the extender knows the node.
 	want := fmt.Sprintf(`node="%s"`, name)
 	waitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
-		body, err := httpGet("http://" + e.extender.addr + "/metrics")
+		body, err := httpGet("http://" + e.extender.addr + "/metrics/state")
 		return err == nil && strings.Contains(body, want), ""
 	})
 	return gn.Status.Devices

@@ -7,12 +7,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
-// testMetrics scrapes the running extender: every name passes promlint,
-// and the GPU and request series are there.
+// testMetrics scrapes the running extender's /metrics and /metrics/state:
+// every name passes promlint, and the GPU, allocation (turned on) and
+// request series are there.
 func testMetrics(t *testing.T, e *env) {
-	body, err := httpGet("http://" + e.extender.addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	var body string
+	for _, path := range []string{"/metrics", "/metrics/state"} {
+		b, err := httpGet("http://" + e.extender.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body += b
 	}
 	problems, err := promlint.New(strings.NewReader(body)).Lint()
 	if err != nil {
