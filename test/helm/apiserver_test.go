@@ -189,10 +189,11 @@ func apply(ctx context.Context, t testing.TB, dyn dynamic.Interface, mapper meta
 }
 
 // installServiceMonitorStandIn serves monitoring.coreos.com/v1
-// ServiceMonitor, so that the optional ServiceMonitor can be applied. The
-// Prometheus Operator's own CRD is not in this module's dependencies; this
-// one accepts any spec, so the test also checks the ServiceMonitor's
-// selector and port against the rendered Service (TestServiceMonitor).
+// ServiceMonitor and PrometheusRule, so that the optional ones can be
+// applied. The Prometheus Operator's own CRDs are not in this module's
+// dependencies; these accept any spec, so the test also checks the
+// ServiceMonitor's selector and port against the rendered Service
+// (TestServiceMonitor).
 func installServiceMonitorStandIn(ctx context.Context, t testing.TB, cp *framework.ControlPlane) {
 	t.Helper()
 	client, err := apiextensionsclient.NewForConfig(cp.Config)
@@ -200,29 +201,32 @@ func installServiceMonitorStandIn(ctx context.Context, t testing.TB, cp *framewo
 		t.Fatal(err)
 	}
 	preserve := true
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "monitoring.coreos.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve,
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+		lower := strings.ToLower(kind)
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: lower + "s.monitoring.coreos.com"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "monitoring.coreos.com",
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: lower + "s", Singular: lower, Kind: kind, ListKind: kind + "List"},
+				Scope: apiextensionsv1.NamespaceScoped,
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type: "object", XPreserveUnknownFields: &preserve,
+					}},
 				}},
-			}},
-		},
-	}
-	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating the ServiceMonitor stand-in CRD: %v", err)
+			},
+		}
+		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating the %s stand-in CRD: %v", kind, err)
+		}
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := cp.Kube.Discovery().ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
-		return err == nil, nil
+		resources, err := cp.Kube.Discovery().ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
+		return err == nil && len(resources.APIResources) >= 2, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for the ServiceMonitor stand-in to be served: %v", err)
+		t.Fatalf("waiting for the monitoring stand-ins to be served: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,37 +27,47 @@ import (
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
-// The image's paths of the daemons, as the chart names them, and the
-// package each is built from.
-var daemonPackages = map[string]string{
-	"/usr/local/bin/tessera-extender":      "./scheduler",
-	"/usr/local/bin/tessera-webhook":       "./webhook",
-	"/usr/local/bin/tessera-device-plugin": "./deviceplugin",
-}
+// imageBinDir is where the Dockerfile puts the daemons in the image.
+const imageBinDir = "/usr/local/bin"
 
-// buildDaemons builds the three daemons as the Dockerfile does and returns
-// the path of each by its image path.
+// stampedVersion is the version the tests stamp the daemons with.
+const stampedVersion = "v0.0.0-helm-test"
+
+// buildDaemons builds the daemons with hack/build.sh, as the Dockerfile
+// does, stamped with stampedVersion, and returns the path of each by its
+// path in the image.
 func buildDaemons(t testing.TB) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(framework.RepoRoot(), "hack", "build.sh"), dir)
+	cmd.Env = append(os.Environ(), "VERSION="+stampedVersion)
+	if output, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/build.sh: %v\n%s", err, tail(output, 4000))
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	paths := map[string]string{}
-	for image, pkg := range daemonPackages {
-		out := filepath.Join(dir, filepath.Base(image))
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Dir = framework.RepoRoot()
-		if output, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", pkg, err, output)
-		}
-		paths[image] = out
+	for _, e := range entries {
+		paths[imageBinDir+"/"+e.Name()] = filepath.Join(dir, e.Name())
 	}
 	return paths
 }
 
-// containerCommand returns a rendered container's command line.
+// podContainers returns a rendered workload's init containers and
+// containers.
+func podContainers(workload *unstructured.Unstructured) []any {
+	initContainers, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "initContainers")
+	containers, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
+	return append(initContainers, containers...)
+}
+
+// containerCommand returns a rendered container's command line; the
+// container may be an init container (a native sidecar).
 func containerCommand(t testing.TB, workload *unstructured.Unstructured, container string) []string {
 	t.Helper()
-	containers, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
-	for _, c := range containers {
+	for _, c := range podContainers(workload) {
 		c := c.(map[string]any)
 		if c["name"] != container {
 			continue
@@ -177,16 +188,37 @@ func (d *daemon) waitFor(t testing.TB, what string, cond func(ctx context.Contex
 }
 
 func httpOK(ctx context.Context, url string) bool {
+	status, _ := httpGet(ctx, url)
+	return status == http.StatusOK
+}
+
+// httpGet returns the status and body of a GET; status 0 when it failed.
+func httpGet(ctx context.Context, url string) (int, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return false
+		return 0, err.Error()
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false
+		return 0, err.Error()
 	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// checkBuildInfo checks that a daemon's /metrics names its component and
+// the version its build was stamped with.
+func checkBuildInfo(ctx context.Context, t *testing.T, url, component string) {
+	t.Helper()
+	status, body := httpGet(ctx, url)
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "tessera_build_info{") && strings.Contains(line, `component="`+component+`"`) &&
+			strings.Contains(line, `version="`+stampedVersion+`"`) && strings.HasSuffix(line, "} 1") {
+			return
+		}
+	}
+	t.Errorf("GET %s = %d without tessera_build_info{component=%q,version=%q} 1:\n%s", url, status, component, stampedVersion, tail([]byte(body), 2000))
 }
 
 func freeAddress(t testing.TB) string {
@@ -212,6 +244,16 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		return append([]string{bin}, command[1:]...)
 	}
 
+	t.Run("version", func(t *testing.T) {
+		for image, bin := range bins {
+			out, err := exec.Command(bin, "--version").CombinedOutput()
+			want := filepath.Base(image) + " " + stampedVersion + " ("
+			if err != nil || !strings.HasPrefix(string(out), want) {
+				t.Errorf("%s --version = %q, %v; want it to start with %q", image, out, err, want)
+			}
+		}
+	})
+
 	t.Run("extender", func(t *testing.T) {
 		scheduler := findOne(t, objs, "Deployment", "-scheduler")
 		sa := serviceAccountOf(t, objs, "Deployment", "-scheduler")
@@ -225,9 +267,7 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		// listed and watched under the chart's RBAC. The kubelet's probe
 		// asks the metrics address, as here.
 		d.waitFor(t, "the extender to be ready", func(ctx context.Context) bool { return httpOK(ctx, "http://"+metricsAddr+"/readyz") })
-		if !httpOK(ctx, "http://"+metricsAddr+"/metrics") {
-			t.Error("the extender's metrics address does not serve /metrics")
-		}
+		checkBuildInfo(ctx, t, "http://"+metricsAddr+"/metrics", "extender")
 	})
 
 	t.Run("webhook", func(t *testing.T) {
@@ -240,6 +280,7 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 			"kubeconfig":      serviceAccountKubeconfig(t, cp, namespace, sa, ""),
 		}), "POD_NAMESPACE="+namespace)
 		d.waitFor(t, "the webhook to be ready", func(ctx context.Context) bool { return httpOK(ctx, "http://"+metricsAddr+"/readyz") })
+		checkBuildInfo(ctx, t, "http://"+metricsAddr+"/metrics", "webhook")
 		// Self-managed TLS: its Secret, and its authority in both
 		// configurations' caBundle, written under the chart's RBAC.
 		name := findOne(t, objs, "MutatingWebhookConfiguration", "").GetName()
@@ -323,11 +364,11 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(pluginDir) })
-		agentCtx, stop := context.WithCancel(ctx)
+		agentCtx, stopAgent := context.WithCancel(ctx)
 		agentDone := make(chan error, 1)
 		agent := &nodeagent.Agent{NodeName: node, PluginDir: pluginDir, Kube: cp.Kube, DeviceResources: []string{"nvidia.com/gpu"}}
 		go func() { agentDone <- agent.Run(agentCtx) }()
-		t.Cleanup(func() { stop(); <-agentDone })
+		t.Cleanup(func() { stopAgent(); <-agentDone })
 
 		dir := t.TempDir()
 		config := filepath.Join(dir, "config.yaml")
@@ -345,12 +386,13 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		// The chart's configuration file, with the host paths a pod would
 		// have (kubelet directory, the host's /proc) pointed at this
 		// machine's, and simulated GPUs in place of NVML.
+		metricsAddr := freeAddress(t)
 		d := startDaemon(t, "device-plugin", withFlags(t, local(containerCommand(t, plugin, "device-plugin")), map[string]string{
 			"config":             config,
 			"device-plugin-dir":  pluginDir,
 			"proc-root":          "/proc",
 			"simulated-gpu-file": gpus,
-			"metrics-address":    freeAddress(t),
+			"metrics-address":    metricsAddr,
 			"kubeconfig":         serviceAccountKubeconfig(t, cp, namespace, sa, node),
 		}), "NODE_NAME="+node)
 		// Publishing its GPUNode takes create on gpunodes and apply on
@@ -359,7 +401,57 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 			gn, err := cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{})
 			return err == nil && len(gn.Status.Devices) == 2
 		})
+		checkBuildInfo(ctx, t, "http://"+metricsAddr+"/metrics", "device-plugin")
+
+		// The kubelet's probes, as the chart renders them, on the address
+		// the chart's metrics port stands for here.
+		probes := containerProbes(t, plugin, "device-plugin", "metrics")
+		for _, kind := range []string{"startupProbe", "livenessProbe", "readinessProbe"} {
+			if probes[kind] == "" {
+				t.Fatalf("the device plugin has no %s on its metrics port", kind)
+			}
+		}
+		probeAll := func(ctx context.Context, wantOK bool) bool {
+			for _, path := range probes {
+				status, _ := httpGet(ctx, "http://"+metricsAddr+path)
+				if (status == http.StatusOK) != wantOK || status == 0 {
+					return false
+				}
+			}
+			return true
+		}
+		d.waitFor(t, "the probes to pass while the plugin is registered", func(ctx context.Context) bool { return probeAll(ctx, true) })
+		// The kubelet goes away (its socket with it): the registration is
+		// broken, and every probe fails until it is back.
+		stopAgent()
+		<-agentDone
+		agentDone <- nil
+		d.waitFor(t, "the probes to fail once the registration is broken", func(ctx context.Context) bool { return probeAll(ctx, false) })
+		for kind, path := range probes {
+			if status, body := httpGet(ctx, "http://"+metricsAddr+path); !strings.Contains(body, "kubelet-registration") {
+				t.Errorf("%s %s = %d %q, want the broken registration named", kind, path, status, body)
+			}
+		}
 	})
+}
+
+// containerProbes returns the paths of a container's HTTP probes on the
+// named port, by kind (livenessProbe, ...).
+func containerProbes(t testing.TB, workload *unstructured.Unstructured, container, port string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, c := range podContainers(workload) {
+		c := c.(map[string]any)
+		if c["name"] != container {
+			continue
+		}
+		for _, kind := range []string{"startupProbe", "livenessProbe", "readinessProbe"} {
+			if p, _, _ := unstructured.NestedString(c, kind, "httpGet", "port"); p == port {
+				out[kind], _, _ = unstructured.NestedString(c, kind, "httpGet", "path")
+			}
+		}
+	}
+	return out
 }
 
 // controlPlaneBin returns the directory of the pinned control-plane

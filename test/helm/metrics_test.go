@@ -67,11 +67,13 @@ func TestServiceMonitor(t *testing.T) {
 			for component, c := range scraped {
 				t.Run(component, func(t *testing.T) {
 					template := podTemplate(t, findOne(t, objs, c.kind, c.suffix))
-					i := slices.IndexFunc(template.Spec.Containers, func(x corev1.Container) bool { return x.Name == c.container })
+					// The extender is a native sidecar, an init container.
+					all := append(template.Spec.InitContainers, template.Spec.Containers...)
+					i := slices.IndexFunc(all, func(x corev1.Container) bool { return x.Name == c.container })
 					if i < 0 {
 						t.Fatalf("no container %s", c.container)
 					}
-					container := template.Spec.Containers[i]
+					container := all[i]
 					j := slices.IndexFunc(container.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" })
 					if j < 0 {
 						t.Fatalf("container %s has no port named metrics: %+v", c.container, container.Ports)
@@ -106,10 +108,15 @@ func TestServiceMonitor(t *testing.T) {
 						}
 					}
 
+					for probeName, p := range map[string]*corev1.Probe{"readiness": container.ReadinessProbe, "liveness": container.LivenessProbe} {
+						if p == nil || p.HTTPGet == nil || p.HTTPGet.Port != intstr.FromString("metrics") {
+							t.Errorf("the %s probe of %s is %+v, want an HTTP GET on the metrics port", probeName, c.container, p)
+						}
+					}
 					if component == "device-plugin" {
-						// Its address is in its configuration file, and it has
-						// no probes. Its own default is loopback, which
-						// Prometheus could not reach.
+						// Its address is in its configuration file. Its own
+						// default is loopback, which Prometheus could not
+						// reach.
 						var cm corev1.ConfigMap
 						fromUnstructured(t, findOne(t, objs, "ConfigMap", "-device-plugin"), &cm)
 						if want := fmt.Sprintf("metricsAddress: \":%d\"\n", containerPort); !strings.Contains(cm.Data["config.yaml"], want) {
@@ -121,18 +128,13 @@ func TestServiceMonitor(t *testing.T) {
 					if host != "" || int32(port) != containerPort {
 						t.Errorf("--metrics-address listens on %q port %d, want every address on the container port %d", host, port, containerPort)
 					}
-					for probeName, p := range map[string]*corev1.Probe{"readiness": container.ReadinessProbe, "liveness": container.LivenessProbe} {
-						if p == nil || p.HTTPGet == nil || p.HTTPGet.Port != intstr.FromString("metrics") {
-							t.Errorf("the %s probe of %s is %+v, want an HTTP GET on the metrics port", probeName, c.container, p)
-						}
-					}
 				})
 			}
 
 			// The extender's verbs stay on loopback, with no port a Service
 			// could name.
 			template := podTemplate(t, findOne(t, objs, "Deployment", "-scheduler"))
-			for _, c := range template.Spec.Containers {
+			for _, c := range append(template.Spec.InitContainers, template.Spec.Containers...) {
 				if c.Name != "extender" {
 					continue
 				}

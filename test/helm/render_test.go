@@ -41,9 +41,10 @@ func variants() map[string]render {
 				"nodeSelector": map[string]any{"node-role.kubernetes.io/control-plane": ""},
 				"tolerations":  []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}},
 				"extender": map[string]any{"defaultNodePolicy": "spread", "defaultGPUPolicy": "binpack",
-					"bindWaitTimeout": "40s", "httpTimeout": "1m", "heartbeatMaxAge": "1m30s"},
+					"bindWaitTimeout": "40s", "httpTimeout": "1m", "heartbeatMaxAge": "1m30s", "allocationMetrics": true},
 			},
-			"webhook": map[string]any{"replicas": 3, "failurePolicy": "Ignore", "excludedNamespaces": []any{"kube-system", "monitoring"}},
+			"webhook": map[string]any{"replicas": 3, "failurePolicy": "Ignore", "excludedNamespaces": []any{"kube-system", "monitoring"},
+				"drainSeconds": 0, "shutdownTimeout": "20s"},
 			"devicePlugin": map[string]any{
 				"splitCount": 4, "memoryScaling": 1.5, "coreScaling": 2, "libraryPath": "/usr/local/vgpu/libvgpu.so",
 				"privileged": true, "runtimeClassName": "nvidia", "heartbeatPeriod": "30s",
@@ -53,7 +54,10 @@ func variants() map[string]render {
 					"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{
 						"key": "nvidia.com/gpu.product", "operator": "In", "values": []any{"NVIDIA-A100-SXM4-40GB"}}}}}}}},
 			},
-			"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
+			"metrics": map[string]any{
+				"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+				"prometheusRule": map[string]any{"enabled": true, "compatibilityRules": true, "labels": map[string]any{"release": "prometheus"}},
+			},
 		}},
 		"dra": {release: "dra", namespace: "tessera-dra", values: map[string]any{
 			"devicePlugin": map[string]any{"mode": "dra", "libraryPath": "/usr/local/vgpu/libvgpu.so"},
@@ -225,6 +229,31 @@ func TestValuesRefused(t *testing.T) {
 			name:   "one resource name twice",
 			values: map[string]any{"resourceNames": map[string]any{"memory": "nvidia.com/gpu"}},
 			want:   []string{"resourceNames must be four different names"},
+		},
+		{
+			name:   "negative webhook drain",
+			values: map[string]any{"webhook": map[string]any{"drainSeconds": -1}},
+			want:   []string{"/webhook/drainSeconds", "minimum"},
+		},
+		{
+			name:   "webhook shutdown timeout without a unit",
+			values: map[string]any{"webhook": map[string]any{"shutdownTimeout": "10"}},
+			want:   []string{"/webhook/shutdownTimeout"},
+		},
+		{
+			name:   "allocation metrics not a boolean",
+			values: map[string]any{"scheduler": map[string]any{"extender": map[string]any{"allocationMetrics": "yes"}}},
+			want:   []string{"/scheduler/extender/allocationMetrics", "boolean"},
+		},
+		{
+			name:   "misspelt PrometheusRule key",
+			values: map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "compatibility": true}}},
+			want:   []string{"/metrics/prometheusRule", "compatibility"},
+		},
+		{
+			name:   "certificate warning without a unit",
+			values: map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "certificateExpiryWarning": "7"}}},
+			want:   []string{"/metrics/prometheusRule/certificateExpiryWarning"},
 		},
 		{
 			name:        "kube-scheduler newer than the cluster",

@@ -96,3 +96,13 @@ so that two durations can be compared.
 {{- fail (printf "resourceNames must be four different names, got count=%s memory=%s memoryPercentage=%s cores=%s" $n.count $n.memory $n.memoryPercentage $n.cores) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The webhook's termination grace period in whole seconds: its preStop drain,
+then the time in-flight reviews get to finish, and a margin of 5 s.
+*/}}
+{{- define "tessera.webhook.terminationGracePeriod" -}}
+{{- $w := .Values.webhook -}}
+{{- $shutdown := include "tessera.seconds" $w.shutdownTimeout | float64 | ceil | int -}}
+{{- add (int $w.drainSeconds) $shutdown 5 -}}
+{{- end -}}
