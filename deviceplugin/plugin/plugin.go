@@ -237,6 +237,9 @@ func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory
 		return err
 	}
 	devices := len(inv.Devices())
+	// The kubelet-plugin helper registers with the kubelet itself; started
+	// is as far as the probes can see.
+	p.health.Set(health.Registration, true, errors.New("the DRA kubelet plugin has not started yet"))
 	server := dra.NewServer(dra.ServerConfig{
 		NodeName:     p.cfg.NodeName,
 		Kube:         p.deps.Kube,
@@ -246,6 +249,7 @@ func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory
 		PluginDir:    p.cfg.DRAPluginDir,
 		RegistrarDir: p.cfg.PluginRegistryDir,
 		OnStarted: func() {
+			p.health.Set(health.Registration, true, nil)
 			publisher.SetReadiness(nodestatus.Readiness{Ready: true, Reason: nodestatus.ReasonRegistered,
 				Message: fmt.Sprintf("serving %d GPUs as devices of DRA driver %s", devices, dra.DriverName)})
 		},
