@@ -1,6 +1,7 @@
-# The one Tessera image: the scheduler extender, the device plugin and the
-# admission webhook, each under /usr/local/bin, as deploy/helm/tessera runs
-# them, for linux/amd64 and linux/arm64 (Grace Hopper nodes are arm64).
+# The one Tessera image: the scheduler extender, tessera-scheduler
+# (kube-scheduler with the Tessera plugin, for the chart's scheduler.mode
+# plugin), the device plugin and the admission webhook, each under
+# /usr/local/bin, as deploy/helm/tessera runs them, for linux/amd64 and linux/arm64 (Grace Hopper nodes are arm64).
 # Build from the repository root with BuildKit:
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 \
@@ -43,7 +44,7 @@ ARG BUILD_DATE
 # libnvidia-ml.so with dlopen at run time, and the NVIDIA container toolkit
 # mounts it, so the image ships no NVIDIA library), all stamped with the
 # version.
-RUN GOOS=$TARGETOS GOARCH=$TARGETARCH hack/build.sh /out
+RUN GOOS=$TARGETOS GOARCH=$TARGETARCH TESSERA_BUILD_SCHEDULER=true hack/build.sh /out
 
 # distroless/base has glibc (for the device plugin) and nothing else: no
 # shell, no package manager. Its default user is nonroot (65532); the chart

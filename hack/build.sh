@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh builds Tessera's three daemons, stamped with their version
+# build.sh builds Tessera's three daemons (and tessera-scheduler, see below), stamped with their version
 # (hack/version.sh), into the directory it is given, for GOOS/GOARCH
 # (default: this machine's). The Dockerfile runs it for each platform of a
 # multi-arch image; hack/local-up.sh and the chart's tests build the same way.
@@ -29,6 +29,13 @@ ldflags="-s $(hack/version.sh)"
 
 CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/tessera-extender" ./scheduler
 CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/tessera-webhook" ./webhook
+# tessera-scheduler (plugin mode) is a nested module that compiles
+# kube-scheduler, minutes on a laptop: built only with
+# TESSERA_BUILD_SCHEDULER=true, as the Dockerfile sets; hack/build-scheduler.sh
+# builds and caches it for tests and the local cluster.
+if [[ "${TESSERA_BUILD_SCHEDULER:-false}" == true ]]; then
+	(cd scheduler/plugin && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/tessera-scheduler" ./cmd/tessera-scheduler)
+fi
 
 cc=${CC:-}
 if [[ -z "$cc" && "$goarch" != "$(go env GOHOSTARCH)" ]]; then

@@ -14,7 +14,10 @@
 # DRA sockets, and the claims in deploy/examples/dra.
 #
 # Flags are passed to hack/localup (go run ./hack/localup --help), e.g.
-# --exit-after-demo to stop once the examples are placed.
+# --exit-after-demo to stop once the examples are placed, or
+# --scheduler=plugin to schedule with tessera-scheduler (kube-scheduler with
+# the Tessera plugin, which can preempt GPU slices) instead of kube-scheduler
+# and the extender.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +28,14 @@ source hack/lib/cgo.sh
 echo ">>> Building the control plane (cached after the first run; the first takes about 10 minutes)"
 TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)
 export TESSERA_CONTROLPLANE_BIN
+
+for arg in "$@"; do
+	if [[ "$arg" == "--scheduler=plugin" ]]; then
+		echo ">>> Building tessera-scheduler (cached after the first run)"
+		TESSERA_SCHEDULER_BIN=$(hack/build-scheduler.sh | tail -n 1)
+		export TESSERA_SCHEDULER_BIN
+	fi
+done
 
 echo ">>> Building Tessera"
 mkdir -p _output/bin

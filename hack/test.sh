@@ -17,6 +17,10 @@ step "Building the control plane"
 TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)
 export TESSERA_CONTROLPLANE_BIN
 
+step "Building tessera-scheduler"
+TESSERA_SCHEDULER_BIN=$(hack/build-scheduler.sh | tail -n 1)
+export TESSERA_SCHEDULER_BIN
+
 step "Building Helm"
 TESSERA_HELM=$(hack/build-helm.sh | tail -n 1)
 export TESSERA_HELM
@@ -30,9 +34,9 @@ go vet ./...
 step "Testing github.com/tessera-gpu/tessera"
 go test -count=1 -timeout 30m ./...
 
-# Modules nested under test/ keep heavy dependencies (k8s.io/kubernetes) out
-# of the main go.mod.
-for mod in $(find test -name go.mod -not -path '*/testdata/*' | sort); do
+# Nested modules keep heavy dependencies (k8s.io/kubernetes) out of the main
+# go.mod: the tests under test/ and the kube-scheduler plugin.
+for mod in $(find test scheduler -name go.mod -not -path '*/testdata/*' | sort); do
 	dir=$(dirname "$mod")
 	step "Testing $dir"
 	(cd "$dir" && go vet ./... && go test -count=1 -timeout 30m ./...)

@@ -15,7 +15,10 @@ import (
 // options are localup's flags.
 type options struct {
 	binDir, stateDir, examples, mode string
-	exitAfterDemo                    bool
+	// scheduler is how extender mode schedules: schedulerExtender or
+	// schedulerPlugin.
+	scheduler     string
+	exitAfterDemo bool
 }
 
 // Modes of the local cluster.
@@ -30,6 +33,12 @@ func (o *options) complete() error {
 	case modeExtender, modeDRA:
 	default:
 		return fmt.Errorf("--mode=%s: want %s or %s", o.mode, modeExtender, modeDRA)
+	}
+	switch {
+	case o.scheduler != schedulerExtender && o.scheduler != schedulerPlugin:
+		return fmt.Errorf("--scheduler=%s: want %s or %s", o.scheduler, schedulerExtender, schedulerPlugin)
+	case o.scheduler == schedulerPlugin && o.dra():
+		return fmt.Errorf("--scheduler=%s needs --mode=%s: DRA mode schedules with the stock kube-scheduler", schedulerPlugin, modeExtender)
 	}
 	switch {
 	case o.examples == "none":
@@ -90,7 +99,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	} else {
-		say("Starting Tessera's scheduler extender and kube-scheduler")
+		if o.scheduler == schedulerPlugin {
+			say("Starting tessera-scheduler (kube-scheduler with the Tessera plugin)")
+		} else {
+			say("Starting Tessera's scheduler extender and kube-scheduler")
+		}
 		if err := c.startScheduler(ctx); err != nil {
 			return err
 		}

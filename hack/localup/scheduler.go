@@ -18,7 +18,41 @@ import (
 // KubeSchedulerConfiguration, replaced by the port the extender got here.
 const shippedExtenderURL = "http://127.0.0.1:8888"
 
+// How extender mode schedules (--scheduler).
+const (
+	schedulerExtender = "extender"
+	schedulerPlugin   = "plugin"
+)
+
+// startScheduler starts the scheduler of the chosen mode.
 func (c *cluster) startScheduler(ctx context.Context) error {
+	if c.o.scheduler == schedulerPlugin {
+		return c.startPluginScheduler()
+	}
+	return c.startExtender(ctx)
+}
+
+// startPluginScheduler starts tessera-scheduler, kube-scheduler with the
+// Tessera plugin, with the shipped deploy/scheduler/tessera-scheduler-config.yaml.
+func (c *cluster) startPluginScheduler() error {
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		return err
+	}
+	config, err := os.ReadFile(filepath.Join("deploy", "scheduler", "tessera-scheduler-config.yaml"))
+	if err != nil {
+		return err
+	}
+	p, err := c.cp.StartSchedulerBinaryProcess(bin, string(config))
+	if err != nil {
+		return err
+	}
+	c.daemons = append(c.daemons, p)
+	return nil
+}
+
+// startExtender starts the scheduler extender and kube-scheduler calling it.
+func (c *cluster) startExtender(ctx context.Context) error {
 	port, err := framework.FreePort()
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/commit"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -49,8 +50,9 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	if err != nil {
 		return metrics.ResultInvalid, fmt.Errorf("pod %s/%s has an invalid GPU request: %w", pod.Namespace, pod.Name, err)
 	}
+	committer := e.committer()
 	if len(req.Containers) == 0 {
-		if err := e.postBinding(ctx, pod, args.Node); err != nil {
+		if err := committer.Bind(ctx, pod, args.Node); err != nil {
 			return metrics.ResultError, err
 		}
 		return metrics.ResultSuccess, nil
@@ -59,10 +61,10 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	// An allocation the pod already has comes from a bind that was cut
 	// short (the pod is not bound): it goes before the new one is made.
 	if old, ok := e.View.Pod(pod.UID); ok && old.AllocationUID != "" {
-		if err := e.checkUnbound(ctx, pod); err != nil {
+		if err := committer.CheckUnbound(ctx, pod); err != nil {
 			return metrics.ResultInvalid, err
 		}
-		if err := e.deleteAllocation(ctx, old.Namespace, old.Name, old.AllocationUID); err != nil {
+		if err := committer.DeleteAllocation(ctx, old.Namespace, old.Name, old.AllocationUID); err != nil {
 			return metrics.ResultError, fmt.Errorf("deleting the stale allocation of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		logger.V(2).Info("Deleted the allocation of an earlier, unfinished bind")
@@ -92,7 +94,7 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 		return metrics.ResultUnschedulable, err
 	}
 
-	if err := e.commit(ctx, pod, args.Node, containers); err != nil {
+	if err := committer.Commit(ctx, pod, args.Node, containers); err != nil {
 		e.View.ReleaseReservation(pod.UID, now)
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return resultOf(err), err
@@ -136,24 +138,6 @@ const (
 	maxUIDLength       = 128
 )
 
-// checkUnbound reads the pod from the API server before the allocation
-// of an earlier bind is replaced. The cache may lag behind (its watch
-// reconnecting after the API server restarted) and show unbound a pod
-// that that bind did bind and whose allocation the device plugin served:
-// replacing it then would record other GPUs than the ones the pod uses.
-func (e *Extender) checkUnbound(ctx context.Context, pod *corev1.Pod) error {
-	live, err := e.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	switch {
-	case err != nil:
-		return fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	case live.UID != pod.UID:
-		return &notFoundError{fmt.Sprintf("pod %s/%s has UID %s, not %s: the pod asked for was deleted", pod.Namespace, pod.Name, live.UID, pod.UID)}
-	case live.Spec.NodeName != "":
-		return fmt.Errorf("pod %s/%s is already bound to node %s", pod.Namespace, pod.Name, live.Spec.NodeName)
-	}
-	return nil
-}
-
 // validateBinding names each missing or over-long field of the binding
 // arguments.
 func validateBinding(args *extenderv1.ExtenderBindingArgs) error {
@@ -196,7 +180,7 @@ func (e *notFoundError) Error() string { return e.msg }
 func resultOf(err error) string {
 	var nf *notFoundError
 	switch {
-	case errors.As(err, &nf), apierrors.IsNotFound(err), apierrors.IsInvalid(err):
+	case errors.As(err, &nf), errors.Is(err, commit.ErrPodGone), apierrors.IsNotFound(err), apierrors.IsInvalid(err):
 		return metrics.ResultInvalid
 	default:
 		return metrics.ResultError

@@ -1,9 +1,7 @@
 package extender
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"time"
 
@@ -16,9 +14,10 @@ import (
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/commit"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
-	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -91,6 +90,18 @@ func New(cfg Config) *Extender {
 	return &Extender{Config: cfg}
 }
 
+// committer writes allocations and binds pods with the extender's clients.
+func (e *Extender) committer() *commit.Committer {
+	c := &commit.Committer{
+		Gate: e.Gate, Clock: e.Clock, Kube: e.Kube, Tessera: e.Tessera,
+		FieldManager: FieldManager, BindWaitTimeout: e.BindWaitTimeout,
+	}
+	if e.Metrics != nil {
+		c.QueueWait, c.Waiting = e.Metrics.BindQueueWait, e.Metrics.BindsWaiting
+	}
+	return c
+}
+
 // workers is how many goroutines may decide the nodes of one call.
 func (e *Extender) workers() int {
 	if e.Workers > 0 {
@@ -108,65 +119,19 @@ func resize[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// podRequest is a pod's GPU request, resolved for placement.
-type podRequest struct {
-	*placement.Request
-	nodePolicy gpurequest.Policy
-}
-
 // request reads a pod's GPU request. The error names the pod's invalid fields.
-func (e *Extender) request(pod *corev1.Pod) (podRequest, error) {
-	containers, err := gpurequest.PodRequests(pod, e.ResourceNames)
-	if err != nil {
-		return podRequest{}, err
-	}
-	sel, err := gpurequest.ParseAnnotations(pod.Annotations)
-	if err != nil {
-		return podRequest{}, err
-	}
-	req, err := placement.NewRequest(containers, sel, e.DefaultGPUPolicy)
-	if err != nil {
-		return podRequest{}, err
-	}
-	policy := sel.NodePolicy
-	if policy == "" {
-		policy = e.DefaultNodePolicy
-	}
-	return podRequest{Request: req, nodePolicy: policy}, nil
+func (e *Extender) request(pod *corev1.Pod) (podrequest.Request, error) {
+	p := podrequest.Parser{ResourceNames: e.ResourceNames, DefaultNodePolicy: e.DefaultNodePolicy, DefaultGPUPolicy: e.DefaultGPUPolicy}
+	return p.Parse(pod)
 }
 
 // unavailable says why a node takes no new GPU pods at all, or "" when it
 // may. Such a node is unresolvable: evicting pods would not help.
 func (e *Extender) unavailable(n *view.Node, now time.Time) string {
-	switch {
-	case n == nil || !n.HasGPUNode:
-		return "node has no GPUNode: no Tessera device plugin reports its GPUs"
-	case n.NotReady != "":
-		return "device plugin is not ready: " + n.NotReady
-	case n.Heartbeat.IsZero():
-		return "device plugin has sent no heartbeat"
-	case now.Sub(n.Heartbeat) > e.HeartbeatMaxAge:
-		return fmt.Sprintf("device plugin heartbeat is stale (last seen %s ago)", roughly(now.Sub(n.Heartbeat)))
-	}
-	return ""
-}
-
-// roughly rounds an age down to the second, or to the minute past a minute,
-// so that kube-scheduler, which counts nodes by identical reason, can group
-// nodes whose device plugins stopped at about the same time.
-func roughly(d time.Duration) time.Duration {
-	if d >= time.Minute {
-		return d.Truncate(time.Minute)
-	}
-	return d.Truncate(time.Second)
+	return n.Unavailable(now, e.HeartbeatMaxAge)
 }
 
 // errNotReady is the answer while the view is still being built.
 var errNotReady = errors.New("extender is not ready: its view of GPUs and allocations is not yet synced with the API")
 
 func (e *Extender) ready() bool { return e.Ready == nil || e.Ready() }
-
-// detach returns a context for undoing work after ctx may have ended.
-func detach(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-}

@@ -47,9 +47,9 @@ func (e *Extender) prioritize(ctx context.Context, args *extenderargs.Args, out 
 		}
 		out.loads[i], out.fits[i] = load, ok
 	})
-	placement.Rank(out.scores, out.loads, out.fits, req.nodePolicy)
+	placement.Rank(out.scores, out.loads, out.fits, req.NodePolicy)
 	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
-		logger.Info("Scored nodes", "pod", klog.KObj(pod), "policy", req.nodePolicy, "hosts", out.hosts, "scores", out.scores)
+		logger.Info("Scored nodes", "pod", klog.KObj(pod), "policy", req.NodePolicy, "hosts", out.hosts, "scores", out.scores)
 	}
 	return metrics.ResultSuccess, nil
 }

@@ -41,11 +41,19 @@ func (n *Node) rebuild() {
 // Pods returns the number of pods holding GPUs on the node.
 func (n *Node) Pods() int { return len(n.pods) }
 
-// without returns a copy of the node with the pod's holds taken off.
+// without returns a copy of the node with the pod's holds taken off. The
+// copy shares the node's pods, for Holds, and must not change them.
 func (n *Node) without(p *Pod) *Node {
 	c := *n
 	c.Placement.Devices = append([]placement.Device(nil), n.Placement.Devices...)
 	c.Placement.Remove(p.holds)
-	c.pods = nil
 	return &c
+}
+
+// EachPod calls fn for every pod holding GPUs on the node, with what it
+// holds there. fn must not keep or change the holds.
+func (n *Node) EachPod(fn func(uid types.UID, holds []placement.Hold)) {
+	for uid, p := range n.pods {
+		fn(uid, p.holds)
+	}
 }

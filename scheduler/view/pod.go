@@ -48,3 +48,7 @@ func newPod(uid types.UID, namespace, name, node string, containers []gpuv1alpha
 		holds:      placement.Holds(containers),
 	}
 }
+
+// Holds returns what the pod holds on each of its GPUs. The result must not
+// be changed.
+func (p *Pod) Holds() []placement.Hold { return p.holds }

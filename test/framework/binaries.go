@@ -19,16 +19,47 @@ var binDir = sync.OnceValues(func() (string, error) {
 	if dir := os.Getenv(BinDirEnv); dir != "" {
 		return dir, checkBinaries(dir)
 	}
-	script := filepath.Join(RepoRoot(), "hack", "build-controlplane.sh")
-	cmd := exec.Command(script)
+	dir, err := build("build-controlplane.sh")
+	if err != nil {
+		return "", fmt.Errorf("building the control plane: %w", err)
+	}
+	return dir, checkBinaries(dir)
+})
+
+// build runs a hack/ build script and returns the directory it prints on
+// its last line.
+func build(script string) (string, error) {
+	path := filepath.Join(RepoRoot(), "hack", script)
+	cmd := exec.Command(path)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("building the control plane with %s: %w", script, err)
+		return "", fmt.Errorf("running %s: %w", path, err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	dir := lines[len(lines)-1]
-	return dir, checkBinaries(dir)
+	return lines[len(lines)-1], nil
+}
+
+// SchedulerBinEnv names the directory that holds tessera-scheduler. When
+// it is unset the framework asks hack/build-scheduler.sh, which builds it
+// once per change of its sources and caches it.
+const SchedulerBinEnv = "TESSERA_SCHEDULER_BIN"
+
+// SchedulerPluginBinary returns the path of tessera-scheduler, kube-scheduler
+// with Tessera's plugin compiled in.
+var SchedulerPluginBinary = sync.OnceValues(func() (string, error) {
+	dir := os.Getenv(SchedulerBinEnv)
+	if dir == "" {
+		var err error
+		if dir, err = build("build-scheduler.sh"); err != nil {
+			return "", fmt.Errorf("building tessera-scheduler: %w", err)
+		}
+	}
+	bin := filepath.Join(dir, "tessera-scheduler")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("tessera-scheduler missing in %s (run hack/build-scheduler.sh): %w", dir, err)
+	}
+	return bin, nil
 })
 
 func checkBinaries(dir string) error {

@@ -143,7 +143,12 @@ func (cp *ControlPlane) logTails(t testing.TB) {
 }
 
 func (cp *ControlPlane) start(name string, args ...string) (*Process, error) {
-	p, err := StartProcess(cp.Dir, filepath.Join(cp.bin, name), name, args...)
+	return cp.startBinary(filepath.Join(cp.bin, name), name, args...)
+}
+
+// startBinary runs bin as the control plane's process called name.
+func (cp *ControlPlane) startBinary(bin, name string, args ...string) (*Process, error) {
+	p, err := StartProcess(cp.Dir, bin, name, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -25,9 +25,27 @@ func (cp *ControlPlane) StartScheduler(t testing.TB, configYAML string) *Process
 	return p
 }
 
+// StartSchedulerBinary is StartScheduler with another build of
+// kube-scheduler, such as tessera-scheduler (SchedulerPluginBinary).
+func (cp *ControlPlane) StartSchedulerBinary(t testing.TB, bin, configYAML string) *Process {
+	t.Helper()
+	p, err := cp.StartSchedulerBinaryProcess(bin, configYAML)
+	if err != nil {
+		t.Fatalf("starting %s: %v", filepath.Base(bin), err)
+	}
+	stopOnCleanup(t, p)
+	return p
+}
+
 // StartSchedulerProcess is StartScheduler for callers that are not tests.
 // The process is also stopped by Stop.
 func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, error) {
+	return cp.StartSchedulerBinaryProcess(filepath.Join(cp.bin, "kube-scheduler"), configYAML)
+}
+
+// StartSchedulerBinaryProcess is StartSchedulerBinary for callers that are
+// not tests. The process is also stopped by Stop.
+func (cp *ControlPlane) StartSchedulerBinaryProcess(bin, configYAML string) (*Process, error) {
 	config := map[string]any{}
 	if err := yaml.Unmarshal([]byte(configYAML), &config); err != nil {
 		return nil, fmt.Errorf("decoding the scheduler configuration: %w", err)
@@ -52,7 +70,7 @@ func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := cp.start("kube-scheduler",
+	p, err := cp.startBinary(bin, filepath.Base(bin),
 		"--config="+file.Name(),
 		"--authentication-kubeconfig="+cp.KubeconfigPath,
 		"--authorization-kubeconfig="+cp.KubeconfigPath,
@@ -64,8 +82,8 @@ func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, erro
 	}
 	if err := waitServing(port, 30*time.Second); err != nil {
 		p.Stop()
-		return nil, fmt.Errorf("kube-scheduler did not become ready: %w; last lines of %s:\n%s",
-			err, filepath.Base(p.logFile), p.LogTail(3000))
+		return nil, fmt.Errorf("%s did not become ready: %w; last lines of %s:\n%s",
+			filepath.Base(bin), err, filepath.Base(p.logFile), p.LogTail(3000))
 	}
 	return p, nil
 }

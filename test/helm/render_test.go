@@ -22,6 +22,16 @@ func defaults() render {
 	return render{release: "tessera", namespace: testNamespace}
 }
 
+// schedulerMode is the scheduler.mode the render sets, or the default.
+func (r render) schedulerMode() string {
+	if s, ok := r.values["scheduler"].(map[string]any); ok {
+		if mode, ok := s["mode"].(string); ok {
+			return mode
+		}
+	}
+	return "extender"
+}
+
 // variants are value sets that exercise the chart's conditional parts; each
 // must render, and each is applied to a real API server.
 func variants() map[string]render {
@@ -61,6 +71,9 @@ func variants() map[string]render {
 		}},
 		"dra": {release: "dra", namespace: "tessera-dra", values: map[string]any{
 			"devicePlugin": map[string]any{"mode": "dra", "libraryPath": "/usr/local/vgpu/libvgpu.so"},
+		}},
+		"plugin mode": {release: "plug", namespace: "tessera-plugin", values: map[string]any{
+			"scheduler": map[string]any{"mode": "plugin"},
 		}},
 		"minimal": {release: "min", namespace: "tessera-min", values: map[string]any{
 			"crds":         map[string]any{"install": false},
@@ -346,28 +359,41 @@ func TestCRDCopiesMatchDeploy(t *testing.T) {
 }
 
 // TestSchedulerConfigMatchesDeploy checks that the chart's
-// KubeSchedulerConfiguration is deploy/scheduler's plus leader election.
+// KubeSchedulerConfiguration is deploy/scheduler's plus leader election, in
+// each scheduler mode.
 func TestSchedulerConfigMatchesDeploy(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		mode, file string
+	}{
+		{"extender", "kube-scheduler-config.yaml"},
+		{"plugin", "tessera-scheduler-config.yaml"},
 	}
-	var want map[string]any
-	if err := yaml.Unmarshal(data, &want); err != nil {
-		t.Fatal(err)
-	}
-	got := schedulerConfig(t, defaults().mustTemplate(t))
-	election, ok := got["leaderElection"].(map[string]any)
-	if !ok {
-		t.Fatalf("the chart's scheduler configuration has no leaderElection: %v", got)
-	}
-	if election["leaderElect"] != true || election["resourceNamespace"] != testNamespace || election["resourceName"] != "tessera-scheduler" {
-		t.Errorf("leaderElection = %v, want leaderElect true on lease %s/tessera-scheduler", election, testNamespace)
-	}
-	delete(got, "leaderElection")
-	if !reflect.DeepEqual(got, want) {
-		gotYAML, _ := yaml.Marshal(got)
-		t.Errorf("the chart's KubeSchedulerConfiguration differs from deploy/scheduler/kube-scheduler-config.yaml:\nchart:\n%s\ndeploy:\n%s", gotYAML, data)
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want map[string]any
+			if err := yaml.Unmarshal(data, &want); err != nil {
+				t.Fatal(err)
+			}
+			r := defaults()
+			r.values = map[string]any{"scheduler": map[string]any{"mode": tc.mode}}
+			got := schedulerConfig(t, r.mustTemplate(t))
+			election, ok := got["leaderElection"].(map[string]any)
+			if !ok {
+				t.Fatalf("the chart's scheduler configuration has no leaderElection: %v", got)
+			}
+			if election["leaderElect"] != true || election["resourceNamespace"] != testNamespace || election["resourceName"] != "tessera-scheduler" {
+				t.Errorf("leaderElection = %v, want leaderElect true on lease %s/tessera-scheduler", election, testNamespace)
+			}
+			delete(got, "leaderElection")
+			if !reflect.DeepEqual(normalize(t, got), normalize(t, want)) {
+				gotYAML, _ := yaml.Marshal(got)
+				t.Errorf("the chart's KubeSchedulerConfiguration differs from deploy/scheduler/%s:\nchart:\n%s\ndeploy:\n%s", tc.file, gotYAML, data)
+			}
+		})
 	}
 }
 

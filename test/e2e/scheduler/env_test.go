@@ -21,11 +21,40 @@ import (
 const shippedURL = "http://127.0.0.1:8888"
 
 // env is a control plane with kube-scheduler, the extender and a simulated
-// device plugin.
+// device plugin; or, in plugin mode, tessera-scheduler and the device plugin.
 type env struct {
 	cp       *framework.ControlPlane
 	plugin   *devicePlugin
 	extender *extenderProcess
+	// scheduler is tessera-scheduler in plugin mode; nil in extender mode.
+	scheduler *framework.Process
+}
+
+// startPluginEnv starts a control plane with tessera-scheduler running the
+// shipped deploy/scheduler/tessera-scheduler-config.yaml, with the
+// heartbeat age and orphan sweep of startEnv, and the device plugin.
+func startPluginEnv(t *testing.T) *env {
+	t.Helper()
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	e := &env{cp: cp}
+	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := string(shipped)
+	for from, to := range map[string]string{"heartbeatMaxAge: 2m": "heartbeatMaxAge: 1h\n          orphanSweepInterval: 5s"} {
+		if !strings.Contains(config, from) {
+			t.Fatalf("the shipped tessera-scheduler configuration no longer says %q", from)
+		}
+		config = strings.ReplaceAll(config, from, to)
+	}
+	e.scheduler = cp.StartSchedulerBinary(t, bin, config)
+	e.plugin = startDevicePlugin(t, cp)
+	return e
 }
 
 // startEnv starts everything for one test; t.Cleanup stops it.

@@ -1,26 +1,46 @@
 package scheduler
 
 import (
+	"context"
 	"strconv"
 	"testing"
 )
 
+// scenario is one end-to-end case; each uses its own nodes, selected by a
+// label.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, t *testing.T, e *env)
+	// extenderOnly marks the cases about the extender's own process: its
+	// restart and its metrics endpoint.
+	extenderOnly bool
+}
+
+// scenarios are the cases both modes run, from one table.
+func scenarios() []scenario {
+	return []scenario{
+		{name: "kubectl columns", run: testColumns},
+		{name: "shapes", run: testShapes},
+		{name: "node policy", run: testNodePolicy},
+		{name: "a pod's preference beats the node policy", run: testPreferenceBeatsPolicy},
+		{name: "GPU policy", run: testGPUPolicy},
+		{name: "capacity", run: testCapacity},
+		{name: "burst of 10 for one node", run: testBurst},
+		{name: "orphaned allocation", run: testOrphan},
+		{name: "pods the webhook did not see", run: testUnservable},
+		{name: "restart during a burst of 200", run: testRestart, extenderOnly: true},
+		{name: "metrics", run: func(_ context.Context, t *testing.T, e *env) { testMetrics(t, e) }, extenderOnly: true},
+	}
+}
+
 // TestExtender runs the end-to-end scenarios one after another against one
-// control plane; each uses its own nodes, selected by a label.
+// control plane, kube-scheduler calling the extender.
 func TestExtender(t *testing.T) {
 	e := startEnv(t)
 	ctx := t.Context()
-	t.Run("kubectl columns", func(t *testing.T) { testColumns(ctx, t, e) })
-	t.Run("shapes", func(t *testing.T) { testShapes(ctx, t, e) })
-	t.Run("node policy", func(t *testing.T) { testNodePolicy(ctx, t, e) })
-	t.Run("a pod's preference beats the node policy", func(t *testing.T) { testPreferenceBeatsPolicy(ctx, t, e) })
-	t.Run("GPU policy", func(t *testing.T) { testGPUPolicy(ctx, t, e) })
-	t.Run("capacity", func(t *testing.T) { testCapacity(ctx, t, e) })
-	t.Run("burst of 10 for one node", func(t *testing.T) { testBurst(ctx, t, e) })
-	t.Run("orphaned allocation", func(t *testing.T) { testOrphan(ctx, t, e) })
-	t.Run("pods the webhook did not see", func(t *testing.T) { testUnservable(ctx, t, e) })
-	t.Run("restart during a burst of 200", func(t *testing.T) { testRestart(ctx, t, e) })
-	t.Run("metrics", func(t *testing.T) { testMetrics(t, e) })
+	for _, s := range scenarios() {
+		t.Run(s.name, func(t *testing.T) { s.run(ctx, t, e) })
+	}
 	e.checkNoOvercommit(ctx, t)
 	if v := e.plugin.Violations(); len(v) > 0 {
 		t.Errorf("nodes had two pending allocations at once: %v", v)

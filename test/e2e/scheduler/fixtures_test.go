@@ -40,7 +40,8 @@ func t4() gpuSpec             { return gpuSpec{"Tesla T4", 15360, 0, 10} }
 
 // addNode creates a Node whose device plugin advertises split virtual GPUs
 // per GPU, and its GPUNode with the GPUs and a fresh heartbeat, and waits
-// until the extender sees it.
+// until the extender sees it. In plugin mode it does not wait: the plugin
+// retries pods when a GPUNode appears.
 func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, split int32, gpus ...gpuSpec) []gpuv1alpha1.GPUDevice {
 	t.Helper()
 	count := resource.MustParse(strconv.Itoa(len(gpus) * int(split)))
@@ -73,8 +74,11 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 	if gn, err = e.cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, gn, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("writing GPUNode %s status: %v", name, err)
 	}
-	// kube-scheduler does not retry a pod on GPUNode events, so pods are
-	// created only once the extender knows the node.
+	if e.extender == nil {
+		return gn.Status.Devices
+	}
+	// kube-scheduler does not retry a pod on GPUNode events for an
+	// extender, so pods are created only once the extender knows the node.
 	want := fmt.Sprintf(`node="%s"`, name)
 	waitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
 		body, err := httpGet("http://" + e.extender.addr + "/metrics/state")

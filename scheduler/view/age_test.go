@@ -1,4 +1,4 @@
-package extender
+package view
 
 import (
 	"testing"

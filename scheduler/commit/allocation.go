@@ -1,7 +1,8 @@
-package extender
+package commit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -65,27 +66,27 @@ func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.Contai
 // allocation of the same name left by an earlier pod of that name, or by
 // an unfinished bind of this one, is replaced; one of this pod when the
 // pod turns out to be bound is not.
-func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) (*gpuv1alpha1.GPUAllocation, error) {
-	client := e.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace)
+func (c *Committer) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) (*gpuv1alpha1.GPUAllocation, error) {
+	client := c.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace)
 	want := newAllocation(pod, node, containers)
-	created, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	created, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: c.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		old, gerr := client.Get(ctx, pod.Name, metav1.GetOptions{})
 		if gerr != nil && !apierrors.IsNotFound(gerr) {
 			return nil, fmt.Errorf("reading the existing allocation %s/%s: %w", pod.Namespace, pod.Name, gerr)
 		}
 		if gerr == nil && old.Spec.PodUID == pod.UID {
-			if err := e.checkUnbound(ctx, pod); err != nil {
+			if err := c.CheckUnbound(ctx, pod); err != nil {
 				return nil, err
 			}
 		}
 		if gerr == nil {
-			if derr := e.deleteAllocation(ctx, old.Namespace, old.Name, old.UID); derr != nil {
+			if derr := c.DeleteAllocation(ctx, old.Namespace, old.Name, old.UID); derr != nil {
 				return nil, fmt.Errorf("replacing the existing allocation %s/%s: %w", pod.Namespace, pod.Name, derr)
 			}
 			klog.FromContext(ctx).V(2).Info("Deleted a stale allocation of the same name", "podUID", old.Spec.PodUID)
 		}
-		created, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+		created, err = client.Create(ctx, want, metav1.CreateOptions{FieldManager: c.FieldManager})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating GPU allocation %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -93,14 +94,36 @@ func (e *Extender) createAllocation(ctx context.Context, pod *corev1.Pod, node s
 	return created, nil
 }
 
-// deleteAllocation deletes the allocation with the given UID; one that is
+// DeleteAllocation deletes the allocation with the given UID; one that is
 // gone already, or was replaced, is left alone.
-func (e *Extender) deleteAllocation(ctx context.Context, namespace, name string, uid types.UID) error {
-	err := e.Tessera.GpuV1alpha1().GPUAllocations(namespace).Delete(ctx, name, metav1.DeleteOptions{
+func (c *Committer) DeleteAllocation(ctx context.Context, namespace, name string, uid types.UID) error {
+	err := c.Tessera.GpuV1alpha1().GPUAllocations(namespace).Delete(ctx, name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting GPU allocation %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// ErrPodGone says that the pod asked for was deleted: a pod of its name
+// has another UID, or none exists.
+var ErrPodGone = errors.New("the pod asked for was deleted")
+
+// CheckUnbound reads the pod from the API server before the allocation
+// of an earlier bind is replaced. The cache may lag behind (its watch
+// reconnecting after the API server restarted) and show unbound a pod
+// that that bind did bind and whose allocation the device plugin served:
+// replacing it then would record other GPUs than the ones the pod uses.
+func (c *Committer) CheckUnbound(ctx context.Context, pod *corev1.Pod) error {
+	live, err := c.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	case live.UID != pod.UID:
+		return fmt.Errorf("pod %s/%s has UID %s, not %s: %w", pod.Namespace, pod.Name, live.UID, pod.UID, ErrPodGone)
+	case live.Spec.NodeName != "":
+		return fmt.Errorf("pod %s/%s is already bound to node %s", pod.Namespace, pod.Name, live.Spec.NodeName)
 	}
 	return nil
 }

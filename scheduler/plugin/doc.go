@@ -1,0 +1,20 @@
+// Package plugin is Tessera as a kube-scheduler framework plugin: the same
+// placement core as the extender (scheduler/placement and scheduler/view),
+// run inside kube-scheduler, so that GPU slices take part in kube-scheduler's
+// own preemption and queueing.
+//
+// PreFilter reads the pod's GPU request once into the cycle state. Filter
+// fits it on a node's GPUs as the view sees them, with the pods that
+// preemption's dry run removes or adds (PreFilterExtensions) taken off or
+// put on, so that DefaultPreemption finds the victims that free the slice
+// the pod needs. Score ranks nodes by the node policy. Reserve takes the
+// GPUs in the view; Bind writes the pod's GPUAllocation and binds the pod
+// through the allocation protocol the extender uses (scheduler/commit), one
+// pod in flight per node. Queueing hints on GPUNodes, GPUAllocations and
+// pods, and the activation of turned-away pods when the view frees GPUs,
+// retry a pod as soon as GPUs for it may be free.
+//
+// The plugin keeps its own informers on GPUNodes, GPUAllocations and the
+// profile's pods, which feed the view through scheduler/tracker; enable it
+// in one profile only.
+package plugin

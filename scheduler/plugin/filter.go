@@ -1,0 +1,141 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// errNotReady turns pods away while the view is still being built.
+var errNotReady = errors.New("Tessera's view of GPUs and allocations is not yet synced with the API")
+
+// PreFilter reads the pod's GPU request into the cycle state. A pod that
+// asks for no GPUs skips the plugin's Filter; one whose request is invalid
+// is unschedulable until it is changed.
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	req, err := p.parser.Parse(pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("pod %s/%s has an invalid GPU request: %v", pod.Namespace, pod.Name, err))
+	}
+	state.Write(stateKey, &cycleState{req: req})
+	if len(req.Containers) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	p.requeue.waiting(pod)
+	if !p.ready() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, errNotReady.Error())
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions returns the plugin, which follows the pods that
+// preemption and nominated pods add to and remove from nodes.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
+
+// AddPod puts a pod on a node in this cycle's state: a pod the dry run
+// removed goes back; a pod the view does not place there, such as a pod
+// nominated to the node, gets the GPUs it would get now, if it fits.
+func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, _ *v1.Pod, info fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	added, name := info.GetPod(), nodeInfo.Node().Name
+	ch := s.node(name)
+	if i := slices.Index(ch.removed, added.UID); i >= 0 {
+		ch.removed = slices.Delete(ch.removed, i, i+1)
+		return nil
+	}
+	if held, ok := p.view.Pod(added.UID); ok && held.Node == name {
+		return nil
+	}
+	req, err := p.parser.Parse(added)
+	if err != nil || len(req.Containers) == 0 {
+		// Not a pod that takes GPUs.
+		return nil
+	}
+	p.view.Read([]string{name}, added.UID, func(_ string, n *view.Node) {
+		if n == nil {
+			return
+		}
+		if assignment, failure := placement.Fit(ch.apply(n, knownPods(nodeInfo)), req.Request); failure == nil {
+			ch.added = append(ch.added, addedPod{uid: added.UID, holds: placement.Holds(assignment)})
+		}
+	})
+	return nil
+}
+
+// RemovePod takes a pod off a node in this cycle's state.
+func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, _ *v1.Pod, info fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	removed, name := info.GetPod(), nodeInfo.Node().Name
+	ch := s.node(name)
+	for i := range ch.added {
+		if ch.added[i].uid == removed.UID {
+			ch.added = slices.Delete(ch.added, i, i+1)
+			return nil
+		}
+	}
+	if held, ok := p.view.Pod(removed.UID); ok && held.Node == name && slices.Index(ch.removed, removed.UID) < 0 {
+		ch.removed = append(ch.removed, removed.UID)
+	}
+	return nil
+}
+
+// Filter fits the pod on the node's GPUs, as the view sees them with this
+// cycle's changes. A node that could not take the pod even with none of its
+// GPUs in use, or whose device plugin is gone, is unresolvable: preemption
+// passes it by.
+func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	name := nodeInfo.Node().Name
+	now := p.clock.Now()
+	ft := p.fitters.Get().(*placement.Fitter)
+	defer p.fitters.Put(ft)
+	var status *fwk.Status
+	p.view.Read([]string{name}, pod.UID, func(_ string, n *view.Node) {
+		if reason := n.Unavailable(now, p.heartbeatMaxAge); reason != "" {
+			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+			return
+		}
+		var f placement.Failure
+		if ft.Feasible(s.changes[name].apply(n, knownPods(nodeInfo)), s.req.Request, &f) {
+			return
+		}
+		code := fwk.Unschedulable
+		if f.Unresolvable {
+			code = fwk.UnschedulableAndUnresolvable
+		}
+		status = fwk.NewStatus(code, f.Error())
+	})
+	if status != nil {
+		if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
+			logger.Info("Node does not fit the pod's GPUs", "pod", klog.KObj(pod), "node", name, "reason", status.Message())
+		}
+	}
+	return status
+}
+
+// knownPods reports whether kube-scheduler's snapshot of the node holds a
+// pod.
+func knownPods(nodeInfo fwk.NodeInfo) func(types.UID) bool {
+	return func(uid types.UID) bool {
+		return slices.ContainsFunc(nodeInfo.GetPods(), func(p fwk.PodInfo) bool { return p.GetPod().UID == uid })
+	}
+}

@@ -1,0 +1,140 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/scheduler/commit"
+	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/podrequest"
+	"github.com/tessera-gpu/tessera/scheduler/tracker"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration.
+const Name = "Tessera"
+
+// FieldManager names the plugin in the managed fields of what it writes.
+const FieldManager = "tessera-scheduler-plugin"
+
+var (
+	_ fwk.PreFilterPlugin     = (*Plugin)(nil)
+	_ fwk.PreFilterExtensions = (*Plugin)(nil)
+	_ fwk.FilterPlugin        = (*Plugin)(nil)
+	_ fwk.ScorePlugin         = (*Plugin)(nil)
+	_ fwk.ScoreExtensions     = (*Plugin)(nil)
+	_ fwk.ReservePlugin       = (*Plugin)(nil)
+	_ fwk.BindPlugin          = (*Plugin)(nil)
+	_ fwk.EnqueueExtensions   = (*Plugin)(nil)
+)
+
+// Plugin places pods' GPU slices inside kube-scheduler.
+type Plugin struct {
+	view      *view.View
+	parser    podrequest.Parser
+	committer *commit.Committer
+	clock     clock.PassiveClock
+	requeue   *requeuer
+	ready     func() bool
+	// heartbeatMaxAge is the oldest device-plugin heartbeat a node may
+	// have to take new pods.
+	heartbeatMaxAge time.Duration
+	// fitters hold scratch memory for Filter and Score, which
+	// kube-scheduler runs on many nodes at once.
+	fitters sync.Pool
+}
+
+// New builds the plugin from its arguments (the fields of the extender's
+// configuration that concern placement, see Args) and starts its informers
+// and tracker, which run until ctx ends.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	cfg, err := decodeArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s plugin arguments: %w", Name, err)
+	}
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	ctx = klog.NewContext(ctx, logger)
+	// kube-scheduler's configuration asks for protobuf, which custom
+	// resources do not speak.
+	restConfig := rest.CopyConfig(h.KubeConfig())
+	restConfig.ContentType, restConfig.AcceptContentTypes = "application/json", "application/json"
+	restConfig.UserAgent = FieldManager
+	tessera, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating Tessera client: %w", err)
+	}
+	kube := h.ClientSet()
+	clk := clock.RealClock{}
+	trim := tracker.Trim(cfg.ResourceNames)
+	// Only the pods of this profile can hold allocations the plugin made.
+	pods := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", h.ProfileName()).String()
+		}),
+		informers.WithTransform(trim))
+	gpus := externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim))
+
+	v := view.New()
+	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration)
+	rq := &requeuer{activator: h, pods: map[string]podRef{}}
+	t, err := tracker.New(ctx, tracker.Config{
+		View:              v,
+		Gate:              gate,
+		Clock:             clk,
+		Kube:              kube,
+		Tessera:           tessera,
+		Pods:              pods.Core().V1().Pods(),
+		GPUNodes:          gpus.Gpu().V1alpha1().GPUNodes(),
+		Allocations:       gpus.Gpu().V1alpha1().GPUAllocations(),
+		Requeue:           rq,
+		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
+		SweepInterval:     cfg.OrphanSweepInterval.Duration,
+		ReservationMaxAge: 2*cfg.BindWaitTimeout.Duration + cfg.InFlightTTL.Duration,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pods.Start(ctx.Done())
+	gpus.Start(ctx.Done())
+	go t.Run(ctx)
+	rq.logger = logger
+
+	return &Plugin{
+		view: v,
+		parser: podrequest.Parser{
+			ResourceNames:     cfg.ResourceNames,
+			DefaultNodePolicy: cfg.DefaultNodePolicy,
+			DefaultGPUPolicy:  cfg.DefaultGPUPolicy,
+		},
+		committer: &commit.Committer{
+			Gate:            gate,
+			Clock:           clk,
+			Kube:            kube,
+			Tessera:         tessera,
+			FieldManager:    FieldManager,
+			BindWaitTimeout: cfg.BindWaitTimeout.Duration,
+		},
+		clock:           clk,
+		requeue:         rq,
+		ready:           t.HasSynced,
+		heartbeatMaxAge: cfg.HeartbeatMaxAge.Duration,
+		fitters:         sync.Pool{New: func() any { return new(placement.Fitter) }},
+	}, nil
+}
+
+// Name returns the plugin's name.
+func (p *Plugin) Name() string { return Name }

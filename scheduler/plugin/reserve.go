@@ -1,0 +1,60 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// Reserve takes the pod's GPUs on the node in the view, fitting the pod
+// again on what the view holds now, atomically with every other change.
+func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if len(s.req.Containers) == 0 {
+		return nil
+	}
+	now := p.clock.Now()
+	containers, _, err := p.view.Reserve(pod.UID, pod.Namespace, pod.Name, nodeName, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
+		if reason := n.Unavailable(now, p.heartbeatMaxAge); reason != "" {
+			return nil, errors.New(reason)
+		}
+		assignment, failure := placement.Fit(&n.Placement, s.req.Request)
+		if failure != nil {
+			return nil, failure
+		}
+		return assignment, nil
+	})
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, "node no longer fits the pod's GPUs: "+err.Error())
+	}
+	s.reservedAt, s.containers = now, containers
+	p.requeue.forget(pod.UID)
+	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+		logger.Info("Reserved GPUs", "pod", klog.KObj(pod), "node", nodeName, "containers", len(containers))
+	}
+	return nil
+}
+
+// Unreserve gives back the GPUs Reserve took, unless something newer holds
+// them for the pod.
+func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	s, err := readState(state)
+	if err != nil || s.reservedAt.IsZero() {
+		return
+	}
+	if p.view.ReleaseReservation(pod.UID, s.reservedAt) {
+		klog.FromContext(ctx).V(4).Info("Released reserved GPUs", "pod", klog.KObj(pod), "node", nodeName)
+	}
+	s.reservedAt, s.containers = time.Time{}, nil
+}

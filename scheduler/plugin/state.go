@@ -1,0 +1,111 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/podrequest"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// stateKey is where the plugin keeps its cycleState.
+const stateKey fwk.StateKey = Name
+
+// cycleState is what one scheduling cycle of a pod knows: its request,
+// read once in PreFilter, the pods that preemption's dry run or the nominated
+// pods put on or took off nodes, and what Reserve took.
+type cycleState struct {
+	req podrequest.Request
+	// changes are the pods added or removed per node by AddPod and
+	// RemovePod, which change only clones of the cycle's state.
+	changes map[string]*nodeChanges
+
+	// reservedAt is when Reserve took the GPUs, zero when it did not;
+	// containers are what it gave each container.
+	reservedAt time.Time
+	containers []gpuv1alpha1.ContainerAllocation
+}
+
+// nodeChanges are the pods a dry run moved on or off one node.
+type nodeChanges struct {
+	// removed are pods the view places on the node, taken off it.
+	removed []types.UID
+	// added are pods the view does not place on the node (nominated pods),
+	// put on it with the GPUs they would get.
+	added []addedPod
+}
+
+// addedPod is a pod put on a node that the view does not place there.
+type addedPod struct {
+	uid   types.UID
+	holds []placement.Hold
+}
+
+// Clone copies the changes, which AddPod and RemovePod alter; the request
+// is shared.
+func (s *cycleState) Clone() fwk.StateData {
+	c := *s
+	c.changes = make(map[string]*nodeChanges, len(s.changes))
+	for name, ch := range s.changes {
+		c.changes[name] = &nodeChanges{removed: slices.Clone(ch.removed), added: slices.Clone(ch.added)}
+	}
+	return &c
+}
+
+// node returns the changes of a node, creating them.
+func (s *cycleState) node(name string) *nodeChanges {
+	if s.changes == nil {
+		s.changes = map[string]*nodeChanges{}
+	}
+	ch, ok := s.changes[name]
+	if !ok {
+		ch = &nodeChanges{}
+		s.changes[name] = ch
+	}
+	return ch
+}
+
+// apply returns the view's node with the changes made: a copy when there
+// are any. Besides the pods removed, it takes off the pods the view places
+// on the node that kube-scheduler's snapshot (known) does not hold there:
+// pods deleted, whose deletion the plugin's informers have not yet
+// delivered to the view. Preemption's dry run must see what kube-scheduler
+// sees, or a victim deleted a moment ago would still count, and another
+// pod would be evicted in its place. Reserve checks the view itself, so
+// nothing is over-committed if the view is right after all. apply runs
+// under the view's read lock, so that the holds it takes off are those the
+// view still counts.
+func (ch *nodeChanges) apply(n *view.Node, known func(types.UID) bool) *placement.Node {
+	if ch == nil {
+		return &n.Placement
+	}
+	c := placement.Node{Name: n.Placement.Name, Devices: slices.Clone(n.Placement.Devices)}
+	n.EachPod(func(uid types.UID, holds []placement.Hold) {
+		if slices.Contains(ch.removed, uid) || !known(uid) {
+			c.Remove(holds)
+		}
+	})
+	for _, a := range ch.added {
+		c.Add(a.holds)
+	}
+	return &c
+}
+
+// readState returns the plugin's state of the cycle.
+func readState(state fwk.CycleState) (*cycleState, error) {
+	data, err := state.Read(stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s's cycle state: %w", Name, err)
+	}
+	s, ok := data.(*cycleState)
+	if !ok {
+		return nil, fmt.Errorf("%s's cycle state is a %T", Name, data)
+	}
+	return s, nil
+}

@@ -1,0 +1,34 @@
+package view
+
+import (
+	"fmt"
+	"time"
+)
+
+// Unavailable says why the node takes no new GPU pods at all, or "" when it
+// may: it has no GPUNode, its device plugin is not ready, or its heartbeat is
+// missing or older than heartbeatMaxAge. Evicting pods would not help such a
+// node. n may be nil, for a node the view does not know.
+func (n *Node) Unavailable(now time.Time, heartbeatMaxAge time.Duration) string {
+	switch {
+	case n == nil || !n.HasGPUNode:
+		return "node has no GPUNode: no Tessera device plugin reports its GPUs"
+	case n.NotReady != "":
+		return "device plugin is not ready: " + n.NotReady
+	case n.Heartbeat.IsZero():
+		return "device plugin has sent no heartbeat"
+	case now.Sub(n.Heartbeat) > heartbeatMaxAge:
+		return fmt.Sprintf("device plugin heartbeat is stale (last seen %s ago)", roughly(now.Sub(n.Heartbeat)))
+	}
+	return ""
+}
+
+// roughly rounds an age down to the second, or to the minute past a minute,
+// so that kube-scheduler, which counts nodes by identical reason, can group
+// nodes whose device plugins stopped at about the same time.
+func roughly(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Truncate(time.Minute)
+	}
+	return d.Truncate(time.Second)
+}

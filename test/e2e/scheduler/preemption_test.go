@@ -1,0 +1,204 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// Priority classes of the preemption scenarios.
+const (
+	lowPriority       = "e2e-low"
+	highPriority      = "e2e-high"
+	highNeverPreempts = "e2e-high-never"
+	// protectedLabel marks the pods a PodDisruptionBudget protects.
+	protectedLabel = "e2e.tessera.dev/protected"
+)
+
+// preemptionCase is a node full of low-priority slices and a pod that wants
+// one more.
+type preemptionCase struct {
+	name string
+	gpus []gpuSpec
+	// low are the pods that fill the node, created in order.
+	low []ctr
+	// protected are the indexes of low pods a PodDisruptionBudget protects.
+	protected []int
+	// preemptor is the pod that does not fit, and its priority class.
+	preemptor ctr
+	class     string
+	// victims is how many low pods must go; 0 means none may.
+	victims int
+	// reason is what the preemptor's FailedScheduling event says before
+	// any preemption.
+	reason string
+}
+
+func preemptionCases() []preemptionCase {
+	t4s := func(shares int32) []gpuSpec {
+		g := t4()
+		g.shares = shares
+		return []gpuSpec{g, g}
+	}
+	repeat := func(n int, c ctr) []ctr {
+		out := make([]ctr, n)
+		for i := range out {
+			out[i] = c
+		}
+		return out
+	}
+	slice := func(memory, cores int64) ctr { return ctr{name: "main", count: 1, memory: memory, core: cores} }
+	whole := ctr{name: "main", count: 1}
+	return []preemptionCase{{
+		name: "memory full: the fewest pods on one GPU go", gpus: t4s(10),
+		low: repeat(6, slice(5120, 0)), preemptor: slice(10240, 0), class: highPriority, victims: 2,
+		reason: "not enough memory",
+	}, {
+		name: "cores full", gpus: t4s(10),
+		low: repeat(4, slice(1000, 50)), preemptor: slice(1000, 50), class: highPriority, victims: 1,
+		reason: "not enough cores",
+	}, {
+		name: "shares full", gpus: t4s(2),
+		low: repeat(4, slice(1000, 0)), preemptor: slice(1000, 0), class: highPriority, victims: 1,
+		reason: "share limit reached",
+	}, {
+		name: "free memory split over GPUs: one GPU is freed", gpus: t4s(10),
+		low: repeat(4, slice(5120, 0)), preemptor: slice(10240, 0), class: highPriority, victims: 1,
+		reason: "not enough memory",
+	}, {
+		name: "a PDB-protected pod is spared when another will do", gpus: t4s(10),
+		low: repeat(2, whole), protected: []int{1}, preemptor: whole, class: highPriority, victims: 1,
+		reason: "not enough memory",
+	}, {
+		name: "preemptionPolicy Never never preempts", gpus: t4s(10),
+		low: repeat(2, whole), preemptor: whole, class: highNeverPreempts,
+		reason: "not enough memory",
+	}, {
+		name: "equal priority never preempts", gpus: t4s(10),
+		low: repeat(2, whole), preemptor: whole, class: lowPriority,
+		reason: "not enough memory",
+	}}
+}
+
+// testPreemption runs the preemption cases, each on a node of its own.
+func testPreemption(ctx context.Context, t *testing.T, e *env) {
+	for _, pc := range []*schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: lowPriority}, Value: 100},
+		{ObjectMeta: metav1.ObjectMeta{Name: highPriority}, Value: 1000},
+		{ObjectMeta: metav1.ObjectMeta{Name: highNeverPreempts}, Value: 1000, PreemptionPolicy: ptr.To(corev1.PreemptNever)},
+	} {
+		if _, err := e.cp.Kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	for i, tc := range preemptionCases() {
+		t.Run(tc.name, func(t *testing.T) { e.runPreemption(ctx, t, fmt.Sprintf("preempt-%d", i), tc) })
+	}
+}
+
+func (e *env) runPreemption(ctx context.Context, t *testing.T, group string, tc preemptionCase) {
+	node := group + "-node"
+	e.addNode(ctx, t, node, group, 10, tc.gpus...)
+	gpuOf := map[string]string{}
+	var low []string
+	for i, c := range tc.low {
+		name := fmt.Sprintf("%s-low-%d", group, i)
+		pod := gpuPod(name, group, nil, c)
+		pod.Spec.PriorityClassName = lowPriority
+		if slices.Contains(tc.protected, i) {
+			pod.Labels = map[string]string{protectedLabel: group}
+		}
+		e.createPod(ctx, t, pod)
+		_, alloc := e.waitBound(ctx, t, name)
+		gpuOf[name] = alloc.Spec.Containers[0].Devices[0].UUID
+		low = append(low, name)
+	}
+	if len(tc.protected) > 0 {
+		pdb := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: group, Namespace: namespace},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{protectedLabel: group}},
+			},
+		}
+		if _, err := e.cp.Kube.PolicyV1().PodDisruptionBudgets(namespace).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = e.cp.Kube.PolicyV1().PodDisruptionBudgets(namespace).Delete(context.Background(), group, metav1.DeleteOptions{})
+		})
+	}
+
+	name := group + "-preemptor"
+	pod := gpuPod(name, group, nil, tc.preemptor)
+	pod.Spec.PriorityClassName = tc.class
+	e.createPod(ctx, t, pod)
+	var gone []string
+	if tc.victims == 0 {
+		e.waitFailedScheduling(ctx, t, name, tc.reason)
+		// Give a wrong preemption time to happen: kube-scheduler retries
+		// the pod and would evict at once.
+		time.Sleep(3 * time.Second)
+		if p, err := e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
+			t.Errorf("preemptor: err %v, bound to %q; want it pending", err, p.Spec.NodeName)
+		}
+	} else {
+		_, alloc := e.waitBound(ctx, t, name)
+		got := alloc.Spec.Containers[0].Devices[0].UUID
+		gone = e.goneOf(ctx, t, low)
+		if len(gone) != tc.victims {
+			t.Errorf("evicted %v, want %d pods", gone, tc.victims)
+		}
+		for _, v := range gone {
+			if gpuOf[v] != got {
+				t.Errorf("evicted %s from %s; the preemptor got %s", v, gpuOf[v], got)
+			}
+		}
+		for _, i := range tc.protected {
+			if slices.Contains(gone, low[i]) {
+				t.Errorf("evicted %s, which a PodDisruptionBudget protects, while another pod would do", low[i])
+			}
+		}
+		t.Logf("evicted %v on %s for the preemptor", gone, got)
+	}
+	if tc.victims == 0 {
+		if gone = e.goneOf(ctx, t, low); len(gone) > 0 {
+			t.Errorf("evicted %v; want none", gone)
+		}
+	}
+	e.checkNoOvercommit(ctx, t)
+	for _, n := range append(low, name) {
+		if !slices.Contains(gone, n) {
+			e.deletePod(ctx, t, n)
+		}
+	}
+}
+
+// goneOf returns the pods among names that no longer exist or are being
+// deleted.
+func (e *env) goneOf(ctx context.Context, t *testing.T, names []string) []string {
+	t.Helper()
+	var gone []string
+	for _, n := range names {
+		p, err := e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, n, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			gone = append(gone, n)
+		case err != nil:
+			t.Fatal(err)
+		case p.DeletionTimestamp != nil:
+			gone = append(gone, n)
+		}
+	}
+	return gone
+}
