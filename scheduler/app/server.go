@@ -36,12 +36,6 @@ import (
 // kube-scheduler's.
 const requeueWindow = 30 * time.Second
 
-// turnVerifyAfter is how long a node's in-flight turn lasts before the
-// first bind waiting for it asks the API whether it is over (and again as
-// often after that). A turn normally lasts well under a second; asking
-// costs two reads per node whose binds wait.
-const turnVerifyAfter = 2 * time.Second
-
 // server is the running extender's parts.
 type server struct {
 	// mux serves the extender's verbs and the operational endpoints.
@@ -90,7 +84,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		events:  events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
 	}
 	v := view.New()
-	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, turnVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
+	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
 	requeuer := requeue.New(kube, clk, requeueWindow, extender.FieldManager)
 	pods := s.kube.Core().V1().Pods()
 	s.tracker, err = tracker.New(ctx, tracker.Config{

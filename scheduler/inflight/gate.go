@@ -44,6 +44,12 @@ type waiter struct {
 	wake chan struct{}
 }
 
+// DefaultVerifyAfter is how long a node's in-flight turn lasts before the
+// first bind waiting for it asks the API whether it is over (and again as
+// often after that). A turn normally lasts well under a second; asking
+// costs two reads per node whose binds wait.
+const DefaultVerifyAfter = 2 * time.Second
+
 // NewGate returns a gate whose in-flight allocations expire after ttl. With
 // a verifier, the first bind waiting for a node asks it, once the turn has
 // lasted verifyAfter and every verifyAfter after that, whether the turn is

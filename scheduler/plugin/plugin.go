@@ -89,7 +89,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	gpus := externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim))
 
 	v := view.New()
-	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration)
+	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
 	rq := &requeuer{activator: h, pods: map[string]podRef{}}
 	t, err := tracker.New(ctx, tracker.Config{
 		View:              v,
