@@ -18,6 +18,7 @@ import (
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/scheduler/commit"
+	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
@@ -108,9 +109,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
+	// The free memory that kubectl get gpunodes shows, as the extender writes it.
+	free := freememory.New(v, gpus.Gpu().V1alpha1().GPUNodes().Lister(), tessera, clk, t.HasSynced, FieldManager)
 	pods.Start(ctx.Done())
 	gpus.Start(ctx.Done())
 	go t.Run(ctx)
+	go free.Run(ctx)
 	rq.logger = logger
 
 	return &Plugin{
