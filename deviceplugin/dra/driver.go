@@ -13,6 +13,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
@@ -26,6 +27,8 @@ const CheckpointFile = "checkpoint.json"
 type Devices interface {
 	// Devices returns the GPUs, ordered by index.
 	Devices() []gpu.Device
+	// Changed returns a channel that is closed at the next change.
+	Changed() <-chan struct{}
 }
 
 // DriverConfig is what a Driver needs.
@@ -46,6 +49,8 @@ type DriverConfig struct {
 	GPUCDIDevices bool
 	// StateDir holds the checkpoint; it must outlive the daemon.
 	StateDir string
+	// Clock times health reports; nil: the real clock.
+	Clock clock.WithTicker
 }
 
 // Driver prepares and unprepares the node's allocated claims for the
@@ -66,6 +71,9 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 // NewDriver reads the checkpoint a previous run left and opens the CDI
 // spec directory, creating the directories that are missing.
 func NewDriver(cfg DriverConfig) (*Driver, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating the DRA plugin directory: %w", err)
 	}
@@ -148,12 +156,6 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 // ResourceSlices; the helper retries them.
 func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	utilruntime.HandleErrorWithContext(ctx, err, msg)
-}
-
-// WatchHealthStatus reports no health to the kubelet: an unhealthy GPU is
-// withdrawn from the node's ResourceSlice instead.
-func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
-	return kubeletplugin.ErrHealthNotSupported
 }
 
 func (d *Driver) removeSpecs(p *preparedClaim) error {

@@ -28,6 +28,9 @@ type fixedDevices []gpu.Device
 
 func (f fixedDevices) Devices() []gpu.Device { return f }
 
+// Changed never fires: the GPUs do not change.
+func (f fixedDevices) Changed() <-chan struct{} { return nil }
+
 func testGPUs() fixedDevices {
 	return fixedDevices{
 		{UUID: "GPU-a", Index: 0, Model: "NVIDIA H100", MemoryMiB: 81920, NUMANode: 0, Health: gpu.Healthy()},

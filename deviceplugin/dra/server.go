@@ -11,13 +11,6 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 )
 
-// Inventory is the node's GPUs and a signal of their next change.
-type Inventory interface {
-	Devices
-	// Changed returns a channel that is closed at the next change.
-	Changed() <-chan struct{}
-}
-
 // ServerConfig is what a Server needs.
 type ServerConfig struct {
 	// NodeName is the node the slices are published for.
@@ -25,7 +18,7 @@ type ServerConfig struct {
 	// Kube publishes ResourceSlices and reads claims.
 	Kube kubernetes.Interface
 	// Inventory is the node's GPUs.
-	Inventory Inventory
+	Inventory Devices
 	// Cordoned returns the GPUs the administrator cordoned.
 	Cordoned func() []string
 	// Scaling is the capacity published for each GPU.
