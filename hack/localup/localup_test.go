@@ -80,18 +80,21 @@ func TestLocalUp(t *testing.T) {
 
 // TestLocalUpExitAfterDemo runs "hack/local-up.sh --exit-after-demo" as
 // the README gives it, from the repository root and from another working
-// directory, and checks the placements it prints and that it stops by
-// itself, leaving nothing running.
+// directory, and in plugin mode (--scheduler=plugin), and checks the
+// placements it prints and that it stops by itself, leaving nothing
+// running.
 func TestLocalUpExitAfterDemo(t *testing.T) {
 	root := framework.RepoRoot()
 	for _, tc := range []struct {
 		name, dir, script string
+		flags             []string
 	}{
-		{"from the repository root", root, "hack/local-up.sh"},
-		{"from another directory", t.TempDir(), filepath.Join(root, "hack", "local-up.sh")},
+		{name: "from the repository root", dir: root, script: "hack/local-up.sh"},
+		{name: "from another directory", dir: t.TempDir(), script: filepath.Join(root, "hack", "local-up.sh")},
+		{name: "plugin mode", dir: root, script: "hack/local-up.sh", flags: []string{"--scheduler=plugin"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(tc.script, "--exit-after-demo")
+			cmd := exec.Command(tc.script, append(tc.flags, "--exit-after-demo")...)
 			cmd.Dir = tc.dir
 			out, _ := startLocalUp(t, cmd)
 			done := make(chan error, 1)
