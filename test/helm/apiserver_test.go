@@ -59,7 +59,19 @@ func TestChartOnAPIServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			// StartScheduler fails the test if kube-scheduler exits, as it
-			// does on a configuration it cannot decode or validate.
+			// does on a configuration it cannot decode or validate. Plugin
+			// mode's configuration is for tessera-scheduler, which the
+			// chart runs in its place.
+			if v.schedulerMode() == "plugin" {
+				bin, err := framework.SchedulerPluginBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := cp.StartSchedulerBinary(t, bin, string(config))
+				t.Logf("%s: tessera-scheduler serving with the chart's configuration", name)
+				p.Stop()
+				continue
+			}
 			p := cp.StartScheduler(t, string(config))
 			t.Logf("%s: kube-scheduler v1.37.2 serving with the chart's configuration", name)
 			p.Stop()
