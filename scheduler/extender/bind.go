@@ -76,7 +76,7 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 		if reason := e.unavailable(n, now); reason != "" {
 			return nil, errors.New(reason)
 		}
-		if reason := unenforced(n, req.Request); reason != "" {
+		if reason := n.Unenforced(req.Request); reason != "" {
 			if e.HAMiCoreMissing != HAMiCoreWarn {
 				return nil, errors.New(reason)
 			}

@@ -50,7 +50,7 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 				part.unresolvable = append(part.unresolvable, nodeReason{name, reason})
 				return
 			}
-			if reason := unenforced(n, req.Request); reason != "" && e.HAMiCoreMissing != HAMiCoreWarn {
+			if reason := n.Unenforced(req.Request); reason != "" && e.HAMiCoreMissing != HAMiCoreWarn {
 				part.unresolvable = append(part.unresolvable, nodeReason{name, reason})
 				return
 			}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -111,6 +112,10 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	var status *fwk.Status
 	p.view.Read([]string{name}, pod.UID, func(_ string, n *view.Node) {
 		if reason := n.Unavailable(now, p.heartbeatMaxAge); reason != "" {
+			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+			return
+		}
+		if reason := n.Unenforced(s.req.Request); reason != "" && p.hamiCoreMissing != extender.HAMiCoreWarn {
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			return
 		}

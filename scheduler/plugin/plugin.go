@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
@@ -18,6 +19,7 @@ import (
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/scheduler/commit"
+	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
@@ -54,6 +56,11 @@ type Plugin struct {
 	// heartbeatMaxAge is the oldest device-plugin heartbeat a node may
 	// have to take new pods.
 	heartbeatMaxAge time.Duration
+	// hamiCoreMissing is what happens to pods asking for GPU slices on a
+	// node without HAMi-core, as in the extender.
+	hamiCoreMissing extender.HAMiCorePolicy
+	// recorder records warning events on pods; nil records none.
+	recorder events.EventRecorder
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
@@ -136,6 +143,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		requeue:         rq,
 		ready:           t.HasSynced,
 		heartbeatMaxAge: cfg.HeartbeatMaxAge.Duration,
+		hamiCoreMissing: cfg.HAMiCoreMissing,
+		recorder:        h.EventRecorder(),
 		fitters:         sync.Pool{New: func() any { return new(placement.Fitter) }},
 	}, nil
 }

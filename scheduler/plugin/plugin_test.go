@@ -18,6 +18,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -40,14 +41,15 @@ func (a *activations) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 }
 
 // newTestPlugin returns a plugin over a view of one node with two 15360 MiB
-// GPUs, and the view.
-func newTestPlugin(t *testing.T) (*Plugin, *view.View, *activations) {
+// GPUs, and the view; conditions go on the node's GPUNode.
+func newTestPlugin(t *testing.T, conditions ...metav1.Condition) (*Plugin, *view.View, *activations) {
 	t.Helper()
 	clk := testingclock.NewFakePassiveClock(time.Now())
 	v := view.New()
 	hb := metav1.NewTime(clk.Now())
 	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	gn.Status.LastHeartbeatTime = &hb
+	gn.Status.Conditions = conditions
 	for i, uuid := range []string{"GPU-0", "GPU-1"} {
 		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
 			UUID: uuid, Index: int32(i), Model: "Tesla T4", MemoryMiB: 15360, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
@@ -64,6 +66,7 @@ func newTestPlugin(t *testing.T) (*Plugin, *view.View, *activations) {
 		requeue:         &requeuer{activator: act, logger: klog.Background(), pods: map[string]podRef{}},
 		ready:           func() bool { return true },
 		heartbeatMaxAge: time.Minute,
+		hamiCoreMissing: extender.HAMiCoreRefuse,
 		fitters:         sync.Pool{New: func() any { return new(placement.Fitter) }},
 	}
 	return p, v, act
@@ -243,4 +246,33 @@ func TestPreFilterSkipsPodsWithoutGPUs(t *testing.T) {
 	_, st := p.PreFilter(context.Background(), state, pod, nil)
 	wantCode(t, "PreFilter", st, fwk.Skip)
 	wantCode(t, "Bind", p.Bind(context.Background(), state, pod, node), fwk.Skip)
+}
+
+// TestNoHAMiCore checks the extender's rule for a node whose HAMi-core
+// library is missing: a pod asking for a slice is kept off it, under
+// Refuse for good (no preemption helps), and placed under Warn.
+func TestNoHAMiCore(t *testing.T) {
+	missing := metav1.Condition{
+		Type: gpuv1alpha1.GPUNodeHAMiCoreReady, Status: metav1.ConditionFalse,
+		Reason: gpuv1alpha1.HAMiCoreLibraryMissing, Message: "no libvgpu.so",
+	}
+	tests := []struct {
+		name   string
+		policy extender.HAMiCorePolicy
+		want   fwk.Code
+	}{
+		{"Refuse", extender.HAMiCoreRefuse, fwk.UnschedulableAndUnresolvable},
+		{"Warn", extender.HAMiCoreWarn, fwk.Success},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, _ := newTestPlugin(t, missing)
+			p.hamiCoreMissing = tc.policy
+			pod := gpuPod("slice", 1000)
+			state := preFilter(t, p, pod)
+			wantCode(t, "Filter", p.Filter(context.Background(), state, pod, nodeInfo()), tc.want)
+			wantCode(t, "Reserve", p.Reserve(context.Background(), state, pod, node), map[fwk.Code]fwk.Code{
+				fwk.Success: fwk.Success, fwk.UnschedulableAndUnresolvable: fwk.Unschedulable}[tc.want])
+		})
+	}
 }

@@ -3,6 +3,9 @@ package view
 import (
 	"fmt"
 	"time"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 // Unavailable says why the node takes no new GPU pods at all, or "" when it
@@ -31,4 +34,28 @@ func roughly(d time.Duration) time.Duration {
 		return d.Truncate(time.Minute)
 	}
 	return d.Truncate(time.Second)
+}
+
+// Unenforced returns why the node cannot enforce the request's GPU slices
+// (its device plugin reports the HAMi-core library missing), or "" when it
+// can or the request asks for none. n may be nil.
+func (n *Node) Unenforced(req *placement.Request) string {
+	if n == nil || n.NoHAMiCore == "" || !asksForSlices(req) {
+		return ""
+	}
+	return "HAMi-core is missing, so GPU slice limits cannot be enforced: " + n.NoHAMiCore
+}
+
+// asksForSlices reports whether a container asks for a memory or compute
+// limit: a part of a GPU, which only HAMi-core enforces. Whole GPUs need
+// no library.
+func asksForSlices(req *placement.Request) bool {
+	for i := range req.Containers {
+		c := &req.Containers[i]
+		if c.MemoryMiB > 0 || (c.MemoryPercent > 0 && c.MemoryPercent < gpurequest.MaxPercent) ||
+			(c.Cores > 0 && c.Cores < gpurequest.MaxPercent) {
+			return true
+		}
+	}
+	return false
 }
