@@ -26,8 +26,36 @@ type env struct {
 	cp       *framework.ControlPlane
 	plugin   *devicePlugin
 	extender *extenderProcess
-	// scheduler is tessera-scheduler in plugin mode; nil in extender mode.
-	scheduler *framework.Process
+	// scheduler is tessera-scheduler in plugin mode, started from
+	// schedulerBin with schedulerConfig; nil in extender mode.
+	scheduler       *framework.Process
+	schedulerBin    string
+	schedulerConfig string
+}
+
+// restartScheduler stops what places pods (the extender, or
+// tessera-scheduler in plugin mode) and starts it again two seconds later.
+func (e *env) restartScheduler(t *testing.T) {
+	t.Helper()
+	if e.scheduler == nil {
+		e.extender.stop()
+	} else {
+		e.scheduler.Stop()
+	}
+	t.Log("scheduler stopped")
+	time.Sleep(2 * time.Second)
+	if e.scheduler == nil {
+		e.extender.restart(t)
+	} else {
+		// Not tied to t, a subtest: the control plane stops it when the
+		// whole test ends.
+		p, err := e.cp.StartSchedulerBinaryProcess(e.schedulerBin, e.schedulerConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.scheduler = p
+	}
+	t.Log("scheduler started again")
 }
 
 // startPluginEnv starts a control plane with tessera-scheduler running the
@@ -52,6 +80,7 @@ func startPluginEnv(t *testing.T) *env {
 		}
 		config = strings.ReplaceAll(config, from, to)
 	}
+	e.schedulerBin, e.schedulerConfig = bin, config
 	e.scheduler = cp.StartSchedulerBinary(t, bin, config)
 	e.plugin = startDevicePlugin(t, cp)
 	return e

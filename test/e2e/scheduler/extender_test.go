@@ -11,8 +11,8 @@ import (
 type scenario struct {
 	name string
 	run  func(ctx context.Context, t *testing.T, e *env)
-	// extenderOnly marks the cases about the extender's own process: its
-	// restart and its metrics endpoint.
+	// extenderOnly marks the cases about the extender's own endpoint: its
+	// metrics.
 	extenderOnly bool
 }
 
@@ -28,7 +28,7 @@ func scenarios() []scenario {
 		{name: "burst of 10 for one node", run: testBurst},
 		{name: "orphaned allocation", run: testOrphan},
 		{name: "pods the webhook did not see", run: testUnservable},
-		{name: "restart during a burst of 200", run: testRestart, extenderOnly: true},
+		{name: "restart during a burst of 200", run: testRestart},
 		{name: "metrics", run: func(_ context.Context, t *testing.T, e *env) { testMetrics(t, e) }, extenderOnly: true},
 	}
 }

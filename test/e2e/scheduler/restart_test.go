@@ -10,8 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// testRestart stops the extender in the middle of a burst of 200 pods and
-// starts it again: every pod is placed in the end and no GPU is over-committed.
+// testRestart stops the extender (in plugin mode, tessera-scheduler) in the
+// middle of a burst of 200 pods and starts it again: every pod is placed in
+// the end and no GPU is over-committed.
 func testRestart(ctx context.Context, t *testing.T, e *env) {
 	const (
 		group = "restart"
@@ -41,7 +42,7 @@ func testRestart(ctx context.Context, t *testing.T, e *env) {
 		}()
 	}
 
-	// Stop the extender once the burst is well under way.
+	// Stop the scheduler once the burst is well under way.
 	waitFor(t, 2*time.Minute, "40 allocations before the restart", func() (bool, string) {
 		list, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -49,11 +50,7 @@ func testRestart(ctx context.Context, t *testing.T, e *env) {
 		}
 		return len(list.Items) >= 40, fmt.Sprintf("%d allocations", len(list.Items))
 	})
-	e.extender.stop()
-	t.Log("extender stopped")
-	time.Sleep(2 * time.Second)
-	e.extender.restart(t)
-	t.Log("extender started again")
+	e.restartScheduler(t)
 	wg.Wait()
 
 	start := time.Now()
