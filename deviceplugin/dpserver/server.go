@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -254,7 +255,13 @@ func (s *Server) waitForKubelet(ctx context.Context, watcher *fsnotify.Watcher) 
 
 // register tells the kubelet about the plugin.
 func (s *Server) register(ctx context.Context) error {
-	conn, err := grpc.NewClient("unix://"+s.kubeletSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The kubelet creates kubelet.sock when it binds, a moment before it
+	// listens, and the directory watch wakes the plugin in between: keep
+	// connecting, briefly, instead of failing on that first refusal.
+	conn, err := grpc.NewClient("unix://"+s.kubeletSocket(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second,
+		}}))
 	if err != nil {
 		return fmt.Errorf("connecting to the kubelet at %s: %w", s.kubeletSocket(), err)
 	}
@@ -266,7 +273,7 @@ func (s *Server) register(ctx context.Context) error {
 		Endpoint:     s.socketName,
 		ResourceName: s.cfg.ResourceName,
 		Options:      &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true},
-	})
+	}, grpc.WaitForReady(true))
 	if err != nil {
 		return fmt.Errorf("registering %s with the kubelet at %s: %w", s.cfg.ResourceName, s.kubeletSocket(), err)
 	}
