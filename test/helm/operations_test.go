@@ -51,7 +51,15 @@ func TestOperations(t *testing.T) {
 			})
 
 			t.Run("extender is a native sidecar of kube-scheduler", func(t *testing.T) {
-				i := slices.IndexFunc(scheduler.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "extender" })
+				isExtender := func(c corev1.Container) bool { return c.Name == "extender" }
+				if v.schedulerMode() == "plugin" {
+					// Tessera runs inside kube-scheduler: no extender at all.
+					if slices.ContainsFunc(scheduler.Spec.InitContainers, isExtender) || slices.ContainsFunc(scheduler.Spec.Containers, isExtender) {
+						t.Errorf("plugin mode runs an extender beside tessera-scheduler")
+					}
+					return
+				}
+				i := slices.IndexFunc(scheduler.Spec.InitContainers, isExtender)
 				if i < 0 {
 					t.Fatalf("the extender is not an init container")
 				}
@@ -63,7 +71,7 @@ func TestOperations(t *testing.T) {
 				if ext.StartupProbe == nil || ext.StartupProbe.HTTPGet == nil || ext.StartupProbe.HTTPGet.Path != "/readyz" {
 					t.Errorf("the extender's startup probe is %+v, want GET /readyz", ext.StartupProbe)
 				}
-				if slices.ContainsFunc(scheduler.Spec.Containers, func(c corev1.Container) bool { return c.Name == "extender" }) ||
+				if slices.ContainsFunc(scheduler.Spec.Containers, isExtender) ||
 					!slices.ContainsFunc(scheduler.Spec.Containers, func(c corev1.Container) bool { return c.Name == "kube-scheduler" }) {
 					t.Errorf("containers %v, want kube-scheduler and not the extender", scheduler.Spec.Containers)
 				}
