@@ -75,6 +75,11 @@ type Options struct {
 	Probes int
 	// Workers is how many requests run at once while the bench creates objects.
 	Workers int
+	// HeartbeatPeriod is how often each node's simulated device plugin
+	// heartbeats in scale mode's steady state; 0 leaves it out.
+	HeartbeatPeriod time.Duration
+	// SteadyWindow is how long scale mode measures that steady state.
+	SteadyWindow time.Duration
 	// Logs configures logging (-v, --logging-format).
 	Logs *logsapi.LoggingConfiguration
 }
@@ -92,6 +97,8 @@ func NewOptions() *Options {
 		Timeout:         20 * time.Minute,
 		Probes:          300,
 		Workers:         32,
+		HeartbeatPeriod: 15 * time.Second,
+		SteadyWindow:    time.Minute,
 		Logs:            logsapi.NewLoggingConfiguration(),
 	}
 }
@@ -114,6 +121,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender, and an execution trace of the extender, for this many seconds, into each row's directory under --dir (which it needs): from kube-scheduler's start in the throughput rows, from the first probe in scale mode; 0 for none.")
 	fs.IntVar(&o.Probes, "probes", o.Probes, fmt.Sprintf("Filter calls for the probe pod in scale mode (1 to %d).", maxProbes))
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Requests in flight while the bench creates nodes, pods and allocations (1 to 256).")
+	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "Scale mode: after the probes, every node's device plugin heartbeats at this period (the device plugin's default), and the steady state's CPU is measured; 0 skips it.")
+	fs.DurationVar(&o.SteadyWindow, "steady-window", o.SteadyWindow, "Scale mode: how long the heartbeats' steady state is measured, once every node has beaten.")
 	logsapi.AddFlags(o.Logs, fs)
 }
 
@@ -145,6 +154,12 @@ func (o *Options) Validate() error {
 	}
 	if o.ProfileSeconds < 0 || o.ProfileSeconds > 0 && o.Dir == "" {
 		return fmt.Errorf("--profile-seconds=%d: must be 0, or positive with --dir to keep the profiles in", o.ProfileSeconds)
+	}
+	if o.HeartbeatPeriod < 0 || o.HeartbeatPeriod > 0 && o.HeartbeatPeriod < time.Second {
+		return fmt.Errorf("--heartbeat-period=%s: must be 0 or at least 1s", o.HeartbeatPeriod)
+	}
+	if o.HeartbeatPeriod > 0 && o.SteadyWindow < time.Second {
+		return fmt.Errorf("--steady-window=%s: must be at least 1s", o.SteadyWindow)
 	}
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout=%s: must be positive", o.Timeout)

@@ -62,6 +62,9 @@ type ScaleResult struct {
 	Feasible int
 	// APIRequests is what the extender asked the API server, up to the scrape.
 	APIRequests RequestCount
+	// Heartbeats is the steady state with every node heartbeating; nil
+	// when --heartbeat-period is 0.
+	Heartbeats *Heartbeats
 }
 
 // runScale places o.Pods pods with their allocations directly through the
@@ -177,6 +180,11 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 		return nil, err
 	}
 	logger.Info("Extender API requests", "total", res.APIRequests.Total, "byKind", res.APIRequests.String())
+	if o.HeartbeatPeriod > 0 {
+		if res.Heartbeats, err = runHeartbeats(ctx, env, o, extender); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

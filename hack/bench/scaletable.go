@@ -17,7 +17,7 @@ func (r *ScaleResult) rows() [][]string {
 	q := func(x Quantiles) string {
 		return formatDuration(x.P50, x.Count) + " / " + formatDuration(x.P99, x.Count)
 	}
-	return [][]string{
+	rows := [][]string{
 		{"extender start to ready (informers synced)", formatDuration(r.SyncTime, 1), ""},
 		{"resident memory 2 s after ready", formatBytes(r.RSSAfterSync), ""},
 		{"peak resident memory (VmHWM) after sync", formatBytes(r.PeakAfterSync), targetMemory},
@@ -32,6 +32,16 @@ func (r *ScaleResult) rows() [][]string {
 		{"extender CPU time per prioritize call", formatDuration(r.PrioritizeCPU, r.Prioritize.Count), ""},
 		{"API requests by the extender (sync, probes)", formatCount(r.APIRequests.Total), ""},
 	}
+	if h := r.Heartbeats; h != nil {
+		cpu := func(d time.Duration) string { return fmt.Sprintf("%.3f CPU", h.perSecond(d.Seconds())) }
+		rows = append(rows,
+			[]string{fmt.Sprintf("heartbeat requests per second, %d nodes every %s", r.Nodes, h.Period), fmt.Sprintf("%.1f", h.perSecond(float64(h.Writes))), ""},
+			[]string{"kube-apiserver CPU per second of steady state", cpu(h.APIServer), ""},
+			[]string{"etcd CPU per second of steady state", cpu(h.Etcd), ""},
+			[]string{"extender CPU per second of steady state", cpu(h.Extender), ""},
+		)
+	}
+	return rows
 }
 
 func (r *ScaleResult) title() string {
@@ -54,8 +64,12 @@ func (r *ScaleResult) WriteMarkdown(w io.Writer) error {
 }
 
 func (r *ScaleResult) notes() []string {
-	if r.APIRequests.Total == 0 {
-		return nil
+	var notes []string
+	if r.APIRequests.Total != 0 {
+		notes = append(notes, "extender API requests by kind: "+r.APIRequests.String())
 	}
-	return []string{"extender API requests by kind: " + r.APIRequests.String()}
+	if h := r.Heartbeats; h != nil {
+		notes = append(notes, fmt.Sprintf("steady state measured for %s, one period and a half after the heartbeats began; load average %s", h.Window, h.Load))
+	}
+	return notes
 }

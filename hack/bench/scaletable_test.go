@@ -38,3 +38,26 @@ func TestScaleResultMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func TestScaleResultHeartbeatRows(t *testing.T) {
+	r := &ScaleResult{Nodes: 5000, GPUsPerNode: 8, Pods: 1, Heartbeats: &Heartbeats{
+		Period: 15 * time.Second, Window: time.Minute, Writes: 20000,
+		APIServer: 30 * time.Second, Etcd: 6 * time.Second, Extender: 3 * time.Second, Load: "1.00 1.00 1.00",
+	}}
+	var b strings.Builder
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| heartbeat requests per second, 5000 nodes every 15s | 333.3 |  |",
+		"| kube-apiserver CPU per second of steady state | 0.500 CPU |  |",
+		"| etcd CPU per second of steady state | 0.100 CPU |  |",
+		"| extender CPU per second of steady state | 0.050 CPU |  |",
+		"steady state measured for 1m0s, one period and a half after the heartbeats began; load average 1.00 1.00 1.00",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scale table lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+)
+
+// Heartbeats is what every node's device plugin heartbeating at its
+// period cost the control plane and the extender, in steady state.
+type Heartbeats struct {
+	// Period is each node's heartbeat period; Window how long the steady
+	// state was measured, after every node had beaten once.
+	Period, Window time.Duration
+	// Writes is how many requests the simulated device plugins sent in
+	// the window.
+	Writes int64
+	// APIServer, Etcd and Extender are each process's CPU time in the window.
+	APIServer, Etcd, Extender time.Duration
+	// Load is the load average when the window began.
+	Load string
+}
+
+// perSecond is a count or a CPU time per second of the window.
+func (h *Heartbeats) perSecond(v float64) float64 { return v / h.Window.Seconds() }
+
+// runHeartbeats runs one device plugin heartbeat per node, each at the
+// period, their starts spread over one period as a fleet's are, and
+// measures the steady state for window once every node has beaten.
+func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *extenderProcess) (*Heartbeats, error) {
+	logger := klog.FromContext(ctx)
+	var requests atomic.Int64
+	cfg := rest.CopyConfig(env.cp.Config)
+	cfg.QPS, cfg.Burst = float32(o.Nodes), o.Nodes
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			requests.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	tessera, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the heartbeats' client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for i := range o.Nodes {
+		p := nodestatus.New(nodestatus.Config{
+			NodeName: nodeName(i), Tessera: tessera, Clock: clock.RealClock{},
+			Scaling: nodestatus.Scaling{SplitCount: int32(o.Split), MemoryScaling: 1, CoreScaling: 1},
+			Period:  o.HeartbeatPeriod, Source: benchGPUs(nodeName(i), o.GPUsPerNode),
+		})
+		delay := o.HeartbeatPeriod * time.Duration(i) / time.Duration(o.Nodes)
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			p.Run(ctx)
+		})
+	}
+	// Every node has started and beaten once more after a period and a half.
+	select {
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-time.After(o.HeartbeatPeriod * 3 / 2):
+	}
+	res := &Heartbeats{Period: o.HeartbeatPeriod, Window: o.SteadyWindow, Load: loadAverage()}
+	before, writes := sampleCPU(env.dir), requests.Load()
+	extenderBefore, err := extender.CPU()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-time.After(o.SteadyWindow):
+	}
+	used := sampleCPU(env.dir).since(before)
+	res.Writes = requests.Load() - writes
+	extenderAfter, err := extender.CPU()
+	if err != nil {
+		return nil, err
+	}
+	res.APIServer, res.Etcd, res.Extender = used["kube-apiserver"], used["etcd"], extenderAfter-extenderBefore
+	logger.Info("Measured heartbeats", "nodes", o.Nodes, "period", o.HeartbeatPeriod, "writes", res.Writes, "cpu", used)
+	return res, nil
+}
+
+// roundTripperFunc is a function as an http.RoundTripper.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// benchSource is a node's simulated GPUs as its device plugin sees them.
+type benchSource []gpu.Device
+
+func (benchSource) DriverVersion() string   { return "simulated" }
+func (s benchSource) Devices() []gpu.Device { return s }
+
+// benchGPUs are a bench node's GPUs, as gpuNodeStatus publishes them.
+func benchGPUs(node string, n int) benchSource {
+	devices := make(benchSource, n)
+	for i := range devices {
+		devices[i] = gpu.Device{UUID: gpuUUID(node, i), Index: i, Model: gpuModel, MemoryMiB: gpuMemoryMiB, NUMANode: i * 2 / n, Health: gpu.Healthy()}
+	}
+	return devices
+}
