@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
+	"github.com/tessera-gpu/tessera/nodelease"
 )
 
 // Configuration is everything the device plugin can be told. Durations are
@@ -51,8 +52,13 @@ type Configuration struct {
 	// PluginRegistryDir is the kubelet's plugin registry directory, where
 	// the DRA plugin announces itself.
 	PluginRegistryDir string `json:"pluginRegistryDir"`
-	// HeartbeatPeriod is how often the GPUNode status is confirmed.
+	// HeartbeatPeriod is how often the node's Lease is renewed, the
+	// plugin's heartbeat. The GPUNode status is written only when it
+	// changes; it is also compared with the API's at this period.
 	HeartbeatPeriod metav1.Duration `json:"heartbeatPeriod"`
+	// LeaseNamespace holds the node's Lease, named like the node. The
+	// scheduler extender must watch the same namespace.
+	LeaseNamespace string `json:"leaseNamespace"`
 	// SimulatedGPUFile, when set, makes the plugin read its GPUs from this
 	// file instead of NVML.
 	SimulatedGPUFile string `json:"simulatedGPUFile,omitempty"`
@@ -163,6 +169,7 @@ func Default() Configuration {
 		LibraryContainerPath:    DefaultLibraryContainerPath,
 		PluginDir:               DefaultPluginDir,
 		HeartbeatPeriod:         metav1.Duration{Duration: DefaultHeartbeatPeriod},
+		LeaseNamespace:          nodelease.DefaultNamespace,
 		SimulatedReloadPeriod:   metav1.Duration{Duration: DefaultSimulatedReload},
 		MetricsAddress:          DefaultMetricsAddress,
 		ProcRoot:                DefaultProcRoot,

@@ -69,6 +69,13 @@ func (c *Configuration) Validate() error {
 	errs = append(errs, absolute(field.NewPath("driverRoot"), c.DriverRoot, false)...)
 	errs = append(errs, absolute(field.NewPath("hostDriverRoot"), c.HostDriverRoot, true)...)
 	errs = append(errs, period(field.NewPath("heartbeatPeriod"), c.HeartbeatPeriod.Duration)...)
+	if c.LeaseNamespace == "" {
+		errs = append(errs, field.Required(field.NewPath("leaseNamespace"), "the namespace of the node's Lease, watched by the scheduler extender"))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(c.LeaseNamespace) {
+			errs = append(errs, field.Invalid(field.NewPath("leaseNamespace"), c.LeaseNamespace, msg))
+		}
+	}
 	errs = append(errs, period(field.NewPath("simulatedReloadPeriod"), c.SimulatedReloadPeriod.Duration)...)
 	errs = append(errs, period(field.NewPath("healthRecoveryPeriod"), c.HealthRecoveryPeriod.Duration)...)
 	errs = append(errs, period(field.NewPath("allocationLookupTimeout"), c.AllocationLookupTimeout.Duration)...)

@@ -40,6 +40,8 @@ func TestValidate(t *testing.T) {
 			want: `deviceListStrategy: Unsupported value: "mounts": supported values: "envvar", "volume-mounts", "cdi"`},
 		{name: "cdi needs a spec directory", mutate: func(c *Configuration) { c.DeviceListStrategy = StrategyCDI; c.CDISpecDir = "" }, want: "cdiSpecDir: Required value"},
 		{name: "driver root absolute", mutate: func(c *Configuration) { c.DriverRoot = "driver" }, want: `driverRoot: Invalid value: "driver": must be an absolute path`},
+		{name: "lease namespace required", mutate: func(c *Configuration) { c.LeaseNamespace = "" }, want: "leaseNamespace: Required value"},
+		{name: "lease namespace must be a DNS label", mutate: func(c *Configuration) { c.LeaseNamespace = "Tessera.System" }, want: "leaseNamespace: Invalid value: \"Tessera.System\""},
 		{name: "heartbeat not too short", mutate: func(c *Configuration) { c.HeartbeatPeriod.Duration = time.Millisecond }, want: "heartbeatPeriod: Invalid value: \"1ms\": must be at least 100ms"},
 	}
 	for _, tt := range tests {

@@ -9,15 +9,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
-	gpuac "github.com/tessera-gpu/tessera/generated/applyconfiguration/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 )
 
 // FieldManager names the plugin's writes.
@@ -35,11 +34,13 @@ type Source interface {
 // spec), as last seen.
 type SpecSource func() []string
 
-// Publisher keeps the node's GPUNode status current.
+// Publisher keeps the node's GPUNode status current, writing it only when
+// it differs from what the API holds.
 type Publisher struct {
 	nodeName string
 	tessera  versioned.Interface
 	kube     kubernetes.Interface
+	gpuNodes gpulisters.GPUNodeLister
 	clock    clock.WithTicker
 	scaling  Scaling
 	period   time.Duration
@@ -49,11 +50,17 @@ type Publisher struct {
 
 	kick chan struct{}
 
-	mu        sync.Mutex
-	readiness Readiness
-	ready     *metav1.Condition
-	library   *metav1.Condition
+	mu sync.Mutex
+	// readiness is nil until the plugin knows whether it serves: until
+	// then the Ready condition the API holds is kept, so that a restarted
+	// plugin does not rewrite it only to write it back a moment later.
+	readiness *Readiness
 	created   bool
+	renewals  func() uint64
+	// staleMark is the scheduler's stale mark last seen, and
+	// renewalsAtMark the Lease renewals counted when it was first seen.
+	staleMark      metav1.Time
+	renewalsAtMark uint64
 }
 
 // Config wires a Publisher.
@@ -62,22 +69,33 @@ type Config struct {
 	NodeName string
 	// Tessera writes the GPUNode.
 	Tessera versioned.Interface
+	// GPUNodes reads the GPUNode as the API holds it, from an informer
+	// that the caller starts and syncs before Run; the status is written
+	// only when it differs from what the GPUNode holds.
+	GPUNodes gpulisters.GPUNodeLister
 	// Kube, when set, is used to make the GPUNode owned by its Node, so
 	// that deleting the Node deletes the GPUNode.
 	Kube kubernetes.Interface
-	// Clock stamps and paces the heartbeats.
+	// Clock stamps the status and paces its checks.
 	Clock clock.WithTicker
 	// Scaling turns physical GPUs into published ones.
 	Scaling Scaling
-	// Period is the heartbeat period.
+	// Period is how often the status is compared with the GPUNode's, in
+	// case a change was missed; comparing writes nothing.
 	Period time.Duration
 	// Source gives the GPUs and the driver version.
 	Source Source
 	// Cordoned may be nil: nothing is cordoned.
 	Cordoned SpecSource
-	// HAMiCore, when set, is checked at every write and published as the
-	// HAMiCoreReady condition; nil publishes none.
+	// HAMiCore, when set, is checked at every comparison and published as
+	// the HAMiCoreReady condition; nil publishes none.
 	HAMiCore func() Readiness
+	// Renewals counts the successful renewals of the node's Lease. When
+	// set, the scheduler's stale mark on the Ready condition is replaced
+	// only after the Lease was renewed since the plugin saw the mark: a
+	// plugin that can write its GPUNode but not its Lease would otherwise
+	// undo the mark as fast as the scheduler makes it.
+	Renewals func() uint64
 }
 
 // New returns a publisher; nothing is written until Publish or Run.
@@ -86,29 +104,31 @@ func New(cfg Config) *Publisher {
 		cfg.Cordoned = func() []string { return nil }
 	}
 	return &Publisher{
-		nodeName:  cfg.NodeName,
-		tessera:   cfg.Tessera,
-		kube:      cfg.Kube,
-		clock:     cfg.Clock,
-		scaling:   cfg.Scaling,
-		period:    cfg.Period,
-		source:    cfg.Source,
-		cordoned:  cfg.Cordoned,
-		hamiCore:  cfg.HAMiCore,
-		kick:      make(chan struct{}, 1),
-		readiness: Readiness{Reason: ReasonNotRegistered, Message: "waiting to register with the kubelet"},
+		nodeName: cfg.NodeName,
+		tessera:  cfg.Tessera,
+		kube:     cfg.Kube,
+		gpuNodes: cfg.GPUNodes,
+		clock:    cfg.Clock,
+		scaling:  cfg.Scaling,
+		period:   cfg.Period,
+		source:   cfg.Source,
+		cordoned: cfg.Cordoned,
+		renewals: cfg.Renewals,
+		hamiCore: cfg.HAMiCore,
+		kick:     make(chan struct{}, 1),
 	}
 }
 
 // SetReadiness changes the Ready condition and publishes soon.
 func (p *Publisher) SetReadiness(r Readiness) {
 	p.mu.Lock()
-	p.readiness = r
+	p.readiness = &r
 	p.mu.Unlock()
 	p.Trigger()
 }
 
-// Trigger asks Run to publish now rather than at the next heartbeat.
+// Trigger asks Run to compare the status with the GPUNode's now rather
+// than at the next period: the GPUs, the readiness or the GPUNode changed.
 func (p *Publisher) Trigger() {
 	select {
 	case p.kick <- struct{}{}:
@@ -116,7 +136,7 @@ func (p *Publisher) Trigger() {
 	}
 }
 
-// Run publishes at once, then at every heartbeat and every Trigger, until
+// Run publishes at once, then at every period and every Trigger, until
 // ctx ends. A failed write is logged and retried at the next occasion.
 func (p *Publisher) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
@@ -135,12 +155,30 @@ func (p *Publisher) Run(ctx context.Context) {
 	}
 }
 
-// Publish writes the status once, creating the GPUNode if it is absent.
+// Publish creates the GPUNode if it is absent and writes its status if it
+// differs from what the plugin would write.
 func (p *Publisher) Publish(ctx context.Context) error {
+	observed, err := p.gpuNodes.Get(p.nodeName)
+	var current *gpuv1alpha1.GPUNodeStatus
+	switch {
+	case err == nil:
+		current = &observed.Status
+	case apierrors.IsNotFound(err):
+		// Not yet created, or deleted since: create it (again).
+		p.mu.Lock()
+		p.created = false
+		p.mu.Unlock()
+	default:
+		return fmt.Errorf("reading GPUNode %s: %w", p.nodeName, err)
+	}
 	if err := p.ensureExists(ctx); err != nil {
 		return err
 	}
-	_, err := p.tessera.GpuV1alpha1().GPUNodes().ApplyStatus(ctx, p.statusApply(), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	desired := p.status(current)
+	if current != nil && upToDate(current, &desired) {
+		return nil
+	}
+	_, err = p.tessera.GpuV1alpha1().GPUNodes().ApplyStatus(ctx, statusApply(p.nodeName, &desired), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if apierrors.IsNotFound(err) {
 		// Deleted since: create it again at the next occasion.
 		p.mu.Lock()
@@ -150,11 +188,11 @@ func (p *Publisher) Publish(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("applying GPUNode %s status: %w", p.nodeName, err)
 	}
+	klog.FromContext(ctx).V(2).Info("Published GPUNode status", "gpuNode", p.nodeName)
 	return nil
 }
 
-// ensureExists creates the GPUNode, owned by its Node when there is one,
-// and reads the Ready condition it already had.
+// ensureExists creates the GPUNode, owned by its Node when there is one.
 func (p *Publisher) ensureExists(ctx context.Context) error {
 	p.mu.Lock()
 	created := p.created
@@ -163,19 +201,18 @@ func (p *Publisher) ensureExists(ctx context.Context) error {
 		return nil
 	}
 	nodes := p.tessera.GpuV1alpha1().GPUNodes()
-	existing, err := nodes.Get(ctx, p.nodeName, metav1.GetOptions{})
+	_, err := nodes.Get(ctx, p.nodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		obj := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: p.nodeName}}
-		if ref, err := p.nodeOwner(ctx); err != nil {
+		if ref, err := p.owner(ctx); err != nil {
 			return err
 		} else if ref != nil {
 			obj.OwnerReferences = []metav1.OwnerReference{*ref}
 		}
-		existing, err = nodes.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+		_, err = nodes.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.IsAlreadyExists(err) {
-			existing, err = nodes.Get(ctx, p.nodeName, metav1.GetOptions{})
-		}
-		if err == nil {
+			err = nil
+		} else if err == nil {
 			klog.FromContext(ctx).Info("Created GPUNode", "gpuNode", p.nodeName)
 		}
 	}
@@ -183,94 +220,80 @@ func (p *Publisher) ensureExists(ctx context.Context) error {
 		return fmt.Errorf("creating GPUNode %s: %w", p.nodeName, err)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.created = true
-	if p.ready == nil {
-		if c := meta.FindStatusCondition(existing.Status.Conditions, gpuv1alpha1.GPUNodeReady); c != nil {
-			p.ready = c.DeepCopy()
-		}
-	}
-	if p.library == nil {
-		if c := meta.FindStatusCondition(existing.Status.Conditions, gpuv1alpha1.GPUNodeHAMiCoreReady); c != nil {
-			p.library = c.DeepCopy()
-		}
-	}
+	p.mu.Unlock()
 	return nil
 }
 
-func (p *Publisher) nodeOwner(ctx context.Context) (*metav1.OwnerReference, error) {
+func (p *Publisher) owner(ctx context.Context) (*metav1.OwnerReference, error) {
 	if p.kube == nil {
 		return nil, nil
 	}
-	node, err := p.kube.CoreV1().Nodes().Get(ctx, p.nodeName, metav1.GetOptions{})
+	return nodeOwner(ctx, p.kube, p.nodeName)
+}
+
+// nodeOwner returns a reference to the Node, or nil when there is none.
+func nodeOwner(ctx context.Context, kube kubernetes.Interface, name string) (*metav1.OwnerReference, error) {
+	node, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading Node %s: %w", p.nodeName, err)
+		return nil, fmt.Errorf("reading Node %s: %w", name, err)
 	}
 	return &metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}, nil
 }
 
-// statusApply builds the whole status the plugin owns.
-func (p *Publisher) statusApply() *gpuac.GPUNodeApplyConfiguration {
+// status builds the whole status the plugin owns, keeping the Ready
+// condition's transition time from current when its status is unchanged.
+func (p *Publisher) status(current *gpuv1alpha1.GPUNodeStatus) gpuv1alpha1.GPUNodeStatus {
 	now := metav1.NewTime(p.clock.Now().Truncate(time.Second))
 	devices := p.scaling.Devices(p.source.Devices())
 	sum := Summarize(devices, p.cordoned())
-
+	var previous, previousLibrary *metav1.Condition
+	if current != nil {
+		previous = meta.FindStatusCondition(current.Conditions, gpuv1alpha1.GPUNodeReady)
+		previousLibrary = meta.FindStatusCondition(current.Conditions, gpuv1alpha1.GPUNodeHAMiCoreReady)
+	}
 	p.mu.Lock()
-	ready := p.readiness.condition(gpuv1alpha1.GPUNodeReady, p.ready, now)
-	p.ready = &ready
-	var library *metav1.Condition
-	if p.hamiCore != nil {
-		c := p.hamiCore().condition(gpuv1alpha1.GPUNodeHAMiCoreReady, p.library, now)
-		p.library, library = &c, &c
-	}
+	readiness := p.readiness
+	keepMark := p.keepStaleMark(previous)
 	p.mu.Unlock()
+	var ready metav1.Condition
+	switch {
+	case keepMark:
+		ready = *previous
+	case readiness != nil:
+		ready = readiness.condition(gpuv1alpha1.GPUNodeReady, previous, now)
+	case previous != nil:
+		ready = *previous
+	default:
+		ready = Readiness{Reason: ReasonNotRegistered, Message: "waiting to register with the kubelet"}.condition(gpuv1alpha1.GPUNodeReady, nil, now)
+	}
+	conditions := []metav1.Condition{ready}
+	if p.hamiCore != nil {
+		conditions = append(conditions, p.hamiCore().condition(gpuv1alpha1.GPUNodeHAMiCoreReady, previousLibrary, now))
+	}
+	return gpuv1alpha1.GPUNodeStatus{
+		Devices:              devices,
+		DriverVersion:        p.source.DriverVersion(),
+		GPUCount:             sum.GPUCount,
+		Models:               sum.Models,
+		MemoryMiB:            sum.MemoryMiB,
+		AllocatableMemoryMiB: sum.AllocatableMemoryMiB,
+		Conditions:           conditions,
+	}
+}
 
-	status := gpuac.GPUNodeStatus().
-		WithDriverVersion(p.source.DriverVersion()).
-		WithLastHeartbeatTime(now).
-		WithGPUCount(sum.GPUCount).
-		WithModels(sum.Models).
-		WithMemoryMiB(sum.MemoryMiB).
-		WithAllocatableMemoryMiB(sum.AllocatableMemoryMiB).
-		WithConditions(metav1ac.Condition().
-			WithType(ready.Type).
-			WithStatus(ready.Status).
-			WithReason(ready.Reason).
-			WithMessage(ready.Message).
-			WithLastTransitionTime(ready.LastTransitionTime))
-	if library != nil {
-		status.WithConditions(metav1ac.Condition().
-			WithType(library.Type).
-			WithStatus(library.Status).
-			WithReason(library.Reason).
-			WithMessage(library.Message).
-			WithLastTransitionTime(library.LastTransitionTime))
+// keepStaleMark reports whether the Ready condition is the scheduler's
+// stale mark and the Lease has not been renewed since the plugin first saw
+// it. The caller holds p.mu.
+func (p *Publisher) keepStaleMark(ready *metav1.Condition) bool {
+	if p.renewals == nil || ready == nil || ready.Status != metav1.ConditionUnknown || ready.Reason != gpuv1alpha1.GPUNodeHeartbeatStale {
+		return false
 	}
-	for _, d := range devices {
-		dev := gpuac.GPUDevice().
-			WithUUID(d.UUID).
-			WithIndex(d.Index).
-			WithModel(d.Model).
-			WithMemoryMiB(d.MemoryMiB).
-			WithCores(d.Cores).
-			WithShareLimit(d.ShareLimit).
-			WithNUMANode(d.NUMANode).
-			WithHealth(d.Health)
-		if d.HealthMessage != "" {
-			dev.WithHealthMessage(d.HealthMessage)
-		}
-		if m := d.MIG; m != nil {
-			dev.WithMIG(gpuac.MIGInstance().
-				WithParentUUID(m.ParentUUID).
-				WithProfile(m.Profile).
-				WithGPUInstanceID(m.GPUInstanceID).
-				WithComputeInstanceID(m.ComputeInstanceID).
-				WithComputePercent(m.ComputePercent))
-		}
-		status.WithDevices(dev)
+	if !ready.LastTransitionTime.Equal(&p.staleMark) {
+		p.staleMark, p.renewalsAtMark = ready.LastTransitionTime, p.renewals()
 	}
-	return gpuac.GPUNode(p.nodeName).WithStatus(status)
+	return p.renewals() == p.renewalsAtMark
 }

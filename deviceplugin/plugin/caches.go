@@ -88,6 +88,17 @@ func (c *caches) onSpecChange(f func()) error {
 	return err
 }
 
+// onGPUNodeChange calls f whenever the node's GPUNode appears, changes or
+// goes.
+func (c *caches) onGPUNodeChange(f func()) error {
+	_, err := c.gpuNodeEvent.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { f() },
+		UpdateFunc: func(any, any) { f() },
+		DeleteFunc: func(any) { f() },
+	})
+	return err
+}
+
 // cordoned returns the GPUs the administrator cordoned.
 func (c *caches) cordoned(node string) func() []string {
 	return func() []string {

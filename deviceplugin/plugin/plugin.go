@@ -56,6 +56,8 @@ type Plugin struct {
 	allocateMetrics *metrics.AllocateMetrics
 	metricsAddr     chan string
 	health          *health.Checks
+	// holder names this plugin as the holder of the node's Lease.
+	holder string
 }
 
 // New checks the configuration and returns a plugin; nothing runs until Run.
@@ -72,7 +74,12 @@ func New(cfg config.Configuration, deps Dependencies) (*Plugin, error) {
 	if deps.Backend == nil {
 		deps.Backend = NewBackend(&cfg, deps.Clock)
 	}
-	return &Plugin{cfg: cfg, deps: deps, allocateMetrics: metrics.NewAllocateMetrics(), metricsAddr: make(chan string, 1), health: health.New()}, nil
+	// In a pod, the host name is the pod's name.
+	holder, err := os.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("naming the holder of the node's Lease: %w", err)
+	}
+	return &Plugin{cfg: cfg, deps: deps, allocateMetrics: metrics.NewAllocateMetrics(), metricsAddr: make(chan string, 1), health: health.New(), holder: holder}, nil
 }
 
 // MetricsAddress returns the address /metrics is served on, once it is
@@ -115,9 +122,18 @@ func (p *Plugin) Run(ctx context.Context) error {
 		p.health.Set(health.GPUs, false, errors.New("the GPU driver reports no GPU on this node"))
 	}
 	inv := inventory.New(found)
+	lease := nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
+		NodeName:  p.cfg.NodeName,
+		Namespace: p.cfg.LeaseNamespace,
+		Holder:    p.holder,
+		Kube:      p.deps.Kube,
+		Clock:     p.deps.Clock,
+		Period:    p.cfg.HeartbeatPeriod.Duration,
+	})
 	publisher := nodestatus.New(nodestatus.Config{
 		NodeName: p.cfg.NodeName,
 		Tessera:  p.deps.Tessera,
+		GPUNodes: caches.gpuNodes,
 		Kube:     p.deps.Kube,
 		Clock:    p.deps.Clock,
 		Scaling:  p.scaling(),
@@ -125,8 +141,11 @@ func (p *Plugin) Run(ctx context.Context) error {
 		Source:   inv,
 		Cordoned: caches.cordoned(p.cfg.NodeName),
 		HAMiCore: func() nodestatus.Readiness { return nodestatus.CheckHAMiCore(p.cfg.LibraryPath) },
+		Renewals: lease.Renewals,
 	})
-	if err := caches.onSpecChange(publisher.Trigger); err != nil {
+	// A changed spec changes what the plugin publishes; a changed status
+	// may be another writer's, such as the scheduler marking the node stale.
+	if err := caches.onGPUNodeChange(publisher.Trigger); err != nil {
 		return err
 	}
 	collector := metrics.NewCollector(logger, p.cfg.NodeName, inv.Devices, p.deps.Backend, podproc.Resolver{ProcRoot: p.cfg.ProcRoot}, caches)
@@ -137,6 +156,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { publisher.Run(ctx); return nil })
+	g.Go(func() error { lease.Run(ctx); return nil })
 	if p.cfg.MetricsAddress != "" {
 		g.Go(func() error { return p.serveMetrics(ctx, reg) })
 	}
@@ -337,7 +357,7 @@ func (p *Plugin) serveMetrics(ctx context.Context, reg *prometheus.Registry) err
 }
 
 // markStopped publishes Ready=False so that the scheduler stops placing
-// pods here before the heartbeat goes stale.
+// pods here at once rather than when the Lease goes stale.
 func (p *Plugin) markStopped(ctx context.Context, publisher *nodestatus.Publisher) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
 	defer cancel()

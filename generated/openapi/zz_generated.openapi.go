@@ -518,7 +518,7 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNode(ref common.ReferenceCallback) comm
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "GPUNode is the GPU inventory of one Kubernetes node. It has the same name as the Node. Its status is written only by that node's device plugin; its spec is for the administrator.",
+				Description: "GPUNode is the GPU inventory of one Kubernetes node. It has the same name as the Node. Its status is written by that node's device plugin when something in it changes, and its Ready condition also by the scheduler when the plugin stops renewing its node's Lease; its spec is for the administrator. Liveness is not in the GPUNode: the plugin renews a coordination.k8s.io Lease named like the node.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -679,12 +679,6 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 							Format:      "",
 						},
 					},
-					"lastHeartbeatTime": {
-						SchemaProps: spec.SchemaProps{
-							Description: "lastHeartbeatTime is when the device plugin last confirmed this status. A node whose heartbeat is older than the scheduler's configured age takes no new pods.",
-							Ref:         ref(v1.Time{}.OpenAPIModelName()),
-						},
-					},
 					"gpuCount": {
 						SchemaProps: spec.SchemaProps{
 							Description: "gpuCount is the number of devices, for display.",
@@ -730,7 +724,7 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions describe the device plugin's state. Type \"Ready\" is True while the plugin is registered with the kubelet and serving.",
+							Description: "conditions describe the device plugin's state. Type \"Ready\" is True while the plugin is registered with the kubelet and serving, False when it is not (the reason says why), and Unknown with reason HeartbeatStale when the scheduler found the node's Lease, which the plugin renews, older than the scheduler allows. The node takes new pods only while Ready is True and its Lease is fresh.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -745,7 +739,7 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 			},
 		},
 		Dependencies: []string{
-			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUDevice", v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUDevice", v1.Condition{}.OpenAPIModelName()},
 	}
 }
 

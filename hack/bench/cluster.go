@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -52,7 +56,6 @@ func gpuNodeStatus(node string, gpus, split int, now metav1.Time) gpuv1alpha1.GP
 	return gpuv1alpha1.GPUNodeStatus{
 		Devices:              devices,
 		DriverVersion:        "simulated",
-		LastHeartbeatTime:    &now,
 		GPUCount:             int32(gpus),
 		Models:               gpuModel,
 		MemoryMiB:            int64(gpus) * gpuMemoryMiB,
@@ -66,7 +69,8 @@ func gpuNodeStatus(node string, gpus, split int, now metav1.Time) gpuv1alpha1.GP
 
 // createNodes creates the cluster's Nodes, each with allocatable
 // nvidia.com/gpu = GPUs × split as HAMi-style device plugins advertise it,
-// and their GPUNodes with a fresh heartbeat, through the generated clientset.
+// their GPUNodes through the generated clientset, and their Leases, renewed
+// now, in the namespace the extender watches by default.
 func createNodes(ctx context.Context, env *clusterEnv, o *Options) error {
 	logger := klog.FromContext(ctx)
 	allocatable := corev1.ResourceList{
@@ -86,6 +90,13 @@ func createNodes(ctx context.Context, env *clusterEnv, o *Options) error {
 		gn.Status = gpuNodeStatus(name, o.GPUsPerNode, o.Split, metav1.Now())
 		if _, err := gpuNodes.UpdateStatus(ctx, gn, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 			return fmt.Errorf("publishing the status of GPUNode %s: %w", name, err)
+		}
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: nodelease.DefaultNamespace},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(fieldManager), RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		}
+		if _, err := env.cp.Kube.CoordinationV1().Leases(nodelease.DefaultNamespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+			return fmt.Errorf("creating the Lease of node %s: %w", name, err)
 		}
 		return nil
 	})

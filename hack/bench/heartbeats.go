@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
-	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/nodelease"
 )
 
 // Heartbeats is what every node's device plugin heartbeating at its
@@ -49,7 +49,7 @@ func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *e
 			return rt.RoundTrip(r)
 		})
 	})
-	tessera, err := versioned.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the heartbeats' client: %w", err)
 	}
@@ -60,10 +60,11 @@ func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *e
 		wg.Wait()
 	}()
 	for i := range o.Nodes {
-		p := nodestatus.New(nodestatus.Config{
-			NodeName: nodeName(i), Tessera: tessera, Clock: clock.RealClock{},
-			Scaling: nodestatus.Scaling{SplitCount: int32(o.Split), MemoryScaling: 1, CoreScaling: 1},
-			Period:  o.HeartbeatPeriod, Source: benchGPUs(nodeName(i), o.GPUsPerNode),
+		// The device plugin's heartbeat is its Lease; its GPUNode status
+		// is written only when it changes, which it does not here.
+		p := nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
+			NodeName: nodeName(i), Namespace: nodelease.DefaultNamespace, Holder: fieldManager,
+			Kube: kube, Clock: clock.RealClock{}, Period: o.HeartbeatPeriod,
 		})
 		delay := o.HeartbeatPeriod * time.Duration(i) / time.Duration(o.Nodes)
 		wg.Go(func() {
@@ -107,18 +108,3 @@ func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *e
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// benchSource is a node's simulated GPUs as its device plugin sees them.
-type benchSource []gpu.Device
-
-func (benchSource) DriverVersion() string   { return "simulated" }
-func (s benchSource) Devices() []gpu.Device { return s }
-
-// benchGPUs are a bench node's GPUs, as gpuNodeStatus publishes them.
-func benchGPUs(node string, n int) benchSource {
-	devices := make(benchSource, n)
-	for i := range devices {
-		devices[i] = gpu.Device{UUID: gpuUUID(node, i), Index: i, Model: gpuModel, MemoryMiB: gpuMemoryMiB, NUMANode: i * 2 / n, Health: gpu.Healthy()}
-	}
-	return devices
-}

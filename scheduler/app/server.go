@@ -24,6 +24,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/liveness"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/options"
 	"github.com/tessera-gpu/tessera/scheduler/requeue"
@@ -51,6 +52,9 @@ type server struct {
 	wg           sync.WaitGroup
 	kube         informers.SharedInformerFactory
 	tessera      externalversions.SharedInformerFactory
+	// leases watches the namespace of the nodes' Leases only.
+	leases informers.SharedInformerFactory
+	marker *liveness.Marker
 }
 
 // newServer builds the extender and starts its informers and tracker; they
@@ -81,7 +85,9 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 			}),
 			informers.WithTransform(trim)),
 		tessera: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim)),
-		events:  events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
+		leases: informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithNamespace(cfg.LeaseNamespace), informers.WithTransform(trim)),
+		events: events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
 	}
 	v := view.New()
 	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
@@ -96,10 +102,24 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Pods:              pods,
 		GPUNodes:          s.tessera.Gpu().V1alpha1().GPUNodes(),
 		Allocations:       s.tessera.Gpu().V1alpha1().GPUAllocations(),
+		Leases:            s.leases.Coordination().V1().Leases(),
 		Requeue:           requeuer,
 		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
 		SweepInterval:     cfg.OrphanSweepInterval.Duration,
 		ReservationMaxAge: 2*cfg.BindWaitTimeout.Duration + cfg.InFlightTTL.Duration,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	s.marker, err = liveness.New(ctx, liveness.Config{
+		Tessera:      tessera,
+		FieldManager: liveness.FieldManager,
+		GPUNodes:     s.tessera.Gpu().V1alpha1().GPUNodes(),
+		Leases:       s.leases.Coordination().V1().Leases(),
+		Namespace:    cfg.LeaseNamespace,
+		Clock:        clk,
+		MaxAge:       cfg.HeartbeatMaxAge.Duration,
 	})
 	if err != nil {
 		return nil, err
@@ -154,10 +174,15 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 
 	s.kube.Start(ctx.Done())
 	s.tessera.Start(ctx.Done())
-	s.wg.Add(3)
+	s.leases.Start(ctx.Done())
+	s.wg.Add(4)
 	go func() {
 		defer s.wg.Done()
 		s.tracker.Run(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.marker.Run(ctx)
 	}()
 	go func() {
 		defer s.wg.Done()
@@ -174,6 +199,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 func (s *server) stop() {
 	s.kube.Shutdown()
 	s.tessera.Shutdown()
+	s.leases.Shutdown()
 	s.wg.Wait()
 	s.events.Shutdown()
 }

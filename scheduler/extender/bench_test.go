@@ -27,7 +27,6 @@ func benchCluster(b *testing.B, nodes, podsPerNode int) (*view.View, []string) {
 		name := fmt.Sprintf("node-%05d", i)
 		names[i] = name
 		gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		gn.Status.LastHeartbeatTime = &hb
 		for g := range 8 {
 			gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
 				UUID: fmt.Sprintf("GPU-%05d-%d", i, g), Index: int32(g), Model: "NVIDIA A100-SXM4-80GB",
@@ -35,6 +34,7 @@ func benchCluster(b *testing.B, nodes, podsPerNode int) (*view.View, []string) {
 			})
 		}
 		v.SetGPUNode(gn)
+		v.SetLease(name, hb.Time)
 		for p := range podsPerNode {
 			uid := types.UID(fmt.Sprintf("pod-%05d-%d", i, p))
 			v.Place(&gpuv1alpha1.GPUAllocation{

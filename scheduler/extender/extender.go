@@ -53,8 +53,8 @@ type Config struct {
 	// policy annotation.
 	DefaultNodePolicy gpurequest.Policy
 	DefaultGPUPolicy  gpurequest.Policy
-	// HeartbeatMaxAge is the oldest device-plugin heartbeat a node may
-	// have to take new pods.
+	// HeartbeatMaxAge is the oldest renewal of its Lease a node may have
+	// to take new pods.
 	HeartbeatMaxAge time.Duration
 	// BindWaitTimeout bounds a bind's wait for its node's turn.
 	BindWaitTimeout time.Duration

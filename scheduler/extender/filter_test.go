@@ -62,7 +62,7 @@ func TestFilter(t *testing.T) {
 			pod:              podSpec("p", nil, "nvidia.com/gpu=1"),
 			nodes:            all,
 			wantFeasible:     []string{"a100-1", "a100-2", "t4"},
-			wantUnresolvable: map[string]string{"stale": "device plugin heartbeat is stale (last seen 3m0s ago)", "notready": "device plugin is not ready: kubelet is gone", "no-gpunode": "node has no GPUNode"},
+			wantUnresolvable: map[string]string{"stale": "device plugin heartbeat is stale (Lease last renewed 3m0s ago)", "notready": "device plugin is not ready: kubelet is gone", "no-gpunode": "node has no GPUNode"},
 			wantResult:       metrics.ResultSuccess,
 		},
 		{

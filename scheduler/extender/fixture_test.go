@@ -100,12 +100,13 @@ func (f *fixture) gpuNode(name string, heartbeat time.Time, notReady string, mem
 			MemoryMiB: m, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy,
 		})
 	}
-	hb := metav1.NewTime(heartbeat)
-	gn.Status.LastHeartbeatTime = &hb
 	if notReady != "" {
 		gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionFalse, Reason: "NotServing", Message: notReady}}
 	}
 	f.view.SetGPUNode(gn)
+	if !heartbeat.IsZero() {
+		f.view.SetLease(name, heartbeat)
+	}
 }
 
 // podSpec builds a pod whose one container asks for these resources, such

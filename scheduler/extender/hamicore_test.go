@@ -22,14 +22,13 @@ func withoutHAMiCore(f *fixture) {
 			MemoryMiB: 80000, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy,
 		})
 	}
-	hb := metav1.NewTime(epoch)
-	gn.Status.LastHeartbeatTime = &hb
 	gn.Status.Conditions = []metav1.Condition{
 		{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionTrue, Reason: "Registered"},
 		{Type: gpuv1alpha1.GPUNodeHAMiCoreReady, Status: metav1.ConditionFalse, Reason: gpuv1alpha1.HAMiCoreLibraryMissing,
 			Message: "the HAMi-core library /usr/local/vgpu/libvgpu.so is not on the node"},
 	}
 	f.view.SetGPUNode(gn)
+	f.view.SetLease(gn.Name, epoch)
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }

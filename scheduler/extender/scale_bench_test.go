@@ -56,7 +56,6 @@ func scaleView(b testing.TB, nodes, pods int) (*view.View, []string) {
 	for i := range nodes {
 		names[i] = fmt.Sprintf("bench-node-%05d", i)
 		gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
-		gn.Status.LastHeartbeatTime = &hb
 		for g := range gpus {
 			gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
 				UUID: fmt.Sprintf("GPU-%s-%d", names[i], g), Index: int32(g), Model: "NVIDIA A100-SXM4-80GB",
@@ -127,6 +126,7 @@ func scaleView(b testing.TB, nodes, pods int) (*view.View, []string) {
 	for i := range max(len(gpuNodes), len(allocations)) {
 		if i < len(gpuNodes) {
 			v.SetGPUNode(gpuNodes[i])
+			v.SetLease(gpuNodes[i].Name, hb.Time)
 		}
 		if i < len(allocations) {
 			v.Place(allocations[i])

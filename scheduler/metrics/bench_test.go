@@ -20,7 +20,6 @@ func scaleView() *view.View {
 	hb := metav1.Now()
 	for n := range 5000 {
 		gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", n)}}
-		gn.Status.LastHeartbeatTime = &hb
 		for i := range 8 {
 			gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{UUID: fmt.Sprintf("GPU-%05d-%d", n, i), Index: int32(i),
 				Model: "NVIDIA H100 80GB HBM3", MemoryMiB: 81920, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy})
@@ -33,6 +32,7 @@ func scaleView() *view.View {
 			})
 		}
 		v.SetGPUNode(gn)
+		v.SetLease(gn.Name, hb.Time)
 	}
 	return v
 }

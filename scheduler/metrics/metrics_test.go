@@ -30,12 +30,12 @@ func testView() *view.View {
 	hb := metav1.NewTime(time.Unix(1_700_000_000, 0))
 	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	gn.Spec.CordonedDevices = []string{"GPU-b"}
-	gn.Status.LastHeartbeatTime = &hb
 	gn.Status.Devices = []gpuv1alpha1.GPUDevice{
 		{UUID: "GPU-a", Index: 0, Model: "A100", MemoryMiB: 1024, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy},
 		{UUID: "GPU-b", Index: 1, Model: "A100", MemoryMiB: 2048, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUUnhealthy},
 	}
 	v.SetGPUNode(gn)
+	v.SetLease(gn.Name, hb.Time)
 	v.Place(&gpuv1alpha1.GPUAllocation{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "a1"},
 		Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: "u1", NodeName: "n1", Containers: []gpuv1alpha1.ContainerAllocation{
@@ -114,7 +114,7 @@ tessera_gpu_healthy{index="1",model="A100",node="n1",uuid="GPU-b"} 0
 # TYPE tessera_gpu_cordoned gauge
 tessera_gpu_cordoned{index="0",model="A100",node="n1",uuid="GPU-a"} 0
 tessera_gpu_cordoned{index="1",model="A100",node="n1",uuid="GPU-b"} 1
-# HELP tessera_gpunode_heartbeat_timestamp_seconds Time of the device plugin's last heartbeat, in seconds since the epoch.
+# HELP tessera_gpunode_heartbeat_timestamp_seconds Time the node's device plugin last renewed its Lease, its heartbeat, in seconds since the epoch.
 # TYPE tessera_gpunode_heartbeat_timestamp_seconds gauge
 tessera_gpunode_heartbeat_timestamp_seconds{node="n1"} 1.7e+09
 # HELP tessera_allocation_memory_bytes GPU memory given to a container on one GPU.

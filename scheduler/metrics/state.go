@@ -76,7 +76,7 @@ func NewState(v *view.View, opts StateOptions) *State {
 				func(d *placement.Device) float64 { return boolValue(d.Cordoned) }),
 		},
 		heartbeat: family{namespace + "_gpunode_heartbeat_timestamp_seconds",
-			"Time of the device plugin's last heartbeat, in seconds since the epoch.", []string{"node"}},
+			"Time the node's device plugin last renewed its Lease, its heartbeat, in seconds since the epoch.", []string{"node"}},
 		allocationMemory: allocation("memory_bytes", "GPU memory given to a container on one GPU."),
 		allocationCores:  allocation("cores", "Compute given to a container on one GPU, in percent of one GPU; 0 means no limit."),
 	}
@@ -121,8 +121,8 @@ func (s *State) snapshot() *snapshot {
 		}
 	}
 	s.view.Each(func(n *view.Node) {
-		if !n.Heartbeat.IsZero() {
-			out.heartbeats = append(out.heartbeats, heartbeat{n.Placement.Name, n.Heartbeat})
+		if renewed := n.Renewed(); !renewed.IsZero() && n.HasGPUNode {
+			out.heartbeats = append(out.heartbeats, heartbeat{n.Placement.Name, renewed})
 		}
 		for _, d := range n.Placement.Devices {
 			out.gpus = append(out.gpus, gpu{n.Placement.Name, d})

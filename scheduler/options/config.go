@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/scheduler/extender"
 )
 
@@ -43,9 +44,13 @@ type Config struct {
 	DefaultNodePolicy gpurequest.Policy `json:"defaultNodePolicy"`
 	// DefaultGPUPolicy picks the GPUs for pods without a gpu-policy annotation.
 	DefaultGPUPolicy gpurequest.Policy `json:"defaultGPUPolicy"`
-	// HeartbeatMaxAge is how old a GPUNode's heartbeat may be before its
-	// node takes no new pods.
+	// HeartbeatMaxAge is how old a node's Lease, which its device plugin
+	// renews, may be before the node takes no new pods; its GPUNode's
+	// Ready condition is then set to Unknown.
 	HeartbeatMaxAge metav1.Duration `json:"heartbeatMaxAge"`
+	// LeaseNamespace holds the nodes' Leases, each named like its node;
+	// the device plugins must renew them there.
+	LeaseNamespace string `json:"leaseNamespace"`
 	// BindWaitTimeout bounds how long a bind waits for the node's in-flight
 	// allocation. It must stay below kube-scheduler's extender httpTimeout.
 	BindWaitTimeout metav1.Duration `json:"bindWaitTimeout"`
@@ -97,6 +102,7 @@ func NewConfig() *Config {
 		DefaultNodePolicy:   gpurequest.Binpack,
 		DefaultGPUPolicy:    gpurequest.Spread,
 		HeartbeatMaxAge:     metav1.Duration{Duration: DefaultHeartbeatMaxAge},
+		LeaseNamespace:      nodelease.DefaultNamespace,
 		BindWaitTimeout:     metav1.Duration{Duration: DefaultBindWaitTimeout},
 		HAMiCoreMissing:     extender.HAMiCoreRefuse,
 		InFlightTTL:         metav1.Duration{Duration: DefaultInFlightTTL},

@@ -44,6 +44,8 @@ func TestValidate(t *testing.T) {
 		{name: "empty scheduler name", mutate: func(c *Config) { c.SchedulerName = "" }, wantErr: "schedulerName: Required"},
 		{name: "unknown node policy", mutate: func(c *Config) { c.DefaultNodePolicy = "random" }, wantErr: "defaultNodePolicy: Unsupported value"},
 		{name: "unknown gpu policy", mutate: func(c *Config) { c.DefaultGPUPolicy = "" }, wantErr: "defaultGPUPolicy: Unsupported value"},
+		{name: "lease namespace required", mutate: func(c *Config) { c.LeaseNamespace = "" }, wantErr: "leaseNamespace: Required value"},
+		{name: "lease namespace must be a DNS label", mutate: func(c *Config) { c.LeaseNamespace = "a/b" }, wantErr: "leaseNamespace: Invalid value: \"a/b\""},
 		{name: "heartbeat age below a second", mutate: func(c *Config) { c.HeartbeatMaxAge.Duration = time.Millisecond }, wantErr: "heartbeatMaxAge: Invalid value: \"1ms\": must be at least 1s"},
 		{name: "zero bind wait", mutate: func(c *Config) { c.BindWaitTimeout.Duration = 0 }, wantErr: "bindWaitTimeout"},
 		{name: "bind wait over the limit", mutate: func(c *Config) { c.BindWaitTimeout.Duration = time.Hour }, wantErr: "must be at most 5m0s"},

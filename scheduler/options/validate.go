@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
@@ -53,6 +54,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, field.NotSupported(field.NewPath("hamiCoreMissing"), c.HAMiCoreMissing, extender.HAMiCorePolicies()))
 	}
 	errs = append(errs, durationAtLeast("heartbeatMaxAge", c.HeartbeatMaxAge.Duration, MinHeartbeatMaxAge)...)
+	if c.LeaseNamespace == "" {
+		errs = append(errs, field.Required(field.NewPath("leaseNamespace"), "the namespace of the nodes' Leases, which the device plugins renew"))
+	} else {
+		for _, msg := range validation.IsDNS1123Label(c.LeaseNamespace) {
+			errs = append(errs, field.Invalid(field.NewPath("leaseNamespace"), c.LeaseNamespace, msg))
+		}
+	}
 	errs = append(errs, durationAtLeast("bindWaitTimeout", c.BindWaitTimeout.Duration, time.Millisecond)...)
 	if c.BindWaitTimeout.Duration > MaxBindWaitTimeout {
 		errs = append(errs, field.Invalid(field.NewPath("bindWaitTimeout"), c.BindWaitTimeout.Duration.String(),

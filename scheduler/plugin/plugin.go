@@ -22,6 +22,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/liveness"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
@@ -95,6 +96,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}),
 		informers.WithTransform(trim))
 	gpus := externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim))
+	// The device plugins' Leases, their heartbeats.
+	leases := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+		informers.WithNamespace(cfg.LeaseNamespace), informers.WithTransform(trim))
 
 	v := view.New()
 	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
@@ -108,6 +112,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		Pods:              pods.Core().V1().Pods(),
 		GPUNodes:          gpus.Gpu().V1alpha1().GPUNodes(),
 		Allocations:       gpus.Gpu().V1alpha1().GPUAllocations(),
+		Leases:            leases.Coordination().V1().Leases(),
 		Requeue:           rq,
 		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
 		SweepInterval:     cfg.OrphanSweepInterval.Duration,
@@ -118,10 +123,25 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	// The free memory that kubectl get gpunodes shows, as the extender writes it.
 	free := freememory.New(v, gpus.Gpu().V1alpha1().GPUNodes().Lister(), tessera, clk, t.HasSynced, FieldManager)
+	// kubectl get gpunodes says a node is stale when the scheduler thinks so.
+	marker, err := liveness.New(ctx, liveness.Config{
+		Tessera:      tessera,
+		FieldManager: liveness.FieldManager,
+		GPUNodes:     gpus.Gpu().V1alpha1().GPUNodes(),
+		Leases:       leases.Coordination().V1().Leases(),
+		Namespace:    cfg.LeaseNamespace,
+		Clock:        clk,
+		MaxAge:       cfg.HeartbeatMaxAge.Duration,
+	})
+	if err != nil {
+		return nil, err
+	}
 	pods.Start(ctx.Done())
 	gpus.Start(ctx.Done())
+	leases.Start(ctx.Done())
 	go t.Run(ctx)
 	go free.Run(ctx)
+	go marker.Run(ctx)
 	rq.logger = logger
 
 	return &Plugin{

@@ -46,9 +46,7 @@ func newTestPlugin(t *testing.T, conditions ...metav1.Condition) (*Plugin, *view
 	t.Helper()
 	clk := testingclock.NewFakePassiveClock(time.Now())
 	v := view.New()
-	hb := metav1.NewTime(clk.Now())
 	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	gn.Status.LastHeartbeatTime = &hb
 	gn.Status.Conditions = conditions
 	for i, uuid := range []string{"GPU-0", "GPU-1"} {
 		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
@@ -56,6 +54,7 @@ func newTestPlugin(t *testing.T, conditions ...metav1.Condition) (*Plugin, *view
 		})
 	}
 	v.SetGPUNode(gn)
+	v.SetLease(node, clk.Now())
 	act := &activations{}
 	p := &Plugin{
 		view: v,

@@ -5,13 +5,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
-// gpuNodeHandler keeps each node's devices, cordons and heartbeat current.
+// gpuNodeHandler keeps each node's devices, cordons and readiness current.
 func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -26,7 +27,7 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 				return
 			}
 			t.view.SetGPUNode(gn)
-			if old, ok := oldObj.(*gpuv1alpha1.GPUNode); !ok || t.mayTakeMore(old, gn) {
+			if old, ok := oldObj.(*gpuv1alpha1.GPUNode); !ok || mayTakeMore(old, gn) {
 				t.freed()
 			}
 		},
@@ -143,17 +144,17 @@ func unwrap(obj any) any {
 }
 
 // mayTakeMore reports whether a GPUNode update may let the node take pods
-// it turned away: its GPUs, cordons or readiness changed, or its heartbeat
-// was stale.
-func (t *Tracker) mayTakeMore(old, gn *gpuv1alpha1.GPUNode) bool {
+// it turned away: its GPUs or cordons changed, or it became ready.
+func mayTakeMore(old, gn *gpuv1alpha1.GPUNode) bool {
 	if !equality.Semantic.DeepEqual(old.Spec, gn.Spec) || !equality.Semantic.DeepEqual(old.Status.Devices, gn.Status.Devices) {
 		return true
 	}
-	oldReady := meta.FindStatusCondition(old.Status.Conditions, gpuv1alpha1.GPUNodeReady)
-	newReady := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady)
-	if (oldReady == nil) != (newReady == nil) || (oldReady != nil && oldReady.Status != newReady.Status) {
-		return true
-	}
-	hb := old.Status.LastHeartbeatTime
-	return hb == nil || t.clock.Since(hb.Time) > t.heartbeatMaxAge
+	return !ready(old) && ready(gn)
+}
+
+// ready reports whether the GPUNode's Ready condition lets the node take
+// pods: it is True, or the GPUNode has none.
+func ready(gn *gpuv1alpha1.GPUNode) bool {
+	c := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady)
+	return c == nil || c.Status == metav1.ConditionTrue
 }

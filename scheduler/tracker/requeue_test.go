@@ -64,6 +64,19 @@ func TestTrackerTellsRequeue(t *testing.T) {
 			},
 		},
 		{
+			name: "a renewal after a stale Lease may let the node take pods",
+			run: func(f *fixture) {
+				f.tracker.leaseHandler().OnUpdate(lease("n1", epoch.Add(-10*time.Minute)), lease("n1", epoch))
+			},
+			wantFreed: true,
+		},
+		{
+			name: "a renewal of a fresh Lease changes nothing",
+			run: func(f *fixture) {
+				f.tracker.leaseHandler().OnUpdate(lease("n1", epoch.Add(-time.Second)), lease("n1", epoch))
+			},
+		},
+		{
 			name: "a new GPUNode may take pods",
 			run: func(f *fixture) {
 				f.tracker.gpuNodeHandler().OnAdd(&gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, false)
@@ -88,11 +101,8 @@ func TestTrackerTellsRequeue(t *testing.T) {
 }
 
 func TestMayTakeMore(t *testing.T) {
-	fresh := metav1.NewTime(epoch)
-	stale := metav1.NewTime(epoch.Add(-10 * time.Minute))
 	base := func() *gpuv1alpha1.GPUNode {
 		gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-		gn.Status.LastHeartbeatTime = &fresh
 		gn.Status.Devices = []gpuv1alpha1.GPUDevice{{UUID: "gpu0", MemoryMiB: 80000, Health: gpuv1alpha1.GPUHealthy}}
 		gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionTrue}}
 		return gn
@@ -102,22 +112,20 @@ func TestMayTakeMore(t *testing.T) {
 		change func(old, gn *gpuv1alpha1.GPUNode)
 		want   bool
 	}{
-		{name: "a heartbeat alone changes nothing", change: func(_, gn *gpuv1alpha1.GPUNode) {
-			later := metav1.NewTime(epoch.Add(time.Second))
-			gn.Status.LastHeartbeatTime = &later
+		{name: "the same status changes nothing", change: func(_, _ *gpuv1alpha1.GPUNode) {}},
+		{name: "the stale mark changes nothing", change: func(_, gn *gpuv1alpha1.GPUNode) {
+			gn.Status.Conditions[0].Status = metav1.ConditionUnknown
 		}},
-		{name: "a heartbeat after a stale one", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.LastHeartbeatTime = &stale }, want: true},
 		{name: "a GPU healthy again", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.Devices[0].Health = gpuv1alpha1.GPUUnhealthy }, want: true},
 		{name: "a GPU uncordoned", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Spec.CordonedDevices = []string{"gpu0"} }, want: true},
 		{name: "the device plugin ready again", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.Conditions[0].Status = metav1.ConditionFalse }, want: true},
+		{name: "the device plugin ready after the stale mark", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.Conditions[0].Status = metav1.ConditionUnknown }, want: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.tracker.heartbeatMaxAge = time.Minute
 			old, gn := base(), base()
 			tc.change(old, gn)
-			if got := f.tracker.mayTakeMore(old, gn); got != tc.want {
+			if got := mayTakeMore(old, gn); got != tc.want {
 				t.Errorf("mayTakeMore = %v, want %v", got, tc.want)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationinformers "k8s.io/client-go/informers/coordination/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -41,14 +42,17 @@ type Config struct {
 	// may be trimmed with Trim.
 	GPUNodes    gpuinformers.GPUNodeInformer
 	Allocations gpuinformers.GPUAllocationInformer
+	// Leases is an informer on the namespace of the nodes' Leases, which
+	// may be trimmed with Trim.
+	Leases coordinationinformers.LeaseInformer
 
 	// SweepInterval is how often every allocation is checked for a missing pod.
 	SweepInterval time.Duration
 	// Requeue is told when GPUs may have become free and when pods go;
 	// nil for none.
 	Requeue Requeue
-	// HeartbeatMaxAge is how old a heartbeat may be before the node takes
-	// no new pods; a node whose heartbeat comes back frees GPUs.
+	// HeartbeatMaxAge is how old a node's Lease may be before the node
+	// takes no new pods; a node whose Lease is renewed again frees GPUs.
 	HeartbeatMaxAge time.Duration
 	// ReservationMaxAge is how long a bind's reservation may stand without
 	// its GPUAllocation appearing before it is dropped. It must be longer
@@ -113,6 +117,7 @@ func New(ctx context.Context, cfg Config) (*Tracker, error) {
 		{"GPUNodes", cfg.GPUNodes.Informer(), t.gpuNodeHandler()},
 		{"GPUAllocations", cfg.Allocations.Informer(), t.allocationHandler(logger)},
 		{"pods", cfg.Pods.Informer(), t.podHandler()},
+		{"Leases", cfg.Leases.Informer(), t.leaseHandler()},
 	} {
 		r, err := reg.informer.AddEventHandlerWithOptions(reg.handler, opts)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,7 +51,8 @@ func newFixture(t *testing.T) *fixture {
 	f.tracker, err = New(ctx, Config{
 		View: f.view, Gate: f.gate, Clock: f.clock, Kube: f.kube, Tessera: f.tessera,
 		Pods: kf.Core().V1().Pods(), GPUNodes: tf.Gpu().V1alpha1().GPUNodes(), Allocations: tf.Gpu().V1alpha1().GPUAllocations(),
-		SweepInterval: time.Minute, ReservationMaxAge: 2 * time.Minute,
+		Leases:        kf.Coordination().V1().Leases(),
+		SweepInterval: time.Minute, ReservationMaxAge: 2 * time.Minute, HeartbeatMaxAge: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +64,14 @@ func newFixture(t *testing.T) *fixture {
 	gn.Status.Devices = []gpuv1alpha1.GPUDevice{{UUID: "gpu0", Model: "A100", MemoryMiB: 80000, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy}}
 	f.tracker.gpuNodeHandler().OnAdd(gn, true)
 	return f
+}
+
+// lease is node's Lease, last renewed at renewed.
+func lease(node string, renewed time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "tessera-system"},
+		Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renewed}},
+	}
 }
 
 func pod(name string, uid types.UID, phase corev1.PodPhase) *corev1.Pod {

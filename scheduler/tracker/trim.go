@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -10,9 +11,9 @@ import (
 )
 
 // Trim returns an informer transform that keeps only what the extender
-// reads of pods, GPUAllocations and GPUNodes. At 40,000 pods the whole
-// objects, with their managed fields, would be most of the extender's
-// memory.
+// reads of pods, GPUAllocations, GPUNodes and Leases. At 40,000 pods the
+// whole objects, with their managed fields, would be most of the
+// extender's memory.
 func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 	resources := names.All()
 	annotations := gpurequest.AnnotationKeys()
@@ -26,6 +27,13 @@ func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 			// The view copies what it needs; the tracker compares spec and status.
 			o.ManagedFields = nil
 			return o, nil
+		case *coordinationv1.Lease:
+			// A node's heartbeat is its Lease's renew time.
+			return &coordinationv1.Lease{
+				TypeMeta:   o.TypeMeta,
+				ObjectMeta: trimMeta(&o.ObjectMeta),
+				Spec:       coordinationv1.LeaseSpec{RenewTime: o.Spec.RenewTime},
+			}, nil
 		}
 		return obj, nil
 	}

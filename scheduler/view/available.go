@@ -9,19 +9,22 @@ import (
 )
 
 // Unavailable says why the node takes no new GPU pods at all, or "" when it
-// may: it has no GPUNode, its device plugin is not ready, or its heartbeat is
-// missing or older than heartbeatMaxAge. Evicting pods would not help such a
-// node. n may be nil, for a node the view does not know.
+// may: it has no GPUNode, its Lease (its device plugin's heartbeat) is
+// missing or older than heartbeatMaxAge, or its device plugin is not ready.
+// Evicting pods would not help such a node. n may be nil, for a node the
+// view does not know.
 func (n *Node) Unavailable(now time.Time, heartbeatMaxAge time.Duration) string {
-	switch {
-	case n == nil || !n.HasGPUNode:
+	if n == nil || !n.HasGPUNode {
 		return "node has no GPUNode: no Tessera device plugin reports its GPUs"
+	}
+	renewed := n.Renewed()
+	switch {
+	case renewed.IsZero():
+		return "device plugin has sent no heartbeat: the node has no Lease"
+	case now.Sub(renewed) > heartbeatMaxAge:
+		return fmt.Sprintf("device plugin heartbeat is stale (Lease last renewed %s ago)", roughly(now.Sub(renewed)))
 	case n.NotReady != "":
 		return "device plugin is not ready: " + n.NotReady
-	case n.Heartbeat.IsZero():
-		return "device plugin has sent no heartbeat"
-	case now.Sub(n.Heartbeat) > heartbeatMaxAge:
-		return fmt.Sprintf("device plugin heartbeat is stale (last seen %s ago)", roughly(now.Sub(n.Heartbeat)))
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -15,9 +16,8 @@ type Node struct {
 	// HasGPUNode is false when the node has no GPUNode, or it was deleted:
 	// the view keeps the node only for the pods still holding GPUs there.
 	HasGPUNode bool
-	// Heartbeat is the device plugin's last heartbeat; zero when never sent.
-	Heartbeat time.Time
-	// NotReady is the reason the GPUNode's Ready condition is False, if it is.
+	// NotReady says why the GPUNode's Ready condition is False or
+	// Unknown, if it is.
 	NotReady string
 	// NoHAMiCore says why the node's HAMi-core library, which enforces
 	// GPU slices' limits, is missing, when the device plugin reports it
@@ -25,6 +25,23 @@ type Node struct {
 	NoHAMiCore string
 
 	pods map[types.UID]*Pod
+	// renewed is when the node's Lease was last renewed, in Unix
+	// nanoseconds; 0 when the node has none. The view shares it with the
+	// Lease, and it changes without the view's lock.
+	renewed *atomic.Int64
+}
+
+// Renewed returns when the node's device plugin last renewed its Lease,
+// its heartbeat; zero when it has none.
+func (n *Node) Renewed() time.Time {
+	if n.renewed == nil {
+		return time.Time{}
+	}
+	ns := n.renewed.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // rebuild recomputes usage from the pods' holds, after the devices changed.

@@ -2,6 +2,7 @@ package view
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,14 +26,18 @@ type View struct {
 	// arranged is the generation that arrange made, to arrange the nodes
 	// once per change.
 	arranged uint64
+	// leases are the renew times of the nodes' Leases, by node name, in
+	// Unix nanoseconds. A node shares its Lease's, so that a renewal, many
+	// a second in a large cluster, takes no write lock.
+	leases map[string]*atomic.Int64
 }
 
 // New returns an empty view.
 func New() *View {
-	return &View{nodes: map[string]*Node{}, pods: map[types.UID]*Pod{}}
+	return &View{nodes: map[string]*Node{}, pods: map[types.UID]*Pod{}, leases: map[string]*atomic.Int64{}}
 }
 
-// SetGPUNode records a GPUNode's devices, cordons and heartbeat, and
+// SetGPUNode records a GPUNode's devices, cordons and readiness, and
 // re-applies the holds of the pods on the node.
 func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 	v.mu.Lock()
@@ -40,18 +45,14 @@ func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 	n := v.node(gn.Name)
 	n.Placement = placement.NewNode(gn, n.Placement.Devices)
 	n.HasGPUNode = true
-	n.Heartbeat = time.Time{}
-	if hb := gn.Status.LastHeartbeatTime; hb != nil {
-		n.Heartbeat = hb.Time
-	}
 	n.NotReady = ""
-	if c := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady); c != nil && c.Status == "False" {
+	if c := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady); c != nil && c.Status != metav1.ConditionTrue {
 		n.NotReady = c.Reason
 		if c.Message != "" {
 			n.NotReady = c.Message
 		}
 		if n.NotReady == "" {
-			n.NotReady = "Ready condition is False"
+			n.NotReady = "Ready condition is " + string(c.Status)
 		}
 	}
 	n.NoHAMiCore = ""
@@ -60,6 +61,36 @@ func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 		n.NoHAMiCore = c.Message
 	}
 	n.rebuild()
+}
+
+// SetLease records when the node's device plugin last renewed its Lease.
+func (v *View) SetLease(name string, renewed time.Time) {
+	v.mu.RLock()
+	l := v.leases[name]
+	v.mu.RUnlock()
+	if l == nil {
+		v.mu.Lock()
+		if l = v.leases[name]; l == nil {
+			l = new(atomic.Int64)
+			v.leases[name] = l
+			if n, ok := v.nodes[name]; ok {
+				n.renewed = l
+			}
+		}
+		v.mu.Unlock()
+	}
+	l.Store(renewed.UnixNano())
+}
+
+// DeleteLease forgets a node's Lease: the node has no heartbeat until a
+// new one appears.
+func (v *View) DeleteLease(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.leases, name)
+	if n, ok := v.nodes[name]; ok {
+		n.renewed = new(atomic.Int64)
+	}
 }
 
 // DeleteGPUNode takes a node's GPUs out of the view. Pods still holding
@@ -73,7 +104,6 @@ func (v *View) DeleteGPUNode(name string) {
 	}
 	n.Placement = placement.Node{Name: name, Devices: n.Placement.Devices[:0]}
 	n.HasGPUNode = false
-	n.Heartbeat = time.Time{}
 	n.NotReady = ""
 	n.NoHAMiCore = ""
 	v.forgetIfEmpty(name, n)
@@ -185,7 +215,10 @@ func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time
 func (v *View) node(name string) *Node {
 	n, ok := v.nodes[name]
 	if !ok {
-		n = &Node{Placement: placement.Node{Name: name}, pods: map[types.UID]*Pod{}}
+		n = &Node{Placement: placement.Node{Name: name}, pods: map[types.UID]*Pod{}, renewed: v.leases[name]}
+		if n.renewed == nil {
+			n.renewed = new(atomic.Int64)
+		}
 		v.nodes[name] = n
 		v.generation++
 	}

@@ -25,8 +25,6 @@ func gpuNode(name string, gpus int, cordoned ...string) *gpuv1alpha1.GPUNode {
 			MemoryMiB: 80000, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
 		})
 	}
-	hb := metav1.NewTime(now)
-	gn.Status.LastHeartbeatTime = &hb
 	return gn
 }
 
@@ -250,6 +248,7 @@ func TestSetGPUNode(t *testing.T) {
 	gn := gpuNode("n1", 3, "n1-gpu2")
 	gn.Status.Devices[1].Health = gpuv1alpha1.GPUUnhealthy
 	gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionFalse, Reason: "KubeletGone", Message: "kubelet socket is gone"}}
+	v.SetLease("n1", now)
 	v.SetGPUNode(gn)
 	v.Read([]string{"n1", "absent"}, "", func(name string, n *Node) {
 		if name == "absent" {
@@ -262,8 +261,8 @@ func TestSetGPUNode(t *testing.T) {
 		switch {
 		case !n.HasGPUNode:
 			t.Error("HasGPUNode = false")
-		case !n.Heartbeat.Equal(now):
-			t.Errorf("heartbeat = %v, want %v", n.Heartbeat, now)
+		case !n.Renewed().Equal(now):
+			t.Errorf("Lease renewed %v, want %v", n.Renewed(), now)
 		case n.NotReady != "kubelet socket is gone":
 			t.Errorf("NotReady = %q", n.NotReady)
 		case len(d) != 3 || !d[0].Healthy || d[1].Healthy || d[0].Cordoned || !d[2].Cordoned:
@@ -303,7 +302,7 @@ func TestForgottenNodeLeavesNothing(t *testing.T) {
 				t.Errorf("forgotten node old is still there: %+v", n)
 			}
 		case "pods-only":
-			if n == nil || n.HasGPUNode || len(n.Placement.Devices) != 0 || n.NotReady != "" || !n.Heartbeat.IsZero() || n.Pods() != 1 {
+			if n == nil || n.HasGPUNode || len(n.Placement.Devices) != 0 || n.NotReady != "" || !n.Renewed().IsZero() || n.Pods() != 1 {
 				t.Errorf("node pods-only = %+v, want only its pod", n)
 			}
 		case "fresh":
@@ -311,6 +310,64 @@ func TestForgottenNodeLeavesNothing(t *testing.T) {
 			if n == nil || !n.HasGPUNode || n.NotReady != "" || n.Pods() != 0 || !reflect.DeepEqual(n.Placement.Devices, want) {
 				t.Errorf("node fresh = %+v, want its one idle GPU", n)
 			}
+		}
+	})
+}
+
+// TestLeases follows a node's Lease through its life: renewed before the
+// GPUNode appears or after, moved in memory by arrange, deleted.
+func TestLeases(t *testing.T) {
+	renewed := func(v *View, name string) time.Time {
+		t.Helper()
+		var got time.Time
+		v.Read([]string{name}, "", func(_ string, n *Node) {
+			if n == nil {
+				t.Fatalf("node %s is not in the view", name)
+			}
+			got = n.Renewed()
+		})
+		return got
+	}
+	v := New()
+	v.SetLease("early", now)
+	v.SetGPUNode(gpuNode("early", 1))
+	v.SetGPUNode(gpuNode("late", 1))
+	if got := renewed(v, "late"); !got.IsZero() {
+		t.Errorf("node without a Lease renewed at %v", got)
+	}
+	v.SetLease("late", now)
+	for _, name := range []string{"early", "late"} {
+		if got := renewed(v, name); !got.Equal(now) {
+			t.Errorf("node %s: Lease renewed %v, want %v", name, got, now)
+		}
+	}
+	// arrange copies the nodes; a renewal after it still reaches them.
+	v.arrange([]string{"late", "early"})
+	later := now.Add(time.Minute)
+	v.SetLease("early", later)
+	if got := renewed(v, "early"); !got.Equal(later) {
+		t.Errorf("after arrange: Lease renewed %v, want %v", got, later)
+	}
+	v.DeleteLease("early")
+	if got := renewed(v, "early"); !got.IsZero() {
+		t.Errorf("after the Lease was deleted: renewed %v, want none", got)
+	}
+	v.SetLease("early", later)
+	if got := renewed(v, "early"); !got.Equal(later) {
+		t.Errorf("a new Lease: renewed %v, want %v", got, later)
+	}
+}
+
+// TestReadyUnknownIsNotReady: the scheduler's own stale mark keeps a node
+// out even once its Lease is renewed, until the plugin says Ready again.
+func TestReadyUnknownIsNotReady(t *testing.T) {
+	v := New()
+	gn := gpuNode("n1", 1)
+	gn.Status.Conditions = []metav1.Condition{{Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionUnknown, Reason: gpuv1alpha1.GPUNodeHeartbeatStale}}
+	v.SetGPUNode(gn)
+	v.Read([]string{"n1"}, "", func(_ string, n *Node) {
+		if n.NotReady != gpuv1alpha1.GPUNodeHeartbeatStale {
+			t.Errorf("NotReady = %q, want the stale mark's reason", n.NotReady)
 		}
 	})
 }

@@ -99,9 +99,9 @@ func stateMetrics(t testing.TB) map[string]Metric {
 	v := view.New()
 	hb := metav1.Now()
 	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	gn.Status.LastHeartbeatTime = &hb
 	gn.Status.Devices = []gpuv1alpha1.GPUDevice{{UUID: "GPU-a", Model: "A100", MemoryMiB: 1024, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy}}
 	v.SetGPUNode(gn)
+	v.SetLease(gn.Name, hb.Time)
 	v.Place(&gpuv1alpha1.GPUAllocation{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "a1"},
 		Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: "u1", NodeName: "n1", Containers: []gpuv1alpha1.ContainerAllocation{

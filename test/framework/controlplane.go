@@ -121,6 +121,9 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 	if err := cp.installCRDs(ctx); err != nil {
 		return cp, err
 	}
+	if err := cp.createLeaseNamespace(ctx); err != nil {
+		return cp, err
+	}
 	if opts.ControllerManager {
 		if err := cp.startControllerManager(opts.DRA); err != nil {
 			return cp, err

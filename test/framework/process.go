@@ -108,3 +108,12 @@ func stopOnCleanup(t testing.TB, p *Process) {
 		p.Stop()
 	})
 }
+
+// Kill ends the process at once with SIGKILL, as a crash or the kernel's
+// out-of-memory killer would, and waits for it.
+func (p *Process) Kill() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+}

@@ -6,11 +6,15 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	gpuac "github.com/tessera-gpu/tessera/generated/applyconfiguration/gpu/v1alpha1"
@@ -22,10 +26,9 @@ import (
 // token carries the pod's node.
 const nodeNameExtra = "authentication.kubernetes.io/node-name"
 
-// pluginClient acts as the device plugin's service account, running on
+// pluginConfig acts as the device plugin's service account, running on
 // node (none when empty), through impersonation.
-func pluginClient(t testing.TB, cp *framework.ControlPlane, namespace, serviceAccount, node string) versioned.Interface {
-	t.Helper()
+func pluginConfig(cp *framework.ControlPlane, namespace, serviceAccount, node string) *rest.Config {
 	config := rest.CopyConfig(cp.Config)
 	config.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + namespace + ":" + serviceAccount,
@@ -34,7 +37,23 @@ func pluginClient(t testing.TB, cp *framework.ControlPlane, namespace, serviceAc
 	if node != "" {
 		config.Impersonate.Extra = map[string][]string{nodeNameExtra: {node}}
 	}
-	client, err := versioned.NewForConfig(config)
+	return config
+}
+
+// pluginClient is the Tessera client of pluginConfig.
+func pluginClient(t testing.TB, cp *framework.ControlPlane, namespace, serviceAccount, node string) versioned.Interface {
+	t.Helper()
+	client, err := versioned.NewForConfig(pluginConfig(cp, namespace, serviceAccount, node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// pluginKubeClient is the Kubernetes client of pluginConfig.
+func pluginKubeClient(t testing.TB, cp *framework.ControlPlane, namespace, serviceAccount, node string) kubernetes.Interface {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(pluginConfig(cp, namespace, serviceAccount, node))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +61,8 @@ func pluginClient(t testing.TB, cp *framework.ControlPlane, namespace, serviceAc
 }
 
 // checkOwnNodePolicy checks that the installed ValidatingAdmissionPolicy
-// holds a device plugin to its own node's GPUNode and allocations.
+// and RBAC hold a device plugin to its own node's GPUNode, Lease and
+// allocations.
 func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.ControlPlane, namespace, serviceAccount string) {
 	onA := pluginClient(t, cp, namespace, serviceAccount, "node-a")
 	onB := pluginClient(t, cp, namespace, serviceAccount, "node-b")
@@ -111,6 +131,42 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 	}
 	if _, err := onB.GpuV1alpha1().GPUAllocations("team-a").UpdateStatus(ctx, alloc, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("the device plugin on node-b could not serve an allocation on node-b: %v", err)
+	}
+
+	// Its heartbeat: its own node's Lease in the release namespace, and no other.
+	leasesOnA := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases(namespace)
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("plugin"), RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		}
+	}
+	own, err := leasesOnA.Create(ctx, lease("node-a"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("the device plugin on node-a could not create its node's Lease: %v", err)
+	}
+	own.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := leasesOnA.Update(ctx, own, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("the device plugin on node-a could not renew its node's Lease: %v", err)
+	}
+	if _, err := leasesOnA.Create(ctx, lease("node-b"), metav1.CreateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "may renew only Lease node-a, not node-b") {
+		t.Errorf("the device plugin on node-a creating node-b's Lease: got %v, want the policy's refusal", err)
+	}
+	if _, err := cp.Kube.CoordinationV1().Leases(namespace).Create(ctx, lease("node-b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := leasesOnA.Get(ctx, "node-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the device plugin reading a Lease after a conflict: %v", err)
+	}
+	if _, err := leasesOnA.Update(ctx, other, metav1.UpdateOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "may renew only Lease node-a, not node-b") {
+		t.Errorf("the device plugin on node-a renewing node-b's Lease: got %v, want the policy's refusal", err)
+	}
+	createNamespace(ctx, t, cp, "elsewhere")
+	if _, err := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases("elsewhere").Create(ctx, lease("node-a"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the device plugin creating a Lease outside its namespace: got %v, want forbidden", err)
 	}
 }
 

@@ -163,16 +163,23 @@ func TestRBAC(t *testing.T) {
 				}
 			})
 
-			t.Run("device plugin writes only GPUNode and GPUAllocation status", func(t *testing.T) {
+			t.Run("device plugin writes only GPUNode, GPUAllocation status and Leases of its namespace", func(t *testing.T) {
 				a := accessOf(t, objs, ns, serviceAccountOf(t, objs, "DaemonSet", "-device-plugin"))
 				if len(a.external) > 0 {
 					t.Errorf("the device plugin is bound to roles the chart does not define: %v", a.external)
 				}
-				allowed := map[string]bool{"gpu.tessera.dev/gpunodes": true, "gpu.tessera.dev/gpunodes/status": true, "gpu.tessera.dev/gpuallocations/status": true}
+				allowed := map[string]bool{"gpu.tessera.dev/gpunodes": true, "gpu.tessera.dev/gpunodes/status": true, "gpu.tessera.dev/gpuallocations/status": true,
+					"coordination.k8s.io/leases": true}
 				dra := name == "dra"
 				if dra {
 					// Its node's ResourceSlice, in DRA mode only.
 					allowed["resource.k8s.io/resourceslices"] = true
+				}
+				for _, g := range a.grants {
+					if slices.Contains(g.rule.Resources, "leases") &&
+						(!strings.HasPrefix(g.role, "Role/"+ns+"/") || !slices.Equal(g.rule.Verbs, []string{"get", "create", "update"})) {
+						t.Errorf("the device plugin's Leases: %s grants %v, want get, create and update in namespace %s only", g.role, g.rule.Verbs, ns)
+					}
 				}
 				for _, w := range a.writes() {
 					if !allowed[strings.Fields(w)[0]] {
@@ -184,6 +191,7 @@ func TestRBAC(t *testing.T) {
 					{"gpu.tessera.dev", "gpunodes", "create"}, {"gpu.tessera.dev", "gpunodes/status", "patch"},
 					{"gpu.tessera.dev", "gpuallocations/status", "update"}, {"gpu.tessera.dev", "gpuallocations", "watch"},
 					{"", "pods", "list"}, {"", "pods", "watch"},
+					{"coordination.k8s.io", "leases", "create"}, {"coordination.k8s.io", "leases", "update"},
 				} {
 					if !a.allows(need[0], need[1], need[2]) {
 						t.Errorf("the device plugin may not %s %s/%s, which it needs", need[2], need[0], need[1])
@@ -210,7 +218,8 @@ func TestRBAC(t *testing.T) {
 					"gpu.tessera.dev/gpuallocations create": true, "gpu.tessera.dev/gpuallocations delete": true,
 					"gpu.tessera.dev/gpuallocations/status update": true, "/pods/binding create": true,
 					"events.k8s.io/events create": true, "events.k8s.io/events patch": true,
-					// Each node's free GPU memory, through the status subresource.
+					// Each node's free GPU memory, and the stale mark on a
+					// GPUNode's Ready condition, through the status subresource.
 					"gpu.tessera.dev/gpunodes/status patch": true,
 					// The requeue annotation; not update, which could rewrite a whole pod.
 					"/pods patch": true,
@@ -227,7 +236,7 @@ func TestRBAC(t *testing.T) {
 				for _, need := range [][3]string{
 					{"gpu.tessera.dev", "gpuallocations", "create"}, {"", "pods/binding", "create"},
 					{"gpu.tessera.dev", "gpunodes", "watch"}, {"", "pods", "watch"}, {"", "pods", "patch"},
-					{"gpu.tessera.dev", "gpunodes/status", "patch"},
+					{"coordination.k8s.io", "leases", "watch"}, {"gpu.tessera.dev", "gpunodes/status", "patch"},
 				} {
 					if !a.allows(need[0], need[1], need[2]) {
 						t.Errorf("the extender may not %s %s/%s, which it needs", need[2], need[0], need[1])

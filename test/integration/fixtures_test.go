@@ -8,8 +8,7 @@ import (
 )
 
 func gpuNodeStatus(models ...string) gpuv1alpha1.GPUNodeStatus {
-	now := metav1.Now()
-	status := gpuv1alpha1.GPUNodeStatus{DriverVersion: "simulated", LastHeartbeatTime: &now, GPUCount: int32(len(models))}
+	status := gpuv1alpha1.GPUNodeStatus{DriverVersion: "simulated", GPUCount: int32(len(models))}
 	for i, model := range models {
 		status.Devices = append(status.Devices, gpuv1alpha1.GPUDevice{
 			UUID: "GPU-" + model + "-" + string(rune('a'+i)), Index: int32(i), Model: model,

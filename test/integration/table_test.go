@@ -52,8 +52,8 @@ func TestPrinterColumns(t *testing.T) {
 	}{{
 		name:     "gpunodes",
 		path:     "/apis/gpu.tessera.dev/v1alpha1/gpunodes",
-		wantCols: []string{"Name", "GPUs", "Model", "Memory(MiB)", "Allocatable(MiB)", "Free(MiB)", "Ready", "Age"},
-		wantRow:  []any{"node-t", float64(3), "A100", float64(49152), float64(32768), float64(28768), "True"},
+		wantCols: []string{"Name", "GPUs", "Model", "Memory(MiB)", "Allocatable(MiB)", "Free(MiB)", "Ready", "Reason", "Age"},
+		wantRow:  []any{"node-t", float64(3), "A100", float64(49152), float64(32768), float64(28768), "True", "Serving"},
 	}, {
 		name:     "gpuallocations",
 		path:     "/apis/gpu.tessera.dev/v1alpha1/namespaces/default/gpuallocations",

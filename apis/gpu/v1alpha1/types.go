@@ -6,8 +6,11 @@ import (
 )
 
 // GPUNode is the GPU inventory of one Kubernetes node. It has the same name
-// as the Node. Its status is written only by that node's device plugin; its
-// spec is for the administrator.
+// as the Node. Its status is written by that node's device plugin when
+// something in it changes, and its Ready condition also by the scheduler
+// when the plugin stops renewing its node's Lease; its spec is for the
+// administrator. Liveness is not in the GPUNode: the plugin renews a
+// coordination.k8s.io Lease named like the node.
 //
 // +genclient
 // +genclient:nonNamespaced
@@ -20,7 +23,8 @@ import (
 // +kubebuilder:printcolumn:name="Memory(MiB)",type=integer,JSONPath=`.status.memoryMiB`,description="Total GPU memory in MiB"
 // +kubebuilder:printcolumn:name="Allocatable(MiB)",type=integer,JSONPath=`.status.allocatableMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs"
 // +kubebuilder:printcolumn:name="Free(MiB)",type=integer,JSONPath=`.status.freeMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs not allocated to pods, as the scheduler last published it"
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the device plugin serves the node"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the node takes new GPU pods: True while its device plugin serves and renews its Lease; Unknown when the Lease went stale"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the node is or is not ready, such as Registered or HeartbeatStale"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GPUNode struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -60,12 +64,6 @@ type GPUNodeStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	DriverVersion string `json:"driverVersion,omitempty"`
 
-	// lastHeartbeatTime is when the device plugin last confirmed this status.
-	// A node whose heartbeat is older than the scheduler's configured age
-	// takes no new pods.
-	// +optional
-	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
-
 	// gpuCount is the number of devices, for display.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -97,7 +95,11 @@ type GPUNodeStatus struct {
 	FreeMemoryMiB *int64 `json:"freeMemoryMiB,omitempty"`
 
 	// conditions describe the device plugin's state. Type "Ready" is True
-	// while the plugin is registered with the kubelet and serving.
+	// while the plugin is registered with the kubelet and serving, False
+	// when it is not (the reason says why), and Unknown with reason
+	// HeartbeatStale when the scheduler found the node's Lease, which the
+	// plugin renews, older than the scheduler allows. The node takes new
+	// pods only while Ready is True and its Lease is fresh.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -136,6 +138,10 @@ const (
 	// limits are advisory.
 	HAMiCoreNotConfigured = "NotConfigured"
 )
+
+// GPUNodeHeartbeatStale is the reason of the Ready condition the scheduler
+// sets to Unknown when the node's device plugin stopped renewing its Lease.
+const GPUNodeHeartbeatStale = "HeartbeatStale"
 
 // GPUDevice is one physical GPU of a node.
 type GPUDevice struct {

@@ -285,10 +285,6 @@ func (in *GPUNodeStatus) DeepCopyInto(out *GPUNodeStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
-	if in.LastHeartbeatTime != nil {
-		in, out := &in.LastHeartbeatTime, &out.LastHeartbeatTime
-		*out = (*in).DeepCopy()
-	}
 	if in.FreeMemoryMiB != nil {
 		in, out := &in.FreeMemoryMiB, &out.FreeMemoryMiB
 		*out = new(int64)

@@ -241,9 +241,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: gpuCount
       type:
         scalar: numeric
-    - name: lastHeartbeatTime
-      type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: memoryMiB
       type:
         scalar: numeric

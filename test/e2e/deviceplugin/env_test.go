@@ -37,6 +37,10 @@ const (
 type cluster struct {
 	cp     *framework.ControlPlane
 	agents map[string]*nodeagent.Agent
+	// extender is the extender's address.
+	extender string
+	ctx      context.Context
+	stops    []chan error
 }
 
 // simNode is a node and its simulated GPUs (the simulated-GPU file).
@@ -45,30 +49,48 @@ type simNode struct {
 	gpus string
 }
 
+// startCluster starts a cluster with the extender's defaults and a device
+// plugin in process on each node.
 func startCluster(t *testing.T, nodes ...simNode) *cluster {
 	t.Helper()
+	c := newCluster(t, options.NewConfig())
+	for _, n := range nodes {
+		pluginDir, gpuFile := c.addNode(t, n)
+		pcfg := config.Default()
+		pcfg.NodeName = n.name
+		pcfg.SplitCount = 4
+		pcfg.PluginDir = pluginDir
+		pcfg.SimulatedGPUFile = gpuFile
+		pcfg.MetricsAddress = ""
+		p, err := plugin.New(pcfg, plugin.Dependencies{Kube: c.cp.Kube, Tessera: c.cp.Tessera})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.run(func() error { return p.Run(c.ctx) })
+	}
+	for _, n := range nodes {
+		c.waitNodeReady(t, n.name)
+	}
+	return c
+}
+
+// newCluster starts the control plane, the extender in process with cfg,
+// and kube-scheduler on the shipped configuration pointing at it.
+func newCluster(t *testing.T, cfg *options.Config) *cluster {
+	t.Helper()
 	cp := framework.Start(t, framework.Options{ControllerManager: true})
-	c := &cluster{cp: cp, agents: map[string]*nodeagent.Agent{}}
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	var stops []chan error
+	c := &cluster{cp: cp, agents: map[string]*nodeagent.Agent{}, ctx: ctx}
 	t.Cleanup(func() {
 		cancel()
-		for _, done := range stops {
+		for _, done := range c.stops {
 			if err := <-done; err != nil {
 				t.Errorf("stopping: %v", err)
 			}
 		}
 	})
-	run := func(f func() error) {
-		done := make(chan error, 1)
-		stops = append(stops, done)
-		go func() { done <- f() }()
-	}
 
-	// The extender, in process, and kube-scheduler on the shipped
-	// configuration pointing at it.
-	cfg := options.NewConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +101,8 @@ func startCluster(t *testing.T, nodes ...simNode) *cluster {
 			t.Fatal(err)
 		}
 	}
-	addr := ls.Extender.Addr().String()
-	run(func() error { return app.Serve(ctx, cfg, cp.Config, ls) })
+	c.extender = ls.Extender.Addr().String()
+	c.run(func() error { return app.Serve(ctx, cfg, cp.Config, ls) })
 	// Ready as the kubelet's probe sees it, on the metrics listener.
 	framework.WaitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
 		resp, err := http.Get("http://" + ls.Metrics.Addr().String() + "/readyz")
@@ -97,39 +119,35 @@ func startCluster(t *testing.T, nodes ...simNode) *cluster {
 	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
 		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
 	}
-	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
-
-	for _, n := range nodes {
-		framework.CreateReadyNode(ctx, t, cp.Kube, n.name, nil)
-		dir := t.TempDir()
-		pluginDir := filepath.Join(dir, "device-plugins")
-		if err := os.Mkdir(pluginDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, Kube: cp.Kube, DeviceResources: []string{gpuResource}}
-		c.agents[n.name] = agent
-		run(func() error { return agent.Run(ctx) })
-
-		gpuFile := filepath.Join(dir, "gpus.yaml")
-		if err := os.WriteFile(gpuFile, []byte(n.gpus), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		pcfg := config.Default()
-		pcfg.NodeName = n.name
-		pcfg.SplitCount = 4
-		pcfg.PluginDir = pluginDir
-		pcfg.SimulatedGPUFile = gpuFile
-		pcfg.MetricsAddress = ""
-		p, err := plugin.New(pcfg, plugin.Dependencies{Kube: cp.Kube, Tessera: cp.Tessera})
-		if err != nil {
-			t.Fatal(err)
-		}
-		run(func() error { return p.Run(ctx) })
-	}
-	for _, n := range nodes {
-		c.waitNodeReady(t, n.name)
-	}
+	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+c.extender))
 	return c
+}
+
+// run runs f until the test ends.
+func (c *cluster) run(f func() error) {
+	done := make(chan error, 1)
+	c.stops = append(c.stops, done)
+	go func() { done <- f() }()
+}
+
+// addNode creates the node with its node agent and its simulated-GPU
+// file, and returns the kubelet's device-plugin directory and that file.
+func (c *cluster) addNode(t *testing.T, n simNode) (pluginDir, gpuFile string) {
+	t.Helper()
+	framework.CreateReadyNode(c.ctx, t, c.cp.Kube, n.name, nil)
+	dir := t.TempDir()
+	pluginDir = filepath.Join(dir, "device-plugins")
+	if err := os.Mkdir(pluginDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, Kube: c.cp.Kube, DeviceResources: []string{gpuResource}}
+	c.agents[n.name] = agent
+	c.run(func() error { return agent.Run(c.ctx) })
+	gpuFile = filepath.Join(dir, "gpus.yaml")
+	if err := os.WriteFile(gpuFile, []byte(n.gpus), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pluginDir, gpuFile
 }
 
 // waitNodeReady waits for the node's GPUNode to be Ready and its GPUs to be

@@ -67,13 +67,12 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 			Health:     gpuv1alpha1.GPUHealthy,
 		})
 	}
-	now := metav1.Now()
-	gn.Status.LastHeartbeatTime = &now
 	gn.Status.GPUCount = int32(len(gpus))
 	gn.Status.DriverVersion = "simulated"
 	if gn, err = e.cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, gn, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("writing GPUNode %s status: %v", name, err)
 	}
+	framework.RenewNodeLease(ctx, t, e.cp.Kube, name, time.Now())
 	if e.extender == nil {
 		return gn.Status.Devices
 	}

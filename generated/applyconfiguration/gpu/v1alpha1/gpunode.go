@@ -31,8 +31,11 @@ import (
 // with apply.
 //
 // GPUNode is the GPU inventory of one Kubernetes node. It has the same name
-// as the Node. Its status is written only by that node's device plugin; its
-// spec is for the administrator.
+// as the Node. Its status is written by that node's device plugin when
+// something in it changes, and its Ready condition also by the scheduler
+// when the plugin stops renewing its node's Lease; its spec is for the
+// administrator. Liveness is not in the GPUNode: the plugin renews a
+// coordination.k8s.io Lease named like the node.
 type GPUNodeApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -19,8 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
+	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
 // GPUNodeStatusApplyConfiguration represents a declarative configuration of the GPUNodeStatus type for use
@@ -32,10 +31,6 @@ type GPUNodeStatusApplyConfiguration struct {
 	Devices []GPUDeviceApplyConfiguration `json:"devices,omitempty"`
 	// driverVersion is the GPU driver version, or "simulated" for simulated GPUs.
 	DriverVersion *string `json:"driverVersion,omitempty"`
-	// lastHeartbeatTime is when the device plugin last confirmed this status.
-	// A node whose heartbeat is older than the scheduler's configured age
-	// takes no new pods.
-	LastHeartbeatTime *v1.Time `json:"lastHeartbeatTime,omitempty"`
 	// gpuCount is the number of devices, for display.
 	GPUCount *int32 `json:"gpuCount,omitempty"`
 	// models is a comma-separated list of the distinct GPU models, for display.
@@ -52,8 +47,12 @@ type GPUNodeStatusApplyConfiguration struct {
 	// allocations by that much.
 	FreeMemoryMiB *int64 `json:"freeMemoryMiB,omitempty"`
 	// conditions describe the device plugin's state. Type "Ready" is True
-	// while the plugin is registered with the kubelet and serving.
-	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// while the plugin is registered with the kubelet and serving, False
+	// when it is not (the reason says why), and Unknown with reason
+	// HeartbeatStale when the scheduler found the node's Lease, which the
+	// plugin renews, older than the scheduler allows. The node takes new
+	// pods only while Ready is True and its Lease is fresh.
+	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 
 // GPUNodeStatusApplyConfiguration constructs a declarative configuration of the GPUNodeStatus type for use with
@@ -80,14 +79,6 @@ func (b *GPUNodeStatusApplyConfiguration) WithDevices(values ...*GPUDeviceApplyC
 // If called multiple times, the DriverVersion field is set to the value of the last call.
 func (b *GPUNodeStatusApplyConfiguration) WithDriverVersion(value string) *GPUNodeStatusApplyConfiguration {
 	b.DriverVersion = &value
-	return b
-}
-
-// WithLastHeartbeatTime sets the LastHeartbeatTime field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the LastHeartbeatTime field is set to the value of the last call.
-func (b *GPUNodeStatusApplyConfiguration) WithLastHeartbeatTime(value v1.Time) *GPUNodeStatusApplyConfiguration {
-	b.LastHeartbeatTime = &value
 	return b
 }
 
@@ -134,7 +125,7 @@ func (b *GPUNodeStatusApplyConfiguration) WithFreeMemoryMiB(value int64) *GPUNod
 // WithConditions adds the given value to the Conditions field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, values provided by each call will be appended to the Conditions field.
-func (b *GPUNodeStatusApplyConfiguration) WithConditions(values ...*metav1.ConditionApplyConfiguration) *GPUNodeStatusApplyConfiguration {
+func (b *GPUNodeStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApplyConfiguration) *GPUNodeStatusApplyConfiguration {
 	for i := range values {
 		if values[i] == nil {
 			panic("nil value passed to WithConditions")

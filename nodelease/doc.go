@@ -1,0 +1,12 @@
+// Package nodelease is what the device plugin and the scheduler extender
+// agree on about a node's liveness. As the kubelet does (KEP-589), each
+// node's device plugin renews one coordination.k8s.io/v1 Lease, named like
+// the node, in one namespace; its spec.renewTime is the plugin's heartbeat.
+// The GPUNode's status is written only when something in it changes. The
+// extender offers no new pods to a node whose Lease is older than its
+// configured age, and marks that node's GPUNode Ready condition Unknown.
+package nodelease
+
+// DefaultNamespace holds the Leases unless both daemons are told another:
+// the namespace the chart is installed in by default.
+const DefaultNamespace = "tessera-system"
