@@ -162,25 +162,33 @@ func TestPublisherAgainstAPIServer(t *testing.T) {
 	}
 }
 
-// TestRestartedPublisherWritesNothing: a plugin that starts again on a
-// node whose GPUNode already says what it would say writes nothing, before
-// it has registered with the kubelet or after.
-func TestRestartedPublisherWritesNothing(t *testing.T) {
+// oneGPUNode starts a control plane for node gpu-node-1 with one GPU and
+// returns the plugin's cache of its GPUNode, a fake clock, and a maker of
+// publishers for it, counting the Lease's renewals with renewals if set.
+func oneGPUNode(t *testing.T) (context.Context, *nodeCache, *testingclock.FakeClock, func(renewals func() uint64) *Publisher) {
 	cp := framework.Start(t, framework.Options{})
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
 	cache := newNodeCache(ctx, t, cp, "gpu-node-1")
+	// Registered after the cache's shutdown, so that it runs first.
+	t.Cleanup(cancel)
 	inv := inventory.New(gpu.Inventory{DriverVersion: "simulated", Devices: []gpu.Device{
 		{UUID: "GPU-a", Index: 0, Model: "NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, Health: gpu.Healthy()},
 	}})
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	newPublisher := func() *Publisher {
+	return ctx, cache, clk, func(renewals func() uint64) *Publisher {
 		return New(Config{NodeName: "gpu-node-1", Tessera: cp.Tessera, GPUNodes: cache.lister, Kube: cp.Kube, Clock: clk,
-			Scaling: Scaling{SplitCount: 1, MemoryScaling: 1, CoreScaling: 1}, Period: time.Minute, Source: inv})
+			Scaling: Scaling{SplitCount: 1, MemoryScaling: 1, CoreScaling: 1}, Period: time.Minute, Source: inv, Renewals: renewals})
 	}
+}
+
+// TestRestartedPublisherWritesNothing: a plugin that starts again on a
+// node whose GPUNode already says what it would say writes nothing, before
+// it has registered with the kubelet or after.
+func TestRestartedPublisherWritesNothing(t *testing.T) {
+	ctx, cache, clk, newPublisher := oneGPUNode(t)
 	serving := Readiness{Ready: true, Reason: ReasonRegistered, Message: "serving 1 GPU"}
-	first := newPublisher()
+	first := newPublisher(nil)
 	first.SetReadiness(serving)
 	if err := first.Publish(ctx); err != nil {
 		t.Fatal(err)
@@ -188,7 +196,7 @@ func TestRestartedPublisherWritesNothing(t *testing.T) {
 	written := cache.get(ctx).ResourceVersion
 
 	clk.Step(time.Hour)
-	restarted := newPublisher()
+	restarted := newPublisher(nil)
 	if err := restarted.Publish(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -213,19 +221,10 @@ func TestRestartedPublisherWritesNothing(t *testing.T) {
 // the rest of the plugin's status alone; the plugin sets Ready back once
 // it has renewed its Lease since it saw the mark, and not before.
 func TestPublisherTakesBackStaleMark(t *testing.T) {
-	cp := framework.Start(t, framework.Options{})
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cache := newNodeCache(ctx, t, cp, "gpu-node-1")
-	inv := inventory.New(gpu.Inventory{DriverVersion: "simulated", Devices: []gpu.Device{
-		{UUID: "GPU-a", Index: 0, Model: "NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, Health: gpu.Healthy()},
-	}})
-	clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	ctx, cache, clk, newPublisher := oneGPUNode(t)
+	cp := cache.cp
 	var renewals atomic.Uint64
-	p := New(Config{NodeName: "gpu-node-1", Tessera: cp.Tessera, GPUNodes: cache.lister, Kube: cp.Kube, Clock: clk,
-		Scaling: Scaling{SplitCount: 1, MemoryScaling: 1, CoreScaling: 1}, Period: time.Minute, Source: inv,
-		Renewals: renewals.Load})
+	p := newPublisher(renewals.Load)
 	p.SetReadiness(Readiness{Ready: true, Reason: ReasonRegistered, Message: "serving 1 GPU"})
 	if err := p.Publish(ctx); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -62,15 +61,7 @@ func TestPrinterColumns(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			body, err := cp.Kube.Discovery().RESTClient().Get().AbsPath(tc.path).
-				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-			if err != nil {
-				t.Fatalf("getting the table: %v", err)
-			}
-			var table metav1.Table
-			if err := json.Unmarshal(body, &table); err != nil {
-				t.Fatal(err)
-			}
+			table := framework.GetTable(ctx, t, cp.Kube, tc.path)
 			var cols []string
 			for _, c := range table.ColumnDefinitions {
 				cols = append(cols, c.Name)

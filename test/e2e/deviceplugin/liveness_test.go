@@ -2,7 +2,6 @@ package deviceplugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -157,15 +156,7 @@ func TestCrashedPluginIsMarkedStale(t *testing.T) {
 // Table the API server renders from the printer columns.
 func gpuNodeRow(ctx context.Context, t *testing.T, c *cluster, node string) map[string]any {
 	t.Helper()
-	body, err := c.cp.Kube.Discovery().RESTClient().Get().AbsPath("/apis/gpu.tessera.dev/v1alpha1/gpunodes/"+node).
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("getting the table: %v", err)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
-		t.Fatal(err)
-	}
+	table := framework.GetTable(ctx, t, c.cp.Kube, "/apis/gpu.tessera.dev/v1alpha1/gpunodes/"+node)
 	if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(table.ColumnDefinitions) {
 		t.Fatalf("table %+v, want one row", table)
 	}
