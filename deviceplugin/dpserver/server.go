@@ -171,7 +171,7 @@ func (s *Server) serveOnce(ctx context.Context) error {
 			if !ok {
 				return errors.New("the watch of the plugin directory ended")
 			}
-			reason = s.restartReason(ev)
+			reason = s.restartReason(ev, kubelet)
 		case err := <-watcher.Errors:
 			// Events may have been lost (the queue overflowed): start
 			// over rather than trust the registration.
@@ -188,12 +188,16 @@ func (s *Server) serveOnce(ctx context.Context) error {
 }
 
 // restartReason says why a change in the plugin directory ends the
-// registration, or "" when it does not.
-func (s *Server) restartReason(ev fsnotify.Event) string {
+// registration with kubelet, or "" when it does not.
+func (s *Server) restartReason(ev fsnotify.Event, kubelet os.FileInfo) string {
 	gone := ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
 	switch {
 	case ev.Name == s.kubeletSocket() && ev.Has(fsnotify.Create):
-		return "the kubelet restarted: " + KubeletSocket + " was created again"
+		// The event may be about the very socket registered with, created
+		// after the watch began and before the plugin looked.
+		if now, err := os.Stat(s.kubeletSocket()); err != nil || !sameSocket(kubelet, now) {
+			return "the kubelet restarted: " + KubeletSocket + " was created again"
+		}
 	case ev.Name == s.kubeletSocket() && gone:
 		return "the kubelet stopped: " + KubeletSocket + " was removed"
 	case ev.Name == s.SocketPath() && gone:
@@ -212,13 +216,20 @@ func (s *Server) restartReason(ev fsnotify.Event) string {
 // registered with and the plugin's socket is there.
 func (s *Server) checkSockets(kubelet os.FileInfo) string {
 	now, err := os.Stat(s.kubeletSocket())
-	if err != nil || !os.SameFile(kubelet, now) {
+	if err != nil || !sameSocket(kubelet, now) {
 		return "the kubelet restarted: " + KubeletSocket + " changed"
 	}
 	if _, err := os.Stat(s.SocketPath()); err != nil {
 		return "the plugin socket was removed"
 	}
 	return ""
+}
+
+// sameSocket says whether two looks at a socket saw one file. The inode
+// alone cannot tell, as a socket created again often gets the old one's;
+// the time it was made does.
+func sameSocket(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime())
 }
 
 // waitForKubelet returns kubelet.sock once it exists; nil when ctx ends. It

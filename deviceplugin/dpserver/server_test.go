@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -358,4 +359,35 @@ func TestReadinessFollowsRegistration(t *testing.T) {
 	k.server.Stop()
 	_ = os.Remove(filepath.Join(h.dir, KubeletSocket))
 	expect(false)
+}
+
+// The kubelet may create its socket after the plugin starts watching and
+// before it looks; the creation then arrives as an event about the socket
+// the plugin registers with, which must not read as a restart.
+func TestCreationSeenBeforeTheLookIsNoRestart(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dpserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	s := New(Config{ResourceName: "nvidia.com/gpu", PluginDir: dir})
+	created := fsnotify.Event{Name: filepath.Join(dir, KubeletSocket), Op: fsnotify.Create}
+
+	kubelet := startFakeKubelet(t, dir)
+	registered, err := os.Stat(filepath.Join(dir, KubeletSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reason := s.restartReason(created, registered); reason != "" {
+		t.Errorf("the registered socket's creation read as %q", reason)
+	}
+
+	// A kubelet that restarts makes its socket again, often with the
+	// same inode, but later.
+	kubelet.server.Stop()
+	time.Sleep(20 * time.Millisecond)
+	startFakeKubelet(t, dir)
+	if reason := s.restartReason(created, registered); reason == "" {
+		t.Error("a socket created again did not read as a restart")
+	}
 }

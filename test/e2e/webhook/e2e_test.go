@@ -48,7 +48,7 @@ func TestSelfManagedWebhook(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cp := framework.Start(t, framework.Options{})
-	createNamespace(ctx, t, cp.Kube, webhookNamespace, nil)
+	// The framework makes webhookNamespace, where the nodes' Leases live.
 	createNamespace(ctx, t, cp.Kube, workNamespace, nil)
 	createNamespace(ctx, t, cp.Kube, optedOutNS, map[string]string{admission.DefaultOptOutLabel: admission.DefaultOptOutValue})
 	createGPUNode(ctx, t, cp, "node-1", 24576)
