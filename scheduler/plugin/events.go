@@ -2,8 +2,10 @@ package plugin
 
 import (
 	"context"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -25,7 +27,7 @@ const (
 // deleted, a node added.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: gpuNodes, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: gpuNodes, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: gpuNodeChanged},
 		{Event: fwk.ClusterEvent{Resource: gpuAllocations, ActionType: fwk.Delete | fwk.Update}, QueueingHintFn: allocationFreed},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}},
@@ -43,6 +45,45 @@ func allocationFreed(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.Q
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
+}
+
+// gpuNodeChanged queues a pod when a GPUNode appears or changes in what
+// placement reads: its GPUs, its cordons, or a condition's status. The
+// writes that change nothing of that (the free memory the extender and
+// this plugin publish for kubectl, a condition's reason or times) would
+// otherwise retry every pod turned away, and tell each again why it waits.
+func gpuNodeChanged(_ klog.Logger, _ *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	oldNode, okOld := oldObj.(*unstructured.Unstructured)
+	newNode, okNew := newObj.(*unstructured.Unstructured)
+	if !okOld || !okNew {
+		return fwk.Queue, nil
+	}
+	for _, path := range [][]string{{"spec"}, {"status", "devices"}} {
+		before, _, _ := unstructured.NestedFieldNoCopy(oldNode.Object, path...)
+		after, _, _ := unstructured.NestedFieldNoCopy(newNode.Object, path...)
+		if !equality.Semantic.DeepEqual(before, after) {
+			return fwk.Queue, nil
+		}
+	}
+	if !maps.Equal(conditionStatuses(oldNode), conditionStatuses(newNode)) {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// conditionStatuses maps an unstructured GPUNode's condition types to their
+// statuses.
+func conditionStatuses(node *unstructured.Unstructured) map[string]string {
+	conditions, _, _ := unstructured.NestedSlice(node.Object, "status", "conditions")
+	out := make(map[string]string, len(conditions))
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok {
+			typ, _ := m["type"].(string)
+			status, _ := m["status"].(string)
+			out[typ] = status
+		}
+	}
+	return out
 }
 
 // phase is an unstructured GPUAllocation's status.phase, or "".

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -272,6 +273,39 @@ func TestNoHAMiCore(t *testing.T) {
 			wantCode(t, "Filter", p.Filter(context.Background(), state, pod, nodeInfo()), tc.want)
 			wantCode(t, "Reserve", p.Reserve(context.Background(), state, pod, node), map[fwk.Code]fwk.Code{
 				fwk.Success: fwk.Success, fwk.UnschedulableAndUnresolvable: fwk.Unschedulable}[tc.want])
+		})
+	}
+}
+
+func TestGPUNodeChanged(t *testing.T) {
+	gpuNode := func(free int64, cordoned []any, memory int64, ready string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"spec": map[string]any{"cordonedDevices": cordoned},
+			"status": map[string]any{
+				"freeMemoryMiB": free,
+				"devices":       []any{map[string]any{"uuid": "GPU-0", "memoryMiB": memory}},
+				"conditions":    []any{map[string]any{"type": "Ready", "status": ready, "lastTransitionTime": "t" + ready}},
+			},
+		}}
+	}
+	base := gpuNode(1000, nil, 15360, "True")
+	tests := []struct {
+		name     string
+		old, new any
+		want     fwk.QueueingHint
+	}{
+		{"a GPUNode added", nil, base, fwk.Queue},
+		{"only the published free memory changed", base, gpuNode(500, nil, 15360, "True"), fwk.QueueSkip},
+		{"a GPU uncordoned", gpuNode(1000, []any{"GPU-0"}, 15360, "True"), base, fwk.Queue},
+		{"a GPU's memory changed", base, gpuNode(1000, nil, 16000, "True"), fwk.Queue},
+		{"the node became ready", gpuNode(1000, nil, 15360, "Unknown"), base, fwk.Queue},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := gpuNodeChanged(klog.Background(), nil, tc.old, tc.new)
+			if err != nil || got != tc.want {
+				t.Errorf("gpuNodeChanged = %v, %v; want %v", got, err, tc.want)
+			}
 		})
 	}
 }

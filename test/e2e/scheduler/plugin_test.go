@@ -8,6 +8,9 @@ import "testing"
 func TestPlugin(t *testing.T) {
 	e := startPluginEnv(t)
 	ctx := t.Context()
+	// First, while nothing frees GPUs: freed GPUs rightly retry every pod
+	// turned away, and tell it again why it waits.
+	t.Run("one FailedScheduling event", func(t *testing.T) { testOneFailedSchedulingEvent(ctx, t, e) })
 	for _, s := range scenarios() {
 		if s.extenderOnly {
 			continue
