@@ -31,8 +31,11 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
+	if r.schedulerBin, r.pluginConfig, err = pluginScheduler(o, config.SchedulerName); err != nil {
+		t.Fatal(err)
+	}
 
-	for _, row := range []string{rowKubeScheduler, rowNoop, rowTessera} {
+	for _, row := range allRows() {
 		t.Run(rowName(row), func(t *testing.T) {
 			res := r.runRow(ctx, row)
 			if res.Err != nil {
@@ -40,6 +43,10 @@ func TestSmoke(t *testing.T) {
 			}
 			if res.Bound != o.Pods || res.Duration <= 0 || res.Latency.Count != uint64(o.Pods) {
 				t.Errorf("row %s bound %d of %d pods in %s with %d latencies", row, res.Bound, o.Pods, res.Duration, res.Latency.Count)
+			}
+			// Every pod's binding is counted among the writes, whoever bound it.
+			if res.Writes["pods/binding"] != float64(o.Pods) {
+				t.Errorf("row %s: writes %v, want a binding per pod", row, res.Writes)
 			}
 			switch row {
 			case rowKubeScheduler:
@@ -59,9 +66,28 @@ func TestSmoke(t *testing.T) {
 				if res.APIRequests < 2*o.Pods || res.PeakRSSBytes <= 0 {
 					t.Errorf("Tessera made %d API requests with peak memory %d", res.APIRequests, res.PeakRSSBytes)
 				}
+			case rowPlugin, rowDRA:
+				// Scheduled in kube-scheduler's own process, with the
+				// allocation's or the claim's writes.
+				kind := map[string]string{rowPlugin: "gpuallocations", rowDRA: "resourceclaims/status"}[row]
+				if res.Verbs != nil || res.APIRequests != -1 || res.Writes[kind] != float64(o.Pods) {
+					t.Errorf("row %s: verbs %v, %d extender requests, writes %v; want no extender and one %s per pod", row, res.Verbs, res.APIRequests, res.Writes, kind)
+				}
 			}
 		})
 	}
+	// The pinned control plane: the row finds it, pins it and finishes.
+	t.Run("pinned control plane", func(t *testing.T) {
+		pin, err := newPinning()
+		if err != nil {
+			t.Skipf("pinning needs 2 CPUs: %v", err)
+		}
+		pinned := *r
+		pinned.pin, pinned.base = pin, t.TempDir()
+		if res := pinned.runRow(ctx, rowKubeScheduler); res.Err != nil || res.Bound != o.Pods || res.Pinning != pin {
+			t.Errorf("pinned row a: bound %d of %d, pinning %v: %v", res.Bound, o.Pods, res.Pinning, res.Err)
+		}
+	})
 	logger.Info("Smoke run done")
 }
 

@@ -67,19 +67,32 @@ func gpuNodeStatus(node string, gpus, split int, now metav1.Time) gpuv1alpha1.GP
 	}
 }
 
-// createNodes creates the cluster's Nodes, each with allocatable
-// nvidia.com/gpu = GPUs × split as HAMi-style device plugins advertise it,
-// their GPUNodes through the generated clientset, and their Leases, renewed
-// now, in the namespace the extender watches by default.
-func createNodes(ctx context.Context, env *clusterEnv, o *Options) error {
+// createNodes creates the cluster's Nodes. For the device plugin's forms
+// each has allocatable nvidia.com/gpu = GPUs × split as HAMi-style device
+// plugins advertise it, its GPUNode through the generated clientset, and
+// its Lease, renewed now, in the namespace the extender watches by
+// default. In formClaim a Node advertises no GPUs: its ResourceSlice, as
+// Tessera's node daemon publishes it in DRA mode, offers them.
+func createNodes(ctx context.Context, env *clusterEnv, o *Options, form podForm) error {
 	logger := klog.FromContext(ctx)
 	allocatable := corev1.ResourceList{
 		gpurequest.DefaultResourceNames().Count: *resource.NewQuantity(int64(o.GPUsPerNode*o.Split), resource.DecimalSI),
+	}
+	if form == formClaim {
+		allocatable = nil
 	}
 	err := forEach(ctx, o.Nodes, o.Workers, func(ctx context.Context, i int) error {
 		name := nodeName(i)
 		if _, err := framework.NewReadyNode(ctx, env.cp.Kube, name, allocatable); err != nil {
 			return fmt.Errorf("creating node %s: %w", name, err)
+		}
+		status := gpuNodeStatus(name, o.GPUsPerNode, o.Split, metav1.Now())
+		if form == formClaim {
+			slice := resourceSlice(name, status.Devices)
+			if _, err := env.cp.Kube.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+				return fmt.Errorf("publishing the ResourceSlice of node %s: %w", name, err)
+			}
+			return nil
 		}
 		gpuNodes := env.cp.Tessera.GpuV1alpha1().GPUNodes()
 		gn, err := gpuNodes.Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}},
@@ -87,7 +100,7 @@ func createNodes(ctx context.Context, env *clusterEnv, o *Options) error {
 		if err != nil {
 			return fmt.Errorf("creating GPUNode %s: %w", name, err)
 		}
-		gn.Status = gpuNodeStatus(name, o.GPUsPerNode, o.Split, metav1.Now())
+		gn.Status = status
 		if _, err := gpuNodes.UpdateStatus(ctx, gn, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 			return fmt.Errorf("publishing the status of GPUNode %s: %w", name, err)
 		}
@@ -103,6 +116,6 @@ func createNodes(ctx context.Context, env *clusterEnv, o *Options) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("Created nodes", "nodes", o.Nodes, "gpusPerNode", o.GPUsPerNode, "split", o.Split)
+	logger.Info("Created nodes", "nodes", o.Nodes, "gpusPerNode", o.GPUsPerNode, "split", o.Split, "resourceSlices", form == formClaim)
 	return nil
 }

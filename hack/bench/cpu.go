@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,10 +28,29 @@ func sampleCPU(dir string) cpuUsage {
 	if t, err := processCPU(os.Getpid()); err == nil {
 		usage["bench"] = t
 	}
+	for _, p := range processesOf(dir) {
+		if t, err := processCPU(p.pid); err == nil {
+			usage[p.name] += t
+		}
+	}
+	return usage
+}
+
+// process is a running process: its id and program name.
+type process struct {
+	pid  int
+	name string
+}
+
+// processesOf lists the processes, other than this one, whose command line
+// mentions dir, which holds every file of one control plane and of the
+// extender.
+func processesOf(dir string) []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return usage
+		return nil
 	}
+	var out []process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -40,12 +60,9 @@ func sampleCPU(dir string) cpuUsage {
 		if err != nil || !bytes.Contains(cmdline, []byte(dir)) {
 			continue
 		}
-		name := filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))
-		if t, err := processCPU(pid); err == nil {
-			usage[name] += t
-		}
+		out = append(out, process{pid: pid, name: filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))})
 	}
-	return usage
+	return out
 }
 
 // processCPU reads a process's user and system time from /proc/<pid>/stat.
@@ -93,20 +110,27 @@ func (u cpuUsage) total() time.Duration {
 
 // String lists the components, the busiest first, with the total.
 func (u cpuUsage) String() string {
-	names := make([]string, 0, len(u))
-	for name := range u {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if u[names[i]] != u[names[j]] {
-			return u[names[i]] > u[names[j]]
-		}
-		return names[i] < names[j]
-	})
+	names := keysByValue(u)
 	parts := make([]string, 0, len(names)+1)
 	for _, name := range names {
 		parts = append(parts, fmt.Sprintf("%s %.1f s", name, u[name].Seconds()))
 	}
 	parts = append(parts, fmt.Sprintf("total %.1f s", u.total().Seconds()))
 	return strings.Join(parts, ", ")
+}
+
+// keysByValue returns the map's keys, the one with the largest value
+// first, keys with equal values in their order.
+func keysByValue[V cmp.Ordered](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }

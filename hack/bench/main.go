@@ -5,6 +5,12 @@
 //	a  kube-scheduler alone (pods ask for whole-GPU counts only)
 //	b  kube-scheduler with a no-op extender using the same verbs
 //	c  kube-scheduler with Tessera's extender, built from ./scheduler
+//	d  tessera-scheduler: kube-scheduler with Tessera's plugin (plugin mode)
+//	e  kube-scheduler alone over Tessera's ResourceSlices, the pods asking
+//	   through ResourceClaims (DRA mode)
+//
+// With --pin-control-plane the control plane runs on CPU 0 and the rest
+// on the other CPUs.
 //
 // Each row runs on a fresh control plane. All pods are created first; the
 // row is timed from kube-scheduler's start to the last bind. With
@@ -109,11 +115,26 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	r := &runner{o: o, base: base, extenderConfig: config, extenderBin: bin}
-	cpus := numCPU()
-	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %d CPUs",
-		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, DefaultMix(), cpus)}
+	if o.wants(rowPlugin) {
+		if r.schedulerBin, r.pluginConfig, err = pluginScheduler(o, config.SchedulerName); err != nil {
+			return err
+		}
+		logger.Info("tessera-scheduler for row d", "binary", r.schedulerBin, "config", r.pluginConfig.Source)
+	}
+	where := fmt.Sprintf("%d CPUs shared by every process", numCPU())
+	if o.PinControlPlane {
+		if r.pin, err = newPinning(); err != nil {
+			return err
+		}
+		if err := r.pin.pinBench(); err != nil {
+			return err
+		}
+		where = r.pin.String()
+	}
+	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
+		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, DefaultMix(), where)}
 	var loads []string
-	for _, row := range []string{rowKubeScheduler, rowNoop, rowTessera} {
+	for _, row := range allRows() {
 		if !o.wants(row) {
 			continue
 		}
@@ -133,6 +154,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// pluginScheduler finds tessera-scheduler and its configuration for row d.
+func pluginScheduler(o *Options, schedulerName string) (string, schedulerConfig, error) {
+	bin := o.SchedulerBin
+	if bin == "" {
+		var err error
+		if bin, err = framework.SchedulerPluginBinary(); err != nil {
+			return "", schedulerConfig{}, err
+		}
+	}
+	path := o.PluginConfig
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(framework.RepoRoot(), path)
+	}
+	config, err := loadPluginConfig(path, schedulerName)
+	return bin, config, err
 }
 
 // report is a table the bench prints.

@@ -15,7 +15,14 @@ const (
 	rowKubeScheduler = "a"
 	rowNoop          = "b"
 	rowTessera       = "c"
+	rowPlugin        = "d"
+	rowDRA           = "e"
 )
+
+// allRows are the rows of the throughput table, in its order.
+func allRows() []string {
+	return []string{rowKubeScheduler, rowNoop, rowTessera, rowPlugin, rowDRA}
+}
 
 // Modes, the values of --mode.
 const (
@@ -36,7 +43,7 @@ const (
 
 // Options are everything the bench's command line sets.
 type Options struct {
-	// Mode is throughput (rows a, b, c), scale (the extender's memory and
+	// Mode is throughput (rows a to e), scale (the extender's memory and
 	// filter latency with many pods already placed) or writes (what each
 	// write of a pod's scheduling costs the control plane).
 	Mode string
@@ -48,8 +55,17 @@ type Options struct {
 	Split       int
 	// Pods is how many pods are scheduled (throughput) or already placed (scale).
 	Pods int
-	// Rows picks the rows of the throughput table, a subset of "a,b,c".
+	// Rows picks the rows of the throughput table, a subset of "a,b,c,d,e".
 	Rows []string
+	// PinControlPlane runs etcd, kube-apiserver and kube-controller-manager
+	// on CPU 0 and everything else (kube-scheduler, the extender, the
+	// bench) on the other CPUs, as if the control plane had its own machine.
+	PinControlPlane bool
+	// SchedulerBin is a prebuilt tessera-scheduler for row d; empty asks
+	// hack/build-scheduler.sh (or $TESSERA_SCHEDULER_BIN).
+	SchedulerBin string
+	// PluginConfig is the KubeSchedulerConfiguration of row d.
+	PluginConfig string
 	// ExtenderBin is a prebuilt extender binary; empty builds ./scheduler.
 	ExtenderBin string
 	// ExtenderArgs are extra flags for the extender.
@@ -92,8 +108,9 @@ func NewOptions() *Options {
 		GPUsPerNode:     8,
 		Split:           10,
 		Pods:            5000,
-		Rows:            []string{rowKubeScheduler, rowNoop, rowTessera},
+		Rows:            allRows(),
 		SchedulerConfig: "deploy/scheduler/kube-scheduler-config.yaml",
+		PluginConfig:    "deploy/scheduler/tessera-scheduler-config.yaml",
 		Timeout:         20 * time.Minute,
 		Probes:          300,
 		Workers:         32,
@@ -105,12 +122,15 @@ func NewOptions() *Options {
 
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each.")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each.")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Simulated GPU nodes (1 to %d).", maxNodes))
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
 	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
 	fs.IntVar(&o.Pods, "pods", o.Pods, fmt.Sprintf("Pods to schedule (throughput) or to place before the extender starts (scale) (1 to %d).", maxPods))
-	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera).")
+	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA mode).")
+	fs.BoolVar(&o.PinControlPlane, "pin-control-plane", o.PinControlPlane, "Run etcd, kube-apiserver and kube-controller-manager on CPU 0 and kube-scheduler, the extender and the bench on the other CPUs (sched_setaffinity), as if the control plane had a machine of its own; needs at least 2 CPUs.")
+	fs.StringVar(&o.SchedulerBin, "scheduler-bin", o.SchedulerBin, "Prebuilt tessera-scheduler for row d; empty uses $TESSERA_SCHEDULER_BIN or builds it with hack/build-scheduler.sh.")
+	fs.StringVar(&o.PluginConfig, "plugin-config", o.PluginConfig, "KubeSchedulerConfiguration for row d, relative to the repository root; its Tessera args get heartbeatMaxAge 24h.")
 	fs.StringVar(&o.ExtenderBin, "extender-bin", o.ExtenderBin, "Prebuilt extender binary; empty builds ./scheduler into a temporary directory.")
 	fs.StringArrayVar(&o.ExtenderArgs, "extender-arg", o.ExtenderArgs, "Extra flag for the extender, such as --extender-arg=--kube-api-qps=1000; repeatable.")
 	fs.StringArrayVar(&o.ExtenderEnv, "extender-env", o.ExtenderEnv, "Extra environment variable KEY=VALUE for the extender, such as --extender-env=GOMEMLIMIT=350MiB; repeatable.")
@@ -165,17 +185,20 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--timeout=%s: must be positive", o.Timeout)
 	}
 	if len(o.Rows) == 0 {
-		return fmt.Errorf("--rows is empty: name at least one of a, b, c")
+		return fmt.Errorf("--rows is empty: name at least one of a, b, c, d, e")
 	}
 	seen := map[string]bool{}
 	for _, r := range o.Rows {
-		if !slices.Contains([]string{rowKubeScheduler, rowNoop, rowTessera}, r) {
-			return fmt.Errorf("--rows=%s: unknown row %q, want a subset of a,b,c", strings.Join(o.Rows, ","), r)
+		if !slices.Contains(allRows(), r) {
+			return fmt.Errorf("--rows=%s: unknown row %q, want a subset of a,b,c,d,e", strings.Join(o.Rows, ","), r)
 		}
 		if seen[r] {
 			return fmt.Errorf("--rows=%s: row %q is named twice", strings.Join(o.Rows, ","), r)
 		}
 		seen[r] = true
+	}
+	if o.PinControlPlane && numCPU() < 2 {
+		return fmt.Errorf("--pin-control-plane: needs at least 2 CPUs, the bench may use %d", numCPU())
 	}
 	if capacity := o.Nodes * o.GPUsPerNode; o.Pods > capacity*o.Split {
 		return fmt.Errorf("--pods=%d: must be at most --nodes × --gpus-per-node × --split = %d, the cluster's share capacity", o.Pods, capacity*o.Split)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
@@ -20,13 +21,42 @@ const benchNamespace = "bench"
 // podName is the name of the i-th pod.
 func podName(i int) string { return fmt.Sprintf("bench-pod-%06d", i) }
 
-// gpuLimits are the limits a container of the shape asks for. Without an
-// extender (wholeGPUOnly) only the GPU count can be asked for, since
-// kube-scheduler alone knows nothing of memory or cores.
-func gpuLimits(s Shape, wholeGPUOnly bool) corev1.ResourceList {
+// podForm is how the workload's pods ask for their GPUs.
+type podForm int
+
+const (
+	// formSlices asks for the GPU count, memory and cores as extended
+	// resources, as HAMi-style pods do (rows b, c, d).
+	formSlices podForm = iota
+	// formWholeGPU asks for the GPU count only, since kube-scheduler
+	// alone knows nothing of memory or cores (row a).
+	formWholeGPU
+	// formClaim asks through a ResourceClaim of its own, created with the
+	// pod, for the shape's GPUs with its memory and cores as consumed
+	// capacity (row e).
+	formClaim
+)
+
+// rowForm is how the row's pods ask for their GPUs.
+func rowForm(row string) podForm {
+	switch row {
+	case rowKubeScheduler:
+		return formWholeGPU
+	case rowDRA:
+		return formClaim
+	default:
+		return formSlices
+	}
+}
+
+// gpuLimits are the limits a container of the shape asks for in the form.
+func gpuLimits(s Shape, form podForm) corev1.ResourceList {
+	if form == formClaim {
+		return nil
+	}
 	names := gpurequest.DefaultResourceNames()
 	limits := corev1.ResourceList{names.Count: *resource.NewQuantity(s.Count, resource.DecimalSI)}
-	if wholeGPUOnly {
+	if form == formWholeGPU {
 		return limits
 	}
 	if s.MemoryMiB > 0 {
@@ -40,8 +70,9 @@ func gpuLimits(s Shape, wholeGPUOnly bool) corev1.ResourceList {
 
 // newPod is a pod of the shape for the scheduler profile, as the admission
 // webhook would leave it: the GPU count set and the scheduler name Tessera's.
-func newPod(name, schedulerName string, s Shape, wholeGPUOnly bool) *corev1.Pod {
-	return &corev1.Pod{
+// In formClaim its container uses the claim named like the pod.
+func newPod(name, schedulerName string, s Shape, form podForm) *corev1.Pod {
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Labels: map[string]string{"app": "bench"}},
 		Spec: corev1.PodSpec{
 			SchedulerName: schedulerName,
@@ -53,11 +84,16 @@ func newPod(name, schedulerName string, s Shape, wholeGPUOnly bool) *corev1.Pod 
 						corev1.ResourceCPU:    resource.MustParse("100m"),
 						corev1.ResourceMemory: resource.MustParse("128Mi"),
 					},
-					Limits: gpuLimits(s, wholeGPUOnly),
+					Limits: gpuLimits(s, form),
 				},
 			}},
 		},
 	}
+	if form == formClaim {
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: claimName, ResourceClaimName: ptr.To(name)}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: claimName}}
+	}
+	return pod
 }
 
 // createTimes records when each pod was created, by name. A pod's
@@ -80,14 +116,20 @@ func (c *createTimes) get(name string) (time.Time, bool) {
 	return t, ok
 }
 
-// createPods creates every pod of the workload, unscheduled, and returns
-// when each was created.
-func createPods(ctx context.Context, env *clusterEnv, o *Options, wholeGPUOnly bool) (*createTimes, error) {
+// createPods creates every pod of the workload, unscheduled, each in
+// formClaim after its claim, and returns when each was created.
+func createPods(ctx context.Context, env *clusterEnv, o *Options, form podForm) (*createTimes, error) {
 	shapes := DefaultMix().Sequence(o.Pods)
 	times := &createTimes{at: make(map[string]time.Time, o.Pods)}
 	start := time.Now()
 	err := forEach(ctx, o.Pods, o.Workers, func(ctx context.Context, i int) error {
-		pod := newPod(podName(i), env.schedulerName, shapes[i], wholeGPUOnly)
+		pod := newPod(podName(i), env.schedulerName, shapes[i], form)
+		if form == formClaim {
+			claim := resourceClaim(pod.Name, shapes[i])
+			if _, err := env.cp.Kube.ResourceV1().ResourceClaims(benchNamespace).Create(ctx, claim, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+				return fmt.Errorf("creating claim %s: %w", claim.Name, err)
+			}
+		}
 		if _, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
 			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}

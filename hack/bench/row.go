@@ -7,12 +7,15 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // rowNames say what each row runs.
@@ -22,10 +25,22 @@ func rowName(row string) string {
 		return "kube-scheduler alone"
 	case rowNoop:
 		return "kube-scheduler + no-op extender"
+	case rowTessera:
+		return "kube-scheduler + Tessera's extender"
+	case rowPlugin:
+		return "tessera-scheduler (plugin mode)"
 	default:
-		return "kube-scheduler + Tessera"
+		return "kube-scheduler alone, DRA claims on Tessera's slices"
 	}
 }
+
+// hasExtender reports whether the row runs an extender, whose API
+// requests the audit log counts.
+func hasExtender(row string) bool { return row == rowNoop || row == rowTessera }
+
+// allocatesGPUs reports whether the row writes GPUAllocations, which the
+// simulated kubelet completes.
+func allocatesGPUs(row string) bool { return row == rowTessera || row == rowPlugin }
 
 // runner runs the rows of the throughput table.
 type runner struct {
@@ -36,6 +51,12 @@ type runner struct {
 	extenderConfig schedulerConfig
 	// extenderBin is Tessera's extender, for row c.
 	extenderBin string
+	// pluginConfig and schedulerBin are tessera-scheduler's configuration
+	// and binary, for row d.
+	pluginConfig schedulerConfig
+	schedulerBin string
+	// pin, if set, puts the control plane on a CPU of its own.
+	pin *pinning
 }
 
 // runRow runs one row on a fresh control plane. A row that fails says why
@@ -43,8 +64,8 @@ type runner struct {
 func (r *runner) runRow(ctx context.Context, row string) RowResult {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
 	ctx = klog.NewContext(ctx, logger)
-	res := RowResult{Row: row, Name: rowName(row), Pods: r.o.Pods, APIRequests: -1}
-	if row != rowKubeScheduler {
+	res := RowResult{Row: row, Name: rowName(row), Pods: r.o.Pods, APIRequests: -1, Pinning: r.pin}
+	if hasExtender(row) {
 		res.APIRequests = 0
 	}
 	res.Err = r.measure(ctx, row, &res)
@@ -65,11 +86,20 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		return err
 	}
 	defer env.stop()
-
-	if err := createNodes(ctx, env, r.o); err != nil {
+	if err := r.pinRow(env); err != nil {
 		return err
 	}
-	created, err := createPods(ctx, env, r.o, row == rowKubeScheduler)
+
+	form := rowForm(row)
+	if form == formClaim {
+		if _, err := env.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+			return fmt.Errorf("creating the DeviceClass: %w", err)
+		}
+	}
+	if err := createNodes(ctx, env, r.o, form); err != nil {
+		return err
+	}
+	created, err := createPods(ctx, env, r.o, form)
 	if err != nil {
 		return err
 	}
@@ -84,7 +114,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		return err
 	}
 	var kubelet *kubeletSim
-	if row == rowTessera {
+	if allocatesGPUs(row) {
 		allocations := watches.tessera.Gpu().V1alpha1().GPUAllocations()
 		kubelet = newKubeletSim(env.cp.Tessera, pods.Lister(), allocations.Lister())
 		if _, err := allocations.Informer().AddEventHandler(kubelet.handler()); err != nil {
@@ -117,6 +147,8 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	if err != nil {
 		return err
 	}
+	// Empty for stock kube-scheduler.
+	schedulerBin := ""
 	var (
 		noop     *noopExtender
 		extender *extenderProcess
@@ -149,13 +181,31 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		if config, err = r.extenderConfig.withExtenderURL(extender.url); err != nil {
 			return err
 		}
+	case rowPlugin:
+		config, schedulerBin = r.pluginConfig, r.schedulerBin
 	}
 
-	logger.Info("Starting kube-scheduler", "config", config.Source, "load", loadAverage())
+	writesBefore, err := sampleAPIWrites(ctx, env.cp.Kube)
+	if err != nil {
+		return err
+	}
+	schedulerName := "kube-scheduler"
+	if schedulerBin != "" {
+		schedulerName = filepath.Base(schedulerBin)
+	}
+	logger.Info("Starting the scheduler", "scheduler", schedulerName, "config", config.Source, "load", loadAverage())
 	cpuBefore := sampleCPU(env.dir)
 	start := time.Now()
-	scheduler, err := env.cp.StartSchedulerProcess(config.YAML)
+	var scheduler *framework.Process
+	if schedulerBin == "" {
+		scheduler, err = env.cp.StartSchedulerProcess(config.YAML)
+	} else {
+		scheduler, err = env.cp.StartSchedulerBinaryProcess(schedulerBin, config.YAML)
+	}
 	if err != nil {
+		return err
+	}
+	if err := r.pinRow(env); err != nil {
 		return err
 	}
 	profiles := &profiler{seconds: r.o.ProfileSeconds}
@@ -167,7 +217,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	defer profiles.wait()
 	waitErr := waitAllBound(ctx, binds, r.o.Timeout, func() error {
 		if exited, err := scheduler.Exited(); exited {
-			return fmt.Errorf("kube-scheduler exited: %v", err)
+			return fmt.Errorf("%s exited: %v", schedulerName, err)
 		}
 		if extender != nil {
 			if exited, err := extender.Exited(); exited {
@@ -228,7 +278,13 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 			return err
 		}
 	}
-	if row != rowKubeScheduler {
+	writesAfter, err := sampleAPIWrites(ctx, env.cp.Kube)
+	if err != nil {
+		return err
+	}
+	res.Writes = writesAfter.since(writesBefore)
+	logger.Info("API writes while scheduling", "total", res.Writes.total(), "perPod", res.Writes.perPod(max(bound, 1)))
+	if hasExtender(row) {
 		count, err := countRequestsInFile(env.auditLog, extenderUser)
 		if err != nil {
 			return err
@@ -236,7 +292,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		res.APIRequests = count.Total
 		logger.Info("Extender API requests", "total", count.Total, "byKind", count.String())
 	}
-	if kubelet != nil {
+	if row == rowTessera {
 		cycle, err := r.bindCycle(env, pods.Lister(), kubelet)
 		if err != nil {
 			return err
@@ -246,6 +302,21 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	}
 	if waitErr != nil {
 		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.o.Pods, waitErr, env.dir)
+	}
+	return nil
+}
+
+// pinRow puts the row's processes on their CPUs, if asked to.
+func (r *runner) pinRow(env *clusterEnv) error {
+	if r.pin == nil {
+		return nil
+	}
+	n, err := r.pin.pinRow(env.dir)
+	if err != nil {
+		return err
+	}
+	if n < 2 {
+		return fmt.Errorf("pinning the control plane in %s: found %d of its processes, want etcd and kube-apiserver at least", env.dir, n)
 	}
 	return nil
 }

@@ -78,14 +78,14 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 		return nil, err
 	}
 	defer env.stop()
-	if err := createNodes(ctx, env, o); err != nil {
+	if err := createNodes(ctx, env, o, formSlices); err != nil {
 		return nil, err
 	}
 	if err := placePods(ctx, env, o); err != nil {
 		return nil, err
 	}
 	probe, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx,
-		newPod(probePodName, config.SchedulerName, DefaultMix()[0], false), metav1.CreateOptions{FieldManager: fieldManager})
+		newPod(probePodName, config.SchedulerName, DefaultMix()[0], formSlices), metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("creating the probe pod: %w", err)
 	}
@@ -207,7 +207,7 @@ func placePods(ctx context.Context, env *clusterEnv, o *Options) error {
 	}
 	start := time.Now()
 	err := forEach(ctx, o.Pods, o.Workers, func(ctx context.Context, i int) error {
-		pod := newPod(podName(i), env.schedulerName, shapes[i], false)
+		pod := newPod(podName(i), env.schedulerName, shapes[i], formSlices)
 		pod.Spec.NodeName = nodeName(placements[i].node)
 		pod, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
 		if err != nil {

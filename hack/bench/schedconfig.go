@@ -62,18 +62,9 @@ func loadExtenderConfig(path string) (schedulerConfig, error) {
 // parseExtenderConfig checks that data is a configuration with one profile
 // and at least one extender, and returns it.
 func parseExtenderConfig(data []byte, source string) (schedulerConfig, error) {
-	config := map[string]any{}
-	if err := yaml.Unmarshal(data, &config); err != nil {
-		return schedulerConfig{}, fmt.Errorf("decoding the scheduler configuration %s: %w", source, err)
-	}
-	profiles, _ := config["profiles"].([]any)
-	if len(profiles) != 1 {
-		return schedulerConfig{}, fmt.Errorf("the scheduler configuration %s has %d profiles: the bench needs exactly one", source, len(profiles))
-	}
-	profile, _ := profiles[0].(map[string]any)
-	name, _ := profile["schedulerName"].(string)
-	if name == "" {
-		return schedulerConfig{}, fmt.Errorf("the scheduler configuration %s: profiles[0].schedulerName is empty", source)
+	config, _, name, err := decodeOneProfile(data, source)
+	if err != nil {
+		return schedulerConfig{}, err
 	}
 	extenders, _ := config["extenders"].([]any)
 	if len(extenders) == 0 {
@@ -121,4 +112,68 @@ func (c schedulerConfig) withoutExtenders() (schedulerConfig, error) {
 	c.YAML = string(data)
 	c.Source += ", extenders removed"
 	return c, nil
+}
+
+// loadPluginConfig reads tessera-scheduler's KubeSchedulerConfiguration at
+// path for row d: one profile, named schedulerName as in the other rows,
+// whose Tessera plugin args accept a Lease renewed once (heartbeatMaxAge
+// 24h, as the extender gets in row c).
+func loadPluginConfig(path, schedulerName string) (schedulerConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return schedulerConfig{}, fmt.Errorf("reading --plugin-config: %w", err)
+	}
+	return parsePluginConfig(data, path, schedulerName)
+}
+
+func parsePluginConfig(data []byte, source, schedulerName string) (schedulerConfig, error) {
+	config, profile, name, err := decodeOneProfile(data, source)
+	if err != nil {
+		return schedulerConfig{}, err
+	}
+	if name != schedulerName {
+		return schedulerConfig{}, fmt.Errorf("the scheduler configuration %s: profiles[0].schedulerName is %q, the other rows' pods ask for %q", source, name, schedulerName)
+	}
+	pluginConfig, _ := profile["pluginConfig"].([]any)
+	found := false
+	for _, pc := range pluginConfig {
+		entry, _ := pc.(map[string]any)
+		if entry["name"] != "Tessera" {
+			continue
+		}
+		args, _ := entry["args"].(map[string]any)
+		if args == nil {
+			args = map[string]any{}
+			entry["args"] = args
+		}
+		args["heartbeatMaxAge"] = "24h"
+		found = true
+	}
+	if !found {
+		return schedulerConfig{}, fmt.Errorf("the scheduler configuration %s has no pluginConfig for Tessera", source)
+	}
+	out, err := yaml.Marshal(config)
+	if err != nil {
+		return schedulerConfig{}, err
+	}
+	return schedulerConfig{YAML: string(out), SchedulerName: schedulerName, Source: source + ", heartbeatMaxAge 24h"}, nil
+}
+
+// decodeOneProfile decodes a KubeSchedulerConfiguration that has exactly
+// one profile, with a name, and returns it, its profile and that name.
+func decodeOneProfile(data []byte, source string) (config, profile map[string]any, name string, err error) {
+	config = map[string]any{}
+	if err := yaml.Unmarshal(data, &config); err != nil {
+		return nil, nil, "", fmt.Errorf("decoding the scheduler configuration %s: %w", source, err)
+	}
+	profiles, _ := config["profiles"].([]any)
+	if len(profiles) != 1 {
+		return nil, nil, "", fmt.Errorf("the scheduler configuration %s has %d profiles: the bench needs exactly one", source, len(profiles))
+	}
+	profile, _ = profiles[0].(map[string]any)
+	name, _ = profile["schedulerName"].(string)
+	if name == "" {
+		return nil, nil, "", fmt.Errorf("the scheduler configuration %s: profiles[0].schedulerName is empty", source)
+	}
+	return config, profile, name, nil
 }

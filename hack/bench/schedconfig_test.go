@@ -86,3 +86,50 @@ func TestRewrites(t *testing.T) {
 		t.Errorf("the rest of the configuration changed: %s", alone.YAML)
 	}
 }
+
+func TestParsePluginConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		wantErr string
+	}{
+		{name: "the Tessera args get a day's heartbeat age", yaml: "profiles:\n- schedulerName: tessera-scheduler\n  pluginConfig:\n  - name: Tessera\n    args:\n      heartbeatMaxAge: 2m\n      defaultNodePolicy: binpack\n"},
+		{name: "Tessera without args gets them", yaml: "profiles:\n- schedulerName: tessera-scheduler\n  pluginConfig:\n  - name: Tessera\n"},
+		{name: "another profile name is refused", yaml: "profiles:\n- schedulerName: other\n  pluginConfig:\n  - name: Tessera\n", wantErr: `schedulerName is "other", the other rows' pods ask for "tessera-scheduler"`},
+		{name: "no Tessera plugin is refused", yaml: "profiles:\n- schedulerName: tessera-scheduler\n", wantErr: "no pluginConfig for Tessera"},
+		{name: "two profiles are refused", yaml: "profiles:\n- schedulerName: a\n- schedulerName: b\n", wantErr: "2 profiles"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePluginConfig([]byte(tt.yaml), "test", "tessera-scheduler")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parse = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]any{}
+			if err := yaml.Unmarshal([]byte(got.YAML), &m); err != nil {
+				t.Fatal(err)
+			}
+			args := m["profiles"].([]any)[0].(map[string]any)["pluginConfig"].([]any)[0].(map[string]any)["args"].(map[string]any)
+			if args["heartbeatMaxAge"] != "24h" {
+				t.Errorf("Tessera's args after the rewrite: %v", args)
+			}
+			if strings.Contains(tt.yaml, "binpack") && args["defaultNodePolicy"] != "binpack" {
+				t.Errorf("the other args changed: %v", args)
+			}
+		})
+	}
+}
+
+// TestDeployedPluginConfigIsUsable reads tessera-scheduler's configuration
+// that deploy/ ships, as row d does.
+func TestDeployedPluginConfigIsUsable(t *testing.T) {
+	if _, err := loadPluginConfig(filepath.Join(framework.RepoRoot(), NewOptions().PluginConfig), "tessera-scheduler"); err != nil {
+		t.Fatal(err)
+	}
+}

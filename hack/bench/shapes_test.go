@@ -87,10 +87,10 @@ func TestMixValidate(t *testing.T) {
 func TestGPULimits(t *testing.T) {
 	q := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
 	tests := []struct {
-		name         string
-		shape        Shape
-		wholeGPUOnly bool
-		want         corev1.ResourceList
+		name  string
+		shape Shape
+		form  podForm
+		want  corev1.ResourceList
 	}{
 		{name: "memory fraction", shape: Shape{Count: 1, MemoryMiB: 8192},
 			want: corev1.ResourceList{"nvidia.com/gpu": q(1), "nvidia.com/gpumem": q(8192)}},
@@ -98,12 +98,14 @@ func TestGPULimits(t *testing.T) {
 			want: corev1.ResourceList{"nvidia.com/gpu": q(1), "nvidia.com/gpumem": q(20480), "nvidia.com/gpucores": q(30)}},
 		{name: "whole GPUs ask for the count only", shape: Shape{Count: 2},
 			want: corev1.ResourceList{"nvidia.com/gpu": q(2)}},
-		{name: "without an extender a fraction asks for its count only", shape: Shape{Count: 4, MemoryMiB: 16384, Cores: 50}, wholeGPUOnly: true,
+		{name: "without an extender a fraction asks for its count only", shape: Shape{Count: 4, MemoryMiB: 16384, Cores: 50}, form: formWholeGPU,
 			want: corev1.ResourceList{"nvidia.com/gpu": q(4)}},
+		{name: "through a claim no extended resource is asked for", shape: Shape{Count: 4, MemoryMiB: 16384, Cores: 50}, form: formClaim,
+			want: corev1.ResourceList{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := gpuLimits(tt.shape, tt.wholeGPUOnly)
+			got := gpuLimits(tt.shape, tt.form)
 			if len(got) != len(tt.want) {
 				t.Fatalf("gpuLimits = %v, want %v", got, tt.want)
 			}
@@ -117,7 +119,7 @@ func TestGPULimits(t *testing.T) {
 }
 
 func TestNewPodAsksForTheProfile(t *testing.T) {
-	pod := newPod("p", "tessera-scheduler", Shape{Count: 1, MemoryMiB: 1024}, false)
+	pod := newPod("p", "tessera-scheduler", Shape{Count: 1, MemoryMiB: 1024}, formSlices)
 	if pod.Spec.SchedulerName != "tessera-scheduler" || pod.Namespace != benchNamespace {
 		t.Errorf("pod has scheduler %q in namespace %q", pod.Spec.SchedulerName, pod.Namespace)
 	}

@@ -45,6 +45,12 @@ type RowResult struct {
 	// APIRequests is how many requests the extender made to the API
 	// server; -1 without an extender.
 	APIRequests int
+	// Writes are the write requests kube-apiserver served while the row
+	// scheduled, from every client, by resource.
+	Writes apiWrites
+	// Pinning is where the control plane and the rest ran; nil when they
+	// shared every CPU.
+	Pinning *pinning
 	// Err is why the row did not finish, if it did not.
 	Err error
 }
@@ -57,7 +63,8 @@ func (r RowResult) Throughput() float64 {
 	return float64(r.Bound) / r.Duration.Seconds()
 }
 
-// Table is the throughput table: every row and Tessera's ratio to each.
+// Table is the throughput table: every row, its ratio to kube-scheduler
+// alone, and the targets between rows.
 type Table struct {
 	// Title says what the workload was and where it ran.
 	Title string
@@ -68,26 +75,31 @@ type Table struct {
 
 func tableHeader() []string {
 	return []string{
-		"row", "scheduler", "bound", "pods/s", "Tessera ÷ row",
+		"row", "scheduler", "bound", "pods/s", "÷ row a",
 		"latency p50", "latency p99",
 		"filter p50/p99", "prioritize p50/p99", "bind p50/p99",
-		"extender peak RSS", "extender API requests",
+		"extender peak RSS", "extender API requests", "API writes per pod",
 	}
+}
+
+// result returns the row's result if it ran and finished.
+func (t Table) result(row string) (RowResult, bool) {
+	for _, r := range t.Rows {
+		if r.Row == row && r.Err == nil && r.Throughput() > 0 {
+			return r, true
+		}
+	}
+	return RowResult{}, false
 }
 
 // cells renders the rows as text cells, one slice per row.
 func (t Table) cells() [][]string {
-	tessera, haveTessera := RowResult{}, false
-	for _, r := range t.Rows {
-		if r.Row == rowTessera && r.Err == nil {
-			tessera, haveTessera = r, true
-		}
-	}
+	alone, haveAlone := t.result(rowKubeScheduler)
 	out := make([][]string, 0, len(t.Rows))
 	for _, r := range t.Rows {
 		ratio := "—"
-		if haveTessera && r.Err == nil && r.Throughput() > 0 {
-			ratio = fmt.Sprintf("%.2f", tessera.Throughput()/r.Throughput())
+		if haveAlone && r.Err == nil {
+			ratio = fmt.Sprintf("%.2f", r.Throughput()/alone.Throughput())
 		}
 		row := []string{r.Row, r.Name, fmt.Sprintf("%d/%d", r.Bound, r.Pods)}
 		if r.Err != nil {
@@ -104,7 +116,11 @@ func (t Table) cells() [][]string {
 			}
 			row = append(row, formatDuration(q.P50, q.Count)+" / "+formatDuration(q.P99, q.Count))
 		}
-		row = append(row, formatBytes(r.PeakRSSBytes), formatCount(r.APIRequests))
+		writes := "—"
+		if r.Writes != nil && r.Bound > 0 {
+			writes = fmt.Sprintf("%.2f", r.Writes.total()/float64(r.Bound))
+		}
+		row = append(row, formatBytes(r.PeakRSSBytes), formatCount(r.APIRequests), writes)
 		out = append(out, row)
 	}
 	return out
@@ -122,10 +138,21 @@ func (t Table) WriteMarkdown(w io.Writer) error {
 
 func (t Table) notes() []string {
 	notes := append([]string(nil), t.Notes...)
+	notes = append(notes, t.targets()...)
 	for _, r := range t.Rows {
 		if len(r.CPU) > 0 && r.Bound > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: CPU time while scheduling, %.1f ms per pod: %s",
 				r.Row, float64(r.CPU.total())/float64(time.Millisecond)/float64(r.Bound), r.CPU))
+		}
+		if r.Pinning != nil && len(r.CPU) > 0 && r.Duration > 0 {
+			cp, rest := r.Pinning.split(r.CPU)
+			seconds := r.Duration.Seconds()
+			notes = append(notes, fmt.Sprintf("row %s: CPU busy while scheduling: control plane %.0f%% of CPU %s, the rest %.0f%% of CPU %s",
+				r.Row, 100*cp/seconds/float64(len(r.Pinning.controlPlaneCPUs)), cpuList(r.Pinning.controlPlaneCPUs),
+				100*rest/seconds/float64(len(r.Pinning.restCPUs)), cpuList(r.Pinning.restCPUs)))
+		}
+		if len(r.Writes) > 0 && r.Bound > 0 {
+			notes = append(notes, fmt.Sprintf("row %s: API writes per pod while scheduling, by every client: %s", r.Row, r.Writes.perPod(r.Bound)))
 		}
 		if r.BindQueueWait.Count > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: binds waited for their node's previous allocation p50 %s, p99 %s (in bind p50/p99)",
@@ -218,4 +245,46 @@ func formatCount(n int) string {
 		return "—"
 	}
 	return fmt.Sprintf("%d", n)
+}
+
+// target is a throughput ratio between two rows that issue 14 sets, for a
+// control plane on a CPU of its own.
+type target struct {
+	what     string
+	row, per string
+	min      float64
+}
+
+func targets() []target {
+	return []target{
+		{what: "plugin mode ÷ kube-scheduler alone", row: rowPlugin, per: rowKubeScheduler, min: 0.75},
+		{what: "plugin mode ÷ extender mode", row: rowPlugin, per: rowTessera, min: 1.5},
+		{what: "extender mode ÷ the no-op extender", row: rowTessera, per: rowNoop, min: 0.9},
+		{what: "DRA mode ÷ extender mode", row: rowDRA, per: rowTessera},
+		{what: "DRA mode ÷ plugin mode", row: rowDRA, per: rowPlugin},
+	}
+}
+
+// targets measures each target whose two rows finished; a ratio with no
+// target is given for comparison.
+func (t Table) targets() []string {
+	var out []string
+	for _, tg := range targets() {
+		num, ok1 := t.result(tg.row)
+		den, ok2 := t.result(tg.per)
+		if !ok1 || !ok2 {
+			continue
+		}
+		ratio := num.Throughput() / den.Throughput()
+		line := fmt.Sprintf("%s (%s ÷ %s): %.2f", tg.what, tg.row, tg.per, ratio)
+		if tg.min > 0 {
+			met := "met"
+			if ratio < tg.min {
+				met = "not met"
+			}
+			line += fmt.Sprintf(", target ≥ %.2f with the control plane pinned: %s", tg.min, met)
+		}
+		out = append(out, line)
+	}
+	return out
 }

@@ -22,7 +22,11 @@ func sampleTable() Table {
 				Latency: Quantiles{P50: 400 * time.Millisecond, P99: 990 * time.Millisecond, Count: 100}, Verbs: verbs, APIRequests: 100},
 			{Row: "c", Name: "kube-scheduler + Tessera", Pods: 100, Bound: 100, Duration: 2 * time.Second,
 				Latency: Quantiles{P50: time.Second, P99: 12 * time.Second, Count: 100}, Verbs: verbs,
-				PeakRSSBytes: 60 << 20, APIRequests: 401},
+				PeakRSSBytes: 60 << 20, APIRequests: 401,
+				Writes: apiWrites{"gpuallocations": 100, "gpuallocations/status": 100, "pods/binding": 100, "leases": 1}},
+			{Row: "d", Name: "tessera-scheduler (plugin mode)", Pods: 100, Bound: 100, Duration: time.Second,
+				Latency: Quantiles{P50: 400 * time.Millisecond, P99: 900 * time.Millisecond, Count: 100}, APIRequests: -1,
+				Writes: apiWrites{"gpuallocations": 100, "gpuallocations/status": 100, "pods/binding": 100}},
 		},
 		Notes: []string{"load average: 0.5"},
 	}
@@ -35,23 +39,30 @@ func TestTableCells(t *testing.T) {
 		want  [][]string
 	}{
 		{
-			name:  "every row with Tessera's ratio to it",
+			name:  "every row with its ratio to kube-scheduler alone and its writes per pod",
 			table: sampleTable(),
 			want: [][]string{
-				{"a", "kube-scheduler alone", "100/100", "200.0", "0.25", "200 ms", "480 ms", "—", "—", "—", "—", "—"},
-				{"b", "kube-scheduler + no-op extender", "100/100", "100.0", "0.50", "400 ms", "990 ms", "0.50 ms / 2.0 ms", "0.30 ms / 0.90 ms", "12.0 ms / 150 ms", "—", "100"},
-				{"c", "kube-scheduler + Tessera", "100/100", "50.0", "1.00", "1000 ms", "12.0 s", "0.50 ms / 2.0 ms", "0.30 ms / 0.90 ms", "12.0 ms / 150 ms", "60 MiB", "401"},
+				{"a", "kube-scheduler alone", "100/100", "200.0", "1.00", "200 ms", "480 ms", "—", "—", "—", "—", "—", "—"},
+				{"b", "kube-scheduler + no-op extender", "100/100", "100.0", "0.50", "400 ms", "990 ms", "0.50 ms / 2.0 ms", "0.30 ms / 0.90 ms", "12.0 ms / 150 ms", "—", "100", "—"},
+				{"c", "kube-scheduler + Tessera", "100/100", "50.0", "0.25", "1000 ms", "12.0 s", "0.50 ms / 2.0 ms", "0.30 ms / 0.90 ms", "12.0 ms / 150 ms", "60 MiB", "401", "3.01"},
+				{"d", "tessera-scheduler (plugin mode)", "100/100", "100.0", "0.50", "400 ms", "900 ms", "—", "—", "—", "—", "—", "3.00"},
 			},
 		},
 		{
-			name:  "no ratio without a Tessera row",
-			table: Table{Rows: []RowResult{{Row: "a", Name: "kube-scheduler alone", Pods: 1, Bound: 1, Duration: time.Second, APIRequests: -1}}},
-			want:  [][]string{{"a", "kube-scheduler alone", "1/1", "1.0", "—", "—", "—", "—", "—", "—", "—", "—"}},
+			name:  "no ratio without kube-scheduler alone",
+			table: Table{Rows: []RowResult{{Row: "c", Name: "kube-scheduler + Tessera", Pods: 1, Bound: 1, Duration: time.Second, APIRequests: 2}}},
+			want:  [][]string{{"c", "kube-scheduler + Tessera", "1/1", "1.0", "—", "—", "—", "—", "—", "—", "—", "2", "—"}},
 		},
 		{
-			name:  "a failed row shows what was bound and no rate",
-			table: Table{Rows: []RowResult{{Row: "c", Name: "kube-scheduler + Tessera", Pods: 10, Bound: 3, Duration: time.Second, APIRequests: 12, Err: errors.New("timeout")}}},
-			want:  [][]string{{"c", "kube-scheduler + Tessera", "3/10", "failed", "—", "—", "—", "—", "—", "—", "—", "12"}},
+			name: "a failed row shows what was bound and no rate",
+			table: Table{Rows: []RowResult{
+				{Row: "a", Name: "kube-scheduler alone", Pods: 10, Bound: 10, Duration: time.Second, APIRequests: -1},
+				{Row: "c", Name: "kube-scheduler + Tessera", Pods: 10, Bound: 3, Duration: time.Second, APIRequests: 12, Err: errors.New("timeout")},
+			}},
+			want: [][]string{
+				{"a", "kube-scheduler alone", "10/10", "10.0", "1.00", "—", "—", "—", "—", "—", "—", "—", "—"},
+				{"c", "kube-scheduler + Tessera", "3/10", "failed", "—", "—", "—", "—", "—", "—", "—", "12", "—"},
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -115,17 +126,57 @@ func TestTableWriteMarkdown(t *testing.T) {
 	want := []string{
 		"2 nodes",
 		"",
-		"| row | scheduler | bound | pods/s | Tessera ÷ row | latency p50 | latency p99 | filter p50/p99 | prioritize p50/p99 | bind p50/p99 | extender peak RSS | extender API requests |",
-		"|---|---|---|---|---|---|---|---|---|---|---|---|",
-		"| a | kube-scheduler alone | 100/100 | 200.0 | 0.25 | 200 ms | 480 ms | — | — | — | — | — |",
+		"| row | scheduler | bound | pods/s | ÷ row a | latency p50 | latency p99 | filter p50/p99 | prioritize p50/p99 | bind p50/p99 | extender peak RSS | extender API requests | API writes per pod |",
+		"|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+		"| a | kube-scheduler alone | 100/100 | 200.0 | 1.00 | 200 ms | 480 ms | — | — | — | — | — | — |",
 	}
 	for i, w := range want {
 		if lines[i] != w {
 			t.Errorf("line %d:\n got %q\nwant %q", i, lines[i], w)
 		}
 	}
-	if !strings.Contains(b.String(), "\nload average: 0.5\n") {
-		t.Errorf("notes missing:\n%s", b.String())
+	for _, note := range []string{
+		"\nload average: 0.5\n",
+		"\nrow c: API writes per pod while scheduling, by every client: gpuallocations 1.00, gpuallocations/status 1.00, pods/binding 1.00, leases 0.01\n",
+	} {
+		if !strings.Contains(b.String(), note) {
+			t.Errorf("note %q missing:\n%s", note, b.String())
+		}
+	}
+}
+
+func TestTableTargets(t *testing.T) {
+	tests := []struct {
+		name string
+		rows []RowResult
+		want []string
+	}{
+		{
+			name: "each target whose rows finished, met or not",
+			rows: sampleTable().Rows,
+			want: []string{
+				"plugin mode ÷ kube-scheduler alone (d ÷ a): 0.50, target ≥ 0.75 with the control plane pinned: not met",
+				"plugin mode ÷ extender mode (d ÷ c): 2.00, target ≥ 1.50 with the control plane pinned: met",
+				"extender mode ÷ the no-op extender (c ÷ b): 0.50, target ≥ 0.90 with the control plane pinned: not met",
+			},
+		},
+		{
+			name: "DRA is compared with no target; a failed row is left out",
+			rows: []RowResult{
+				{Row: "c", Pods: 10, Bound: 10, Duration: time.Second},
+				{Row: "d", Pods: 10, Bound: 3, Duration: time.Second, Err: errors.New("timeout")},
+				{Row: "e", Pods: 10, Bound: 10, Duration: 2 * time.Second},
+			},
+			want: []string{"DRA mode ÷ extender mode (e ÷ c): 0.50"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Table{Rows: tt.rows}.targets()
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("targets:\n got %q\nwant %q", got, tt.want)
+			}
+		})
 	}
 }
 

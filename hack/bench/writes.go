@@ -51,7 +51,7 @@ func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*Wr
 		return nil, err
 	}
 	defer env.stop()
-	if err := createNodes(ctx, env, o); err != nil {
+	if err := createNodes(ctx, env, o, formSlices); err != nil {
 		return nil, err
 	}
 	watches, err := newBenchInformers(env)
@@ -105,7 +105,7 @@ func runWrites(ctx context.Context, o *Options, base, schedulerName string) (*Wr
 		return nil
 	}
 	err = measure("pod create", "the user", "all, before timing", func(ctx context.Context, i int) error {
-		pod, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, newPod(podName(i), schedulerName, shapes[i], false),
+		pod, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, newPod(podName(i), schedulerName, shapes[i], formSlices),
 			metav1.CreateOptions{FieldManager: fieldManager})
 		pods[i] = pod
 		return err

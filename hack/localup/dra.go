@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
@@ -25,12 +24,7 @@ func (c *cluster) startDRAScheduler(ctx context.Context) error {
 		return err
 	}
 	c.daemons = append(c.daemons, p)
-	_, err = c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: dra.DriverName},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
-			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", dra.DriverName)},
-		}}},
-	}, metav1.CreateOptions{})
+	_, err = c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating the DeviceClass %s: %w", dra.DriverName, err)
 	}
