@@ -18,6 +18,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -83,11 +84,13 @@ type Extender struct {
 
 	// calls is the memory filter and prioritize calls reuse.
 	calls calls
+	// notifier tells pods what preemption would do for them.
+	notifier *preemption.Notifier
 }
 
 // New returns an extender.
 func New(cfg Config) *Extender {
-	return &Extender{Config: cfg}
+	return &Extender{Config: cfg, notifier: preemption.NewNotifier(cfg.Recorder, cfg.Clock, preemption.DefaultRepeat)}
 }
 
 // committer writes allocations and binds pods with the extender's clients.

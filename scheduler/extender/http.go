@@ -13,11 +13,12 @@ import (
 )
 
 // Register adds the extender's endpoints to mux: POST /filter,
-// /prioritize and /bind.
+// /prioritize, /bind and /preempt.
 func (e *Extender) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST /filter", e.serveFilter)
 	mux.HandleFunc("POST /prioritize", e.servePrioritize)
 	mux.HandleFunc("POST /bind", e.serveBind)
+	mux.HandleFunc("POST /preempt", e.servePreempt)
 }
 
 // errorBody is the answer to a prioritize call that fails, whose wire type
@@ -62,11 +63,7 @@ func (e *Extender) servePrioritize(w http.ResponseWriter, r *http.Request) {
 	outcome, err := e.prioritize(r.Context(), &c.args, &c.priority)
 	e.observe(metrics.VerbPrioritize, outcome, start)
 	if err != nil {
-		status := http.StatusBadRequest
-		if outcome == metrics.ResultError {
-			status = http.StatusServiceUnavailable
-		}
-		e.reply(w, r, status, errorBody{err.Error()})
+		e.replyError(w, r, outcome, err)
 		return
 	}
 	c.out = c.priority.appendJSON(c.out[:0])
@@ -91,12 +88,40 @@ func (e *Extender) serveBind(w http.ResponseWriter, r *http.Request) {
 	e.reply(w, r, http.StatusOK, result)
 }
 
+func (e *Extender) servePreempt(w http.ResponseWriter, r *http.Request) {
+	start := e.Clock.Now()
+	var args extenderv1.ExtenderPreemptionArgs
+	if err := extenderargs.Decode(http.MaxBytesReader(w, r.Body, MaxRequestBytes), "ExtenderPreemptionArgs", &args); err != nil {
+		e.observe(metrics.VerbPreempt, metrics.ResultInvalid, start)
+		e.reply(w, r, http.StatusBadRequest, errorBody{err.Error()})
+		return
+	}
+	result, outcome, err := e.Preempt(r.Context(), &args)
+	e.observe(metrics.VerbPreempt, outcome, start)
+	if err != nil {
+		e.replyError(w, r, outcome, err)
+		return
+	}
+	e.reply(w, r, http.StatusOK, result)
+}
+
 func (e *Extender) observe(verb, result string, start time.Time) {
 	if e.Metrics == nil {
 		return
 	}
 	e.Metrics.Total.WithLabelValues(verb, result).Inc()
 	e.Metrics.Duration.WithLabelValues(verb).Observe(e.Clock.Since(start).Seconds())
+}
+
+// replyError answers a prioritize or preempt call that failed, whose wire
+// types have no place for an error: 503 when the extender could not
+// decide (the outcome is an error), 400 when the request was at fault.
+func (e *Extender) replyError(w http.ResponseWriter, r *http.Request, outcome string, err error) {
+	status := http.StatusBadRequest
+	if outcome == metrics.ResultError {
+		status = http.StatusServiceUnavailable
+	}
+	e.reply(w, r, status, errorBody{err.Error()})
 }
 
 // reply encodes body as the answer.

@@ -23,6 +23,7 @@ func TestHTTP(t *testing.T) {
 		Pod:       podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=1000"),
 		NodeNames: &[]string{"a100-1", "t4"},
 	})
+	validPod, _ := json.Marshal(podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=1000"))
 	tests := []struct {
 		name       string
 		method     string
@@ -49,7 +50,9 @@ func TestHTTP(t *testing.T) {
 		{name: "prioritize with a null body", method: "POST", path: "/prioritize", body: "null", wantStatus: 400, wantBody: "Pod: Required value", verb: metrics.VerbPrioritize, result: metrics.ResultInvalid},
 		{name: "bind of a 1 MB node name", method: "POST", path: "/bind", body: `{"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"` + strings.Repeat("n", 1<<20) + `"}`, wantStatus: 200, wantBody: "Node: Too long: may not be more than 253 bytes", verb: metrics.VerbBind, result: metrics.ResultInvalid},
 		{name: "GET is not allowed", method: "GET", path: "/filter", wantStatus: 405},
-		{name: "unknown verb", method: "POST", path: "/preempt", body: "{}", wantStatus: 404},
+		{name: "preempt", method: "POST", path: "/preempt", body: `{"Pod":` + string(validPod) + `,"NodeNameToMetaVictims":{"t4":{"Pods":[{"UID":"u"}],"NumPDBViolations":0}}}`, wantStatus: 200, wantBody: `"NodeNameToMetaVictims":{"t4":{"Pods":[{"UID":"u"}],"NumPDBViolations":0}}`, verb: metrics.VerbPreempt, result: metrics.ResultSuccess},
+		{name: "preempt with a null body", method: "POST", path: "/preempt", body: "null", wantStatus: 400, wantBody: "Pod: Required value", verb: metrics.VerbPreempt, result: metrics.ResultInvalid},
+		{name: "unknown verb", method: "POST", path: "/unknown", body: "{}", wantStatus: 404},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

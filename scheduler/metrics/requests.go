@@ -9,13 +9,14 @@ const (
 	VerbFilter     = "filter"
 	VerbPrioritize = "prioritize"
 	VerbBind       = "bind"
+	VerbPreempt    = "preempt"
 )
 
 // Results of a request, the values of the result label.
 const (
 	// ResultSuccess: the request did what was asked; for filter, at least one node fits.
 	ResultSuccess = "success"
-	// ResultUnschedulable: no node fits (filter), or the node no longer fits (bind).
+	// ResultUnschedulable: no node fits (filter), the node no longer fits (bind), or evicting no candidate's victims makes room (preempt).
 	ResultUnschedulable = "unschedulable"
 	// ResultInvalid: the request or the pod it names is malformed.
 	ResultInvalid = "invalid"
@@ -63,7 +64,7 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 			Namespace: namespace,
 			Subsystem: "extender",
 			Name:      "request_duration_seconds",
-			Help:      "Latency of the extender's filter, prioritize and bind requests.",
+			Help:      "Latency of the extender's filter, prioritize, bind and preempt requests.",
 			Buckets:   RequestDurationBuckets,
 
 			NativeHistogramBucketFactor:    nativeBucketFactor,

@@ -85,16 +85,11 @@ func (ch *nodeChanges) apply(n *view.Node, known func(types.UID) bool) *placemen
 	if ch == nil {
 		return &n.Placement
 	}
-	c := placement.Node{Name: n.Placement.Name, Devices: slices.Clone(n.Placement.Devices)}
-	n.EachPod(func(uid types.UID, holds []placement.Hold) {
-		if slices.Contains(ch.removed, uid) || !known(uid) {
-			c.Remove(holds)
-		}
-	})
+	c := n.Without(func(uid types.UID) bool { return slices.Contains(ch.removed, uid) || !known(uid) })
 	for _, a := range ch.added {
 		c.Add(a.holds)
 	}
-	return &c
+	return c
 }
 
 // readState returns the plugin's state of the cycle.

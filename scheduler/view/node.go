@@ -1,6 +1,7 @@
 package view
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -67,10 +68,16 @@ func (n *Node) without(p *Pod) *Node {
 	return &c
 }
 
-// EachPod calls fn for every pod holding GPUs on the node, with what it
-// holds there. fn must not keep or change the holds.
-func (n *Node) EachPod(fn func(uid types.UID, holds []placement.Hold)) {
+// Without returns a copy of the node's GPUs with the holds of the pods
+// for which gone is true taken off: the node as it would be without them.
+// It runs under the view's read lock (in Read's fn), so that the holds it
+// takes off are those the view still counts.
+func (n *Node) Without(gone func(types.UID) bool) *placement.Node {
+	c := placement.Node{Name: n.Placement.Name, Devices: slices.Clone(n.Placement.Devices)}
 	for uid, p := range n.pods {
-		fn(uid, p.holds)
+		if gone(uid) {
+			c.Remove(p.holds)
+		}
 	}
+	return &c
 }
