@@ -2,6 +2,8 @@ package dra
 
 import (
 	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // DeviceKey names one of the driver's devices: its pool (the node) and its
@@ -27,15 +29,15 @@ func Allocated(claims []*resourceapi.ResourceClaim) map[DeviceKey]Usage {
 			continue
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver != DriverName {
+			if r.Driver != dradriver.DriverName {
 				continue
 			}
 			key := DeviceKey{Pool: r.Pool, Device: r.Device}
 			u := out[key]
-			memory, cores := r.ConsumedCapacity[CapacityMemory], r.ConsumedCapacity[CapacityCores]
+			memory, cores := r.ConsumedCapacity[dradriver.CapacityMemory], r.ConsumedCapacity[dradriver.CapacityCores]
 			u.MemoryBytes += memory.Value()
 			u.Cores += cores.Value()
-			if shares, ok := r.ConsumedCapacity[CapacityShares]; ok {
+			if shares, ok := r.ConsumedCapacity[dradriver.CapacityShares]; ok {
 				u.Shares += shares.Value()
 			} else {
 				u.Shares++

@@ -19,6 +19,7 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -88,12 +89,12 @@ func allocatedClaim(uid, name string, results ...result) *resourceapi.ResourceCl
 	}
 	for i, r := range results {
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-			Request: r.request, Driver: DriverName, Pool: testNode, Device: r.device,
+			Request: r.request, Driver: dradriver.DriverName, Pool: testNode, Device: r.device,
 			ShareID: ptr.To(types.UID(uid + "-share-" + string(rune('0'+i)))),
 			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
-				CapacityMemory: resource.MustParse(r.memory),
-				CapacityCores:  *resource.NewQuantity(r.cores, resource.DecimalSI),
-				CapacityShares: *resource.NewQuantity(r.shares, resource.DecimalSI),
+				dradriver.CapacityMemory: resource.MustParse(r.memory),
+				dradriver.CapacityCores:  *resource.NewQuantity(r.cores, resource.DecimalSI),
+				dradriver.CapacityShares: *resource.NewQuantity(r.shares, resource.DecimalSI),
 			},
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // ServerConfig is what a Server needs.
@@ -61,7 +62,7 @@ func (s *Server) Trigger() {
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	helper, err := kubeletplugin.Start(ctx, s.driver,
-		kubeletplugin.DriverName(DriverName),
+		kubeletplugin.DriverName(dradriver.DriverName),
 		kubeletplugin.KubeClient(s.cfg.Kube),
 		kubeletplugin.NodeName(s.cfg.NodeName),
 		kubeletplugin.PluginDataDirectoryPath(s.cfg.PluginDir),
@@ -80,7 +81,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := helper.PublishResources(ctx, resources); err != nil {
 			return fmt.Errorf("publishing ResourceSlices: %w", err)
 		}
-		logger.V(2).Info("Published the node's GPUs", "driver", DriverName, "devices", len(resources.Pools[s.cfg.NodeName].Slices[0].Devices))
+		logger.V(2).Info("Published the node's GPUs", "driver", dradriver.DriverName, "devices", len(resources.Pools[s.cfg.NodeName].Slices[0].Devices))
 		select {
 		case <-ctx.Done():
 			return nil

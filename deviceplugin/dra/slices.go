@@ -11,6 +11,7 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // mebibyte is the step of memory requests: HAMi-core limits are in MiB.
@@ -47,20 +48,20 @@ func Device(g gpuv1alpha1.GPUDevice) resourceapi.Device {
 		Name:                     DeviceName(g),
 		AllowMultipleAllocations: ptr.To(true),
 		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-			AttributeUUID:     {StringValue: ptr.To(g.UUID)},
-			AttributeIndex:    {IntValue: ptr.To(int64(g.Index))},
-			AttributeModel:    {StringValue: ptr.To(g.Model)},
-			AttributeNUMANode: {IntValue: ptr.To(int64(g.NUMANode))},
+			dradriver.AttributeUUID:     {StringValue: ptr.To(g.UUID)},
+			dradriver.AttributeIndex:    {IntValue: ptr.To(int64(g.Index))},
+			dradriver.AttributeModel:    {StringValue: ptr.To(g.Model)},
+			dradriver.AttributeNUMANode: {IntValue: ptr.To(int64(g.NUMANode))},
 		},
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			CapacityMemory: capacity(memory, memory, mebibyte, mebibyte, resource.BinarySI),
-			CapacityCores:  capacity(int64(g.Cores), 0, 0, 1, resource.DecimalSI),
-			CapacityShares: capacity(int64(g.ShareLimit), 1, 1, 1, resource.DecimalSI),
+			dradriver.CapacityMemory: capacity(memory, memory, mebibyte, mebibyte, resource.BinarySI),
+			dradriver.CapacityCores:  capacity(int64(g.Cores), 0, 0, 1, resource.DecimalSI),
+			dradriver.CapacityShares: capacity(int64(g.ShareLimit), 1, 1, 1, resource.DecimalSI),
 		},
 	}
 	if g.MIG != nil {
-		dev.Attributes[AttributeMIGProfile] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.Profile)}
-		dev.Attributes[AttributeParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.ParentUUID)}
+		dev.Attributes[dradriver.AttributeMIGProfile] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.Profile)}
+		dev.Attributes[dradriver.AttributeParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.ParentUUID)}
 	}
 	return dev
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 func TestResourcesOfferHealthyUncordonedGPUs(t *testing.T) {
@@ -42,10 +43,10 @@ func TestDeviceCapacities(t *testing.T) {
 	if d.AllowMultipleAllocations == nil || !*d.AllowMultipleAllocations {
 		t.Error("the GPU is not shareable")
 	}
-	if got := *d.Attributes[AttributeUUID].StringValue; got != "GPU-b" {
+	if got := *d.Attributes[dradriver.AttributeUUID].StringValue; got != "GPU-b" {
 		t.Errorf("uuid %s", got)
 	}
-	if got := *d.Attributes[AttributeNUMANode].IntValue; got != 1 {
+	if got := *d.Attributes[dradriver.AttributeNUMANode].IntValue; got != 1 {
 		t.Errorf("NUMA node %d", got)
 	}
 	tests := []struct {
@@ -53,11 +54,11 @@ func TestDeviceCapacities(t *testing.T) {
 		value, def, lowest, highest int64
 	}{
 		// A request naming no memory takes the whole GPU's.
-		{name: CapacityMemory, value: 81920 << 20, def: 81920 << 20, lowest: 1 << 20, highest: 81920 << 20},
+		{name: dradriver.CapacityMemory, value: 81920 << 20, def: 81920 << 20, lowest: 1 << 20, highest: 81920 << 20},
 		// ... and sets no compute limit.
-		{name: CapacityCores, value: 100, def: 0, lowest: 0, highest: 100},
+		{name: dradriver.CapacityCores, value: 100, def: 0, lowest: 0, highest: 100},
 		// Each allocation takes one of the split count's shares.
-		{name: CapacityShares, value: 4, def: 1, lowest: 1, highest: 4},
+		{name: dradriver.CapacityShares, value: 4, def: 1, lowest: 1, highest: 4},
 	}
 	for _, tt := range tests {
 		c, ok := d.Capacity[tt.name]
@@ -87,13 +88,13 @@ func TestMIGInstancesAreDevicesOfTheirOwnNeverShared(t *testing.T) {
 		t.Fatalf("devices %+v, want one per MIG instance", got)
 	}
 	d := got[0]
-	if shares := d.Capacity[CapacityShares].Value; shares.Value() != 1 {
+	if shares := d.Capacity[dradriver.CapacityShares].Value; shares.Value() != 1 {
 		t.Errorf("shares %v, want 1: a MIG instance is never shared", shares.String())
 	}
-	if mem := d.Capacity[CapacityMemory].Value; mem.Value() != 9856*mebibyte {
+	if mem := d.Capacity[dradriver.CapacityMemory].Value; mem.Value() != 9856*mebibyte {
 		t.Errorf("memory %v, want the instance's, unscaled", mem.String())
 	}
-	if p := d.Attributes[AttributeMIGProfile].StringValue; p == nil || *p != "1g.10gb" {
+	if p := d.Attributes[dradriver.AttributeMIGProfile].StringValue; p == nil || *p != "1g.10gb" {
 		t.Errorf("profile attribute %v", p)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // claimName is the name of the pod's ResourceClaim in the DRA row, and the
@@ -23,9 +24,9 @@ func resourceSlice(node string, gpus []gpuv1alpha1.GPUDevice) *resourceapi.Resou
 		devices[i] = dra.Device(g)
 	}
 	return &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + dra.DriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + dradriver.DriverName},
 		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   dra.DriverName,
+			Driver:   dradriver.DriverName,
 			NodeName: ptr.To(node),
 			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 			Devices:  devices,
@@ -39,16 +40,16 @@ func resourceSlice(node string, gpus []gpuv1alpha1.GPUDevice) *resourceapi.Resou
 // capacity's default), as a count alone does in the other rows.
 func resourceClaim(name string, s Shape) *resourceapi.ResourceClaim {
 	exact := &resourceapi.ExactDeviceRequest{
-		DeviceClassName: dra.DriverName,
+		DeviceClassName: dradriver.DriverName,
 		AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
 		Count:           s.Count,
 	}
 	requests := map[resourceapi.QualifiedName]resource.Quantity{}
 	if s.MemoryMiB > 0 {
-		requests[dra.CapacityMemory] = *resource.NewQuantity(s.MemoryMiB<<20, resource.BinarySI)
+		requests[dradriver.CapacityMemory] = *resource.NewQuantity(s.MemoryMiB<<20, resource.BinarySI)
 	}
 	if s.Cores > 0 {
-		requests[dra.CapacityCores] = *resource.NewQuantity(s.Cores, resource.DecimalSI)
+		requests[dradriver.CapacityCores] = *resource.NewQuantity(s.Cores, resource.DecimalSI)
 	}
 	if len(requests) > 0 {
 		exact.Capacity = &resourceapi.CapacityRequirements{Requests: requests}
@@ -56,7 +57,7 @@ func resourceClaim(name string, s Shape) *resourceapi.ResourceClaim {
 	claim := resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: exact}}}
 	if s.Count > 1 {
 		// Without it, kube-scheduler may give two shares of one GPU.
-		uuid := resourceapi.FullyQualifiedName(dra.DriverName + "/" + string(dra.AttributeUUID))
+		uuid := resourceapi.FullyQualifiedName(dradriver.DriverName + "/" + string(dradriver.AttributeUUID))
 		claim.Constraints = []resourceapi.DeviceConstraint{{DistinctAttribute: &uuid}}
 	}
 	return &resourceapi.ResourceClaim{

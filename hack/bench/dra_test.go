@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 func TestResourceClaim(t *testing.T) {
@@ -29,8 +30,8 @@ func TestResourceClaim(t *testing.T) {
 				t.Fatalf("claim %s/%s with %d requests", claim.Namespace, claim.Name, len(claim.Spec.Devices.Requests))
 			}
 			exact := claim.Spec.Devices.Requests[0].Exactly
-			if exact == nil || exact.DeviceClassName != dra.DriverName || exact.Count != tt.shape.Count || exact.AllocationMode != resourceapi.DeviceAllocationModeExactCount {
-				t.Fatalf("request %+v, want %d of class %s", exact, tt.shape.Count, dra.DriverName)
+			if exact == nil || exact.DeviceClassName != dradriver.DriverName || exact.Count != tt.shape.Count || exact.AllocationMode != resourceapi.DeviceAllocationModeExactCount {
+				t.Fatalf("request %+v, want %d of class %s", exact, tt.shape.Count, dradriver.DriverName)
 			}
 			requests := map[resourceapi.QualifiedName]string{}
 			if exact.Capacity != nil {
@@ -38,11 +39,11 @@ func TestResourceClaim(t *testing.T) {
 					requests[k] = v.String()
 				}
 			}
-			if requests[dra.CapacityMemory] != tt.wantMemory || requests[dra.CapacityCores] != tt.wantCores || len(requests) != countSet(tt.wantMemory, tt.wantCores) {
+			if requests[dradriver.CapacityMemory] != tt.wantMemory || requests[dradriver.CapacityCores] != tt.wantCores || len(requests) != countSet(tt.wantMemory, tt.wantCores) {
 				t.Errorf("capacity requests %v, want memory %q cores %q", requests, tt.wantMemory, tt.wantCores)
 			}
 			distinct := len(claim.Spec.Devices.Constraints) == 1 && claim.Spec.Devices.Constraints[0].DistinctAttribute != nil &&
-				string(*claim.Spec.Devices.Constraints[0].DistinctAttribute) == dra.DriverName+"/"+string(dra.AttributeUUID)
+				string(*claim.Spec.Devices.Constraints[0].DistinctAttribute) == dradriver.DriverName+"/"+string(dradriver.AttributeUUID)
 			if distinct != tt.wantDistinct || (!tt.wantDistinct && len(claim.Spec.Devices.Constraints) > 0) {
 				t.Errorf("constraints %+v, want distinct UUIDs %v", claim.Spec.Devices.Constraints, tt.wantDistinct)
 			}
@@ -63,7 +64,7 @@ func countSet(values ...string) int {
 func TestResourceSliceIsTheDaemons(t *testing.T) {
 	status := gpuNodeStatus("n1", 8, 10, metav1.Now())
 	slice := resourceSlice("n1", status.Devices)
-	if slice.Spec.Driver != dra.DriverName || slice.Spec.NodeName == nil || *slice.Spec.NodeName != "n1" ||
+	if slice.Spec.Driver != dradriver.DriverName || slice.Spec.NodeName == nil || *slice.Spec.NodeName != "n1" ||
 		slice.Spec.Pool.Name != "n1" || slice.Spec.Pool.ResourceSliceCount != 1 {
 		t.Fatalf("slice spec %+v", slice.Spec)
 	}
@@ -72,7 +73,7 @@ func TestResourceSliceIsTheDaemons(t *testing.T) {
 	}
 	for i, d := range slice.Spec.Devices {
 		want := dra.Device(status.Devices[i])
-		memory, shares := d.Capacity[dra.CapacityMemory].Value, d.Capacity[dra.CapacityShares].Value
+		memory, shares := d.Capacity[dradriver.CapacityMemory].Value, d.Capacity[dradriver.CapacityShares].Value
 		if d.Name != want.Name || !*d.AllowMultipleAllocations || memory.Value() != gpuMemoryMiB<<20 || shares.Value() != 10 {
 			t.Errorf("device %d: %+v", i, d)
 		}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // printClaimPlacements prints, in DRA mode, one line per GPU share of every
@@ -46,16 +46,16 @@ func (c *cluster) printClaimPlacements(ctx context.Context, out io.Writer) error
 		env := c.cdiEnv(&pod)
 		for podClaim, claim := range claims {
 			for _, r := range claim.Status.Allocation.Devices.Results {
-				if r.Driver != dra.DriverName {
+				if r.Driver != dradriver.DriverName {
 					continue
 				}
 				d := devices[r.Pool+"/"+r.Device]
-				memory := r.ConsumedCapacity[dra.CapacityMemory]
-				cores := r.ConsumedCapacity[dra.CapacityCores]
+				memory := r.ConsumedCapacity[dradriver.CapacityMemory]
+				cores := r.ConsumedCapacity[dradriver.CapacityCores]
 				for _, ct := range usingContainers(&pod, podClaim, r.Request) {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d (%s)\t%s\t%d\t%d\t%s\n",
-						pod.Name, pod.Status.Phase, pod.Spec.NodeName, ct, *d.Attributes[dra.AttributeIndex].IntValue,
-						*d.Attributes[dra.AttributeUUID].StringValue, *d.Attributes[dra.AttributeModel].StringValue,
+						pod.Name, pod.Status.Phase, pod.Spec.NodeName, ct, *d.Attributes[dradriver.AttributeIndex].IntValue,
+						*d.Attributes[dradriver.AttributeUUID].StringValue, *d.Attributes[dradriver.AttributeModel].StringValue,
 						memory.Value()>>20, cores.Value(), env[ct])
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // stockSchedulerConfig is kube-scheduler's default configuration: its
@@ -26,7 +27,7 @@ func (c *cluster) startDRAScheduler(ctx context.Context) error {
 	c.daemons = append(c.daemons, p)
 	_, err = c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("creating the DeviceClass %s: %w", dra.DriverName, err)
+		return fmt.Errorf("creating the DeviceClass %s: %w", dradriver.DriverName, err)
 	}
 	return nil
 }
@@ -34,7 +35,7 @@ func (c *cluster) startDRAScheduler(ctx context.Context) error {
 // daemonKind names what serves each node's kubelet.
 func (c *cluster) daemonKind() string {
 	if c.o.dra() {
-		return "node daemon as DRA driver " + dra.DriverName
+		return "node daemon as DRA driver " + dradriver.DriverName
 	}
 	return "device plugin"
 }

@@ -52,7 +52,7 @@ func TestLocalUpDRA(t *testing.T) {
 		rows[f[0]] = append(rows[f[0]], row{node: f[2], gpu: strings.Trim(f[5], "()"), model: strings.Join(f[6:envStart-2], " "),
 			memory: f[envStart-2], cores: f[envStart-1], env: strings.Join(f[envStart:], " ")})
 	}
-	for _, name := range []string{"memory-slice", "memory-and-cores", "exclusive", "two-gpus", "a100-only", "numa-aligned"} {
+	for _, name := range []string{"memory-slice", "memory-and-cores", "exclusive", "two-gpus", "a100-only", "numa-aligned", "hami-style"} {
 		if len(rows[name]) == 0 {
 			t.Errorf("the table lists no GPU of example %s", name)
 		}
@@ -68,6 +68,19 @@ func TestLocalUpDRA(t *testing.T) {
 		r := rows[name]
 		if len(r) != 2 || r[0].gpu == r[1].gpu || !strings.Contains(r[0].env, "NVIDIA_VISIBLE_DEVICES="+r[0].gpu+","+r[1].gpu) {
 			t.Errorf("%s did not get two distinct GPUs in its visible devices' order: %+v", name, r)
+		}
+	}
+	// The pod written for HAMi gets what extender mode gives it: two
+	// distinct A100s with 20000 MiB and 30% of each.
+	if r := rows["hami-style"]; len(r) != 2 || r[0].gpu == r[1].gpu || !strings.Contains(r[0].env, "NVIDIA_VISIBLE_DEVICES="+r[0].gpu+","+r[1].gpu) {
+		t.Errorf("hami-style did not get two distinct GPUs: %+v", r)
+	} else {
+		for _, g := range r {
+			if !strings.HasPrefix(g.model, "NVIDIA A100") || g.memory != "20000" || g.cores != "30" ||
+				!strings.Contains(g.env, "CUDA_DEVICE_MEMORY_LIMIT_0=20000m") || !strings.Contains(g.env, "CUDA_DEVICE_MEMORY_LIMIT_1=20000m") ||
+				!strings.Contains(g.env, "CUDA_DEVICE_SM_LIMIT=30") {
+				t.Errorf("hami-style: %+v, want A100s with 20000 MiB and 30 cores each in its limits", g)
+			}
 		}
 	}
 	if r := rows["a100-only"]; len(r) == 1 && !strings.HasPrefix(r[0].model, "NVIDIA A100") {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -67,7 +67,7 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		}
 		if c.o.dra() {
 			cfg["mode"] = "dra"
-			cfg["draPluginDir"] = filepath.Join(dir, "plugins", dra.DriverName)
+			cfg["draPluginDir"] = filepath.Join(dir, "plugins", dradriver.DriverName)
 			cfg["pluginRegistryDir"] = registryDir
 			cfg["cdiSpecDir"] = c.cdiDir(n.name)
 		}
@@ -123,7 +123,7 @@ func (c *cluster) waitNodesReady(ctx context.Context) error {
 // Tessera's driver.
 func (c *cluster) publishedGPUs(ctx context.Context, node string) int {
 	list, err := c.cp.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
-		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName,
+		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + dradriver.DriverName,
 	})
 	if err != nil {
 		return 0

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -94,10 +94,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.dra() {
-		say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", dra.DriverName)
+		say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", dradriver.DriverName)
 		if err := c.startDRAScheduler(ctx); err != nil {
 			return err
 		}
+		say("Starting Tessera's admission webhook in DRA mode (HAMi-style pods become claims)")
 	} else {
 		if o.scheduler == schedulerPlugin {
 			say("Starting tessera-scheduler (kube-scheduler with the Tessera plugin)")
@@ -108,9 +109,9 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		say("Starting Tessera's admission webhook (self-managed certificates)")
-		if err := c.startWebhook(ctx); err != nil {
-			return err
-		}
+	}
+	if err := c.startWebhook(ctx); err != nil {
+		return err
 	}
 	say("Starting %d simulated GPU nodes (%s and node agent each)", len(simNodes()), c.daemonKind())
 	if err := c.startNodes(ctx); err != nil {

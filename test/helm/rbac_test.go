@@ -244,7 +244,7 @@ func TestRBAC(t *testing.T) {
 				}
 			})
 
-			t.Run("webhook writes only its own configurations and Secret", func(t *testing.T) {
+			t.Run("webhook writes only its own configurations and Secret, and claim templates", func(t *testing.T) {
 				a := accessOf(t, objs, ns, serviceAccountOf(t, objs, "Deployment", "-webhook"))
 				if len(a.external) > 0 {
 					t.Errorf("the webhook is bound to roles the chart does not define: %v", a.external)
@@ -258,9 +258,14 @@ func TestRBAC(t *testing.T) {
 					case fields[0] == "admissionregistration.k8s.io/validatingwebhookconfigurations" && len(fields) == 3 && fields[2] == validating:
 					case fields[0] == "/secrets" && fields[1] == "create" && len(fields) == 2:
 					case fields[0] == "/secrets" && len(fields) == 3 && !strings.Contains(fields[2], ","):
+					// In DRA mode it creates the templates of its pods' claims.
+					case fields[0] == "resource.k8s.io/resourceclaimtemplates" && fields[1] == "create" && len(fields) == 2:
 					default:
 						t.Errorf("the webhook may %s", w)
 					}
+				}
+				if !a.allows("resource.k8s.io", "resourceclaimtemplates", "get") || !a.allows("resource.k8s.io", "resourceclaimtemplates", "create") {
+					t.Error("the webhook may not get and create ResourceClaimTemplates, which it needs in DRA mode")
 				}
 			})
 		})

@@ -33,16 +33,19 @@ type Admitter struct {
 	cfg        Config
 	namespaces NamespaceGetter
 	gpuNodes   GPUNodeLister
+	templates  ClaimTemplates
 }
 
 // NewAdmitter returns an Admitter that reads namespaces (for the opt-out
-// label) and GPU inventory (for warnings) through the given listers.
-func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister) (*Admitter, error) {
+// and mode labels) and GPU inventory (for warnings, and in DRA mode the
+// GPU sizes a memory percentage becomes) through the given listers, and
+// in DRA mode writes the pods' ResourceClaimTemplates through templates.
+func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister, templates ClaimTemplates) (*Admitter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("webhook configuration: %w", err)
 	}
-	if namespaces == nil || gpuNodes == nil {
-		return nil, fmt.Errorf("webhook configuration: the namespace and GPUNode listers are required")
+	if namespaces == nil || gpuNodes == nil || templates == nil {
+		return nil, fmt.Errorf("webhook configuration: the namespace and GPUNode listers and the claim template client are required")
 	}
-	return &Admitter{cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes}, nil
+	return &Admitter{cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, templates: templates}, nil
 }

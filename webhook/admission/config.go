@@ -17,6 +17,23 @@ const (
 	DefaultOptOutLabel = "tessera.dev/webhook"
 	// DefaultOptOutValue is the opt-out label's value that disables the webhook.
 	DefaultOptOutValue = "disabled"
+	// DefaultModeLabel is the namespace label that, set to ModeExtender or
+	// ModeDRA, overrides the webhook's mode for that namespace's pods.
+	DefaultModeLabel = "tessera.dev/mode"
+	// DefaultDeviceClass is the DeviceClass the chart creates for the
+	// GPUs of Tessera's DRA driver.
+	DefaultDeviceClass = "gpu.tessera.dev"
+)
+
+// Modes say how the cluster serves a pod's GPUs, and so what the webhook
+// makes of a pod that asks for them.
+const (
+	// ModeExtender: Tessera's scheduler places the pod and the device
+	// plugin serves it; the webhook sets the scheduler and the GPU count.
+	ModeExtender = "extender"
+	// ModeDRA: stock kube-scheduler allocates the GPUs of Tessera's DRA
+	// driver; the webhook turns the pod's GPU resources into claims.
+	ModeDRA = "dra"
 )
 
 // Config is what the webhook needs to know about the cluster's Tessera set-up.
@@ -30,6 +47,15 @@ type Config struct {
 	// OptOutLabel=OptOutValue is let through untouched.
 	OptOutLabel string
 	OptOutValue string
+	// Mode is ModeExtender or ModeDRA, for every namespace that does not
+	// choose its own with ModeLabel.
+	Mode string
+	// ModeLabel is the namespace label that chooses the mode of the
+	// namespace's pods.
+	ModeLabel string
+	// DeviceClass is the DeviceClass of the claims the webhook writes in
+	// DRA mode.
+	DeviceClass string
 }
 
 // DefaultConfig returns the configuration that matches Tessera's shipped
@@ -40,6 +66,9 @@ func DefaultConfig() Config {
 		ResourceNames: gpurequest.DefaultResourceNames(),
 		OptOutLabel:   DefaultOptOutLabel,
 		OptOutValue:   DefaultOptOutValue,
+		Mode:          ModeExtender,
+		ModeLabel:     DefaultModeLabel,
+		DeviceClass:   DefaultDeviceClass,
 	}
 }
 
@@ -56,6 +85,15 @@ func (c Config) Validate() error {
 	}
 	if errs := validation.IsValidLabelValue(c.OptOutValue); len(errs) > 0 {
 		return fmt.Errorf("opt-out label value %q: %v", c.OptOutValue, errs)
+	}
+	if c.Mode != ModeExtender && c.Mode != ModeDRA {
+		return fmt.Errorf("mode %q: must be %q or %q", c.Mode, ModeExtender, ModeDRA)
+	}
+	if errs := validation.IsQualifiedName(c.ModeLabel); len(errs) > 0 {
+		return fmt.Errorf("mode label %q: %v", c.ModeLabel, errs)
+	}
+	if errs := validation.IsDNS1123Subdomain(c.DeviceClass); len(errs) > 0 {
+		return fmt.Errorf("device class %q: %v", c.DeviceClass, errs)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -42,7 +43,7 @@ func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
 			t.Fatal(err)
 		}
 	}
-	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer))
+	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer), NewClaimTemplates(fake.NewClientset()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,22 +3,29 @@ package admission
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
-// Mutate answers the mutating webhook: it gives a count of 1 to every
-// container that asks for a GPU slice without a count, and hands pods that
-// ask for GPUs to Tessera's scheduler unless they name another scheduler.
-// A pod that asks for no GPU is admitted unchanged.
+// Mutate answers the mutating webhook. In extender mode it gives a count
+// of 1 to every container that asks for a GPU slice without a count, and
+// hands pods that ask for GPUs to Tessera's scheduler unless they name
+// another scheduler; in DRA mode (the webhook's, or the namespace's mode
+// label) it turns their GPU resources into claims (mutateForDRA). A pod
+// that asks for no GPU is admitted unchanged.
 func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	pod, resp := a.podUnderReview(ctx, req)
 	if resp != nil {
 		return resp
+	}
+	mode, ferr := a.modeOf(req.Namespace)
+	if ferr != nil {
+		return denied(req, req.Name, []refusal{{err: ferr}})
+	}
+	if mode == ModeDRA {
+		return a.mutateForDRA(ctx, req, pod)
 	}
 	ops := a.mutations(pod)
 	if len(ops) == 0 {
@@ -27,10 +34,7 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		// Unreachable with string values; answered rather than panicking.
-		return &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
-			Reason: metav1.StatusReasonInternalError, Message: "encoding the patch: " + err.Error(),
-		}}
+		return internalError(req, "encoding the patch: "+err.Error())
 	}
 	klog.FromContext(ctx).V(2).Info("Mutating GPU pod", "operations", len(ops))
 	patchType := admissionv1.PatchTypeJSONPatch

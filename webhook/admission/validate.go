@@ -24,7 +24,7 @@ func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionReque
 	if resp != nil {
 		return resp
 	}
-	refusals, requests := a.check(pod)
+	refusals, asks := a.check(pod, fmt.Sprintf("scheduler %q", a.cfg.SchedulerName))
 	if len(refusals) > 0 {
 		klog.FromContext(ctx).V(2).Info("Refusing GPU pod", "reasons", len(refusals), "firstReason", refusals[0].String())
 		name := pod.Name
@@ -34,25 +34,41 @@ func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionReque
 		return denied(req, name, refusals)
 	}
 	resp = allowed(req)
-	if len(requests) > 0 {
-		resp.Warnings = a.warnings(ctx, requests)
+	if len(asks) > 0 {
+		resp.Warnings = a.warnings(ctx, requestsOf(asks))
 	}
 	return resp
 }
 
+// containerAsk is a container that asks for GPUs, with its request and
+// its path in the pod.
+type containerAsk struct {
+	container *corev1.Container
+	request   gpurequest.ContainerRequest
+	path      *field.Path
+}
+
+func requestsOf(asks []containerAsk) []gpurequest.ContainerRequest {
+	out := make([]gpurequest.ContainerRequest, 0, len(asks))
+	for _, a := range asks {
+		out = append(out, a.request)
+	}
+	return out
+}
+
 // check returns every reason to refuse the pod, and, when there is none,
-// the requests of its containers that ask for GPUs.
-func (a *Admitter) check(pod *corev1.Pod) ([]refusal, []gpurequest.ContainerRequest) {
+// its containers that ask for GPUs. scheduler names what assigns the GPUs.
+func (a *Admitter) check(pod *corev1.Pod, scheduler string) ([]refusal, []containerAsk) {
 	var (
 		refusals []refusal
-		requests []gpurequest.ContainerRequest
-		asks     bool
+		asks     []containerAsk
+		any      bool
 	)
 	visit := func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path) {
 		if !a.useOf(c).asks() {
 			return
 		}
-		asks = true
+		any = true
 		// The same rules the extender holds every pod to, whether or not
 		// the webhook saw it.
 		req, _, errs := gpurequest.ContainerRequestOf(c, kind, a.cfg.ResourceNames, path)
@@ -60,16 +76,16 @@ func (a *Admitter) check(pod *corev1.Pod) ([]refusal, []gpurequest.ContainerRequ
 			refusals = append(refusals, refusal{container: c.Name, err: err})
 		}
 		if len(errs) == 0 {
-			requests = append(requests, req)
+			asks = append(asks, containerAsk{container: c, request: req, path: path})
 		}
 	}
 	gpurequest.EachContainer(pod, visit)
-	if !asks {
+	if !any {
 		return nil, nil
 	}
 	if pod.Spec.NodeName != "" {
 		refusals = append(refusals, refusal{err: field.Forbidden(field.NewPath("spec", "nodeName"), fmt.Sprintf(
-			"must be empty when the pod asks for GPUs: scheduler %q must place the pod, since it is what assigns the GPUs", a.cfg.SchedulerName))})
+			"must be empty when the pod asks for GPUs: %s must place the pod, since it is what assigns the GPUs", scheduler))})
 	}
 	if _, err := gpurequest.ParseAnnotations(pod.Annotations); err != nil {
 		for _, ferr := range fieldErrors(err, field.NewPath("metadata", "annotations")) {
@@ -79,7 +95,7 @@ func (a *Admitter) check(pod *corev1.Pod) ([]refusal, []gpurequest.ContainerRequ
 	if len(refusals) > 0 {
 		return refusals, nil
 	}
-	return nil, requests
+	return nil, asks
 }
 
 // fieldErrors unpacks the field errors of an aggregate; anything else

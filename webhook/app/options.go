@@ -61,7 +61,8 @@ type Options struct {
 	// are checked again.
 	ResyncInterval time.Duration
 
-	// Admission is the scheduler name, resource names and opt-out label.
+	// Admission is the scheduler name, resource names, opt-out label and
+	// mode.
 	Admission admission.Config
 
 	// Logs are the k8s.io/component-base logging options (-v, --logging-format).
@@ -120,6 +121,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	resourceFlag(fs, &a.ResourceNames.Cores, "resource-cores", "extended resource of GPU cores in percent of one GPU")
 	fs.StringVar(&a.OptOutLabel, "opt-out-label", a.OptOutLabel, "label that, set to --opt-out-value on a pod or its namespace, keeps the webhook away")
 	fs.StringVar(&a.OptOutValue, "opt-out-value", a.OptOutValue, "value of --opt-out-label that opts out")
+	fs.StringVar(&a.Mode, "mode", a.Mode, `how GPU pods are served: "extender" (Tessera's scheduler and device plugin: set the scheduler and GPU count) or "dra" (kube-scheduler and DRA driver gpu.tessera.dev: turn GPU resources into ResourceClaims); a namespace labelled --mode-label chooses its own`)
+	fs.StringVar(&a.ModeLabel, "mode-label", a.ModeLabel, `namespace label that, set to "extender" or "dra", overrides --mode for the namespace's pods`)
+	fs.StringVar(&a.DeviceClass, "dra-device-class", a.DeviceClass, "DeviceClass of the claims written in DRA mode")
 
 	logsapi.AddFlags(o.Logs, fs)
 }

@@ -76,7 +76,7 @@ func NewServer(opts *Options, deps Dependencies) (*Server, error) {
 	namespaces := s.kubeInformers.Core().V1().Namespaces()
 	gpuNodes := s.gpuInformers.Gpu().V1alpha1().GPUNodes()
 	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced}
-	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister())
+	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), admission.NewClaimTemplates(deps.Kube))
 	if err != nil {
 		return nil, err
 	}

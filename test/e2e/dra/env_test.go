@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
+	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -64,9 +64,9 @@ func startCluster(t *testing.T, nodes ...*simNode) *cluster {
 	})
 	cp.StartScheduler(t, stockScheduler)
 	if _, err := cp.Kube.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: dra.DriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: dradriver.DriverName},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
-			CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + dra.DriverName + `"`},
+			CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + dradriver.DriverName + `"`},
 		}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func (c *cluster) startDaemon(n *simNode) {
 // slices returns the node's ResourceSlices of Tessera's driver.
 func (c *cluster) slices(node string) ([]resourceapi.ResourceSlice, error) {
 	list, err := c.cp.Kube.ResourceV1().ResourceSlices().List(c.ctx, metav1.ListOptions{
-		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + dra.DriverName,
+		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + dradriver.DriverName,
 	})
 	if err != nil {
 		return nil, err
@@ -185,7 +185,7 @@ func (c *cluster) claimTemplate(name string, spec resourceapi.DeviceClaim) {
 
 // gpuRequest asks for count GPUs of Tessera's class, each with the capacity given.
 func gpuRequest(name string, count int64, capacity map[resourceapi.QualifiedName]string) resourceapi.DeviceRequest {
-	exact := &resourceapi.ExactDeviceRequest{DeviceClassName: dra.DriverName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
+	exact := &resourceapi.ExactDeviceRequest{DeviceClassName: dradriver.DriverName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
 	if len(capacity) > 0 {
 		exact.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{}}
 		for k, v := range capacity {

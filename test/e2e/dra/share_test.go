@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -30,7 +30,7 @@ func TestTwoClaimsShareOneGPU(t *testing.T) {
 	c := startCluster(t, &simNode{name: "solo", gpus: oneH100})
 	stop := c.watchCapacity()
 	c.claimTemplate("mem30", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{dra.CapacityMemory: "30Gi"}),
+		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "30Gi"}),
 	}})
 
 	for _, name := range []string{"p1", "p2"} {

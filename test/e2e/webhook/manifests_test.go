@@ -84,8 +84,13 @@ func TestShippedConfigurations(t *testing.T) {
 			if w.failurePolicy == nil || *w.failurePolicy != admissionregistrationv1.Fail {
 				t.Errorf("failurePolicy = %v, want Fail", w.failurePolicy)
 			}
-			if w.sideEffects == nil || *w.sideEffects != admissionregistrationv1.SideEffectClassNone {
-				t.Errorf("sideEffects = %v, want None", w.sideEffects)
+			// The mutating webhook creates claim templates in DRA mode.
+			wantSideEffects := admissionregistrationv1.SideEffectClassNone
+			if w.name == m.Webhooks[0].Name {
+				wantSideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
+			}
+			if w.sideEffects == nil || *w.sideEffects != wantSideEffects {
+				t.Errorf("sideEffects = %v, want %s", w.sideEffects, wantSideEffects)
 			}
 			if w.timeoutSeconds == nil || *w.timeoutSeconds > 10 {
 				t.Errorf("timeoutSeconds = %v, want set and at most 10", w.timeoutSeconds)

@@ -106,3 +106,11 @@ then the time in-flight reviews get to finish, and a margin of 5 s.
 {{- $shutdown := include "tessera.seconds" $w.shutdownTimeout | float64 | ceil | int -}}
 {{- add (int $w.drainSeconds) $shutdown 5 -}}
 {{- end -}}
+
+{{- /*
+The webhook's mode: webhook.mode, or else the device plugin's (dra or
+extender).
+*/ -}}
+{{- define "tessera.webhook.mode" -}}
+{{- if .Values.webhook.mode -}}{{ .Values.webhook.mode }}{{- else if eq .Values.devicePlugin.mode "dra" -}}dra{{- else -}}extender{{- end -}}
+{{- end -}}

@@ -1,0 +1,191 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+// draScheduler names what places pods in DRA mode, for messages.
+const draScheduler = "kube-scheduler (its DynamicResources plugin allocates the GPUs)"
+
+// mutateForDRA turns the GPU resources of a pod into claims that stock
+// kube-scheduler allocates from the GPUs of Tessera's DRA driver: each
+// container that asks for GPUs gets a claim of its own, made by
+// kube-controller-manager from a ResourceClaimTemplate the webhook
+// creates in the pod's namespace when it is absent (one per distinct
+// request), and its GPU resources are removed, so that neither the
+// kubelet's device manager nor kube-scheduler's resource fit sees them.
+// The claims are owned by the pod: kube-controller-manager deletes them
+// when it goes. The pod is held to the rules of extender mode, and is
+// refused, naming the field and the limit, when DRA cannot express its
+// request.
+func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionRequest, pod *corev1.Pod) *admissionv1.AdmissionResponse {
+	if !a.podAsks(pod) {
+		return allowed(req)
+	}
+	name := pod.Name
+	if name == "" {
+		name = req.Name
+	}
+	// A slice without a count is a slice of one GPU, as in extender mode.
+	counted := pod.DeepCopy()
+	gpurequest.EachContainer(counted, func(c *corev1.Container, _ gpuv1alpha1.ContainerKind, _ *field.Path) {
+		if u := a.useOf(c); u.slice && !u.count {
+			if c.Resources.Limits == nil {
+				c.Resources.Limits = corev1.ResourceList{}
+			}
+			c.Resources.Limits[a.cfg.ResourceNames.Count] = resource.MustParse("1")
+		}
+	})
+	refusals, asks := a.check(counted, draScheduler)
+	if len(refusals) > 0 {
+		return denied(req, name, refusals)
+	}
+	sel, _ := gpurequest.ParseAnnotations(pod.Annotations) // check refused any error
+	templates, ops, refusals := a.claimMutations(pod, counted, asks, sel)
+	if len(refusals) > 0 {
+		klog.FromContext(ctx).V(2).Info("Refusing GPU pod DRA cannot express", "reasons", len(refusals), "firstReason", refusals[0].String())
+		return denied(req, name, refusals)
+	}
+	if req.DryRun == nil || !*req.DryRun {
+		for _, t := range templates {
+			if err := a.ensureTemplate(ctx, t); err != nil {
+				klog.FromContext(ctx).Error(err, "Creating a ResourceClaimTemplate")
+				return internalError(req, err.Error())
+			}
+		}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return internalError(req, "encoding the patch: "+err.Error())
+	}
+	klog.FromContext(ctx).V(2).Info("Turning GPU pod into claims", "claims", len(asks), "templates", len(templates))
+	patchType := admissionv1.PatchTypeJSONPatch
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &patchType}
+	resp.Warnings = append(draWarnings(sel), a.warnings(ctx, requestsOf(asks))...)
+	return resp
+}
+
+// claimMutations returns the templates of the pod's claims and the patch
+// that gives each asking container its claim and removes its GPU
+// resources. asks are containers of counted, the pod with its counts.
+func (a *Admitter) claimMutations(pod, counted *corev1.Pod, asks []containerAsk, sel gpurequest.Selection) ([]*resourceapi.ResourceClaimTemplate, []patchOp, []refusal) {
+	var (
+		templates []*resourceapi.ResourceClaimTemplate
+		ops       []patchOp
+		refusals  []refusal
+		claims    []corev1.PodResourceClaim
+	)
+	taken := map[string]bool{}
+	for _, c := range pod.Spec.ResourceClaims {
+		taken[c.Name] = true
+	}
+	next := 0
+	lists := []struct {
+		name                string
+		original, withCount []corev1.Container
+	}{
+		{"initContainers", pod.Spec.InitContainers, counted.Spec.InitContainers},
+		{"containers", pod.Spec.Containers, counted.Spec.Containers},
+	}
+	for _, list := range lists {
+		for i := range list.withCount {
+			k := slices.IndexFunc(asks, func(ask containerAsk) bool { return ask.container == &list.withCount[i] })
+			if k < 0 {
+				continue
+			}
+			ask := asks[k]
+			countPath := ask.path.Child("resources", "limits").Key(string(a.cfg.ResourceNames.Count))
+			spec, errs := a.claimSpec(ask.request, sel, a.gpuSizes, countPath)
+			for _, err := range errs {
+				refusals = append(refusals, refusal{container: ask.container.Name, err: err})
+			}
+			if len(errs) > 0 {
+				continue
+			}
+			t, err := templateFor(pod.Namespace, spec)
+			if err != nil {
+				refusals = append(refusals, refusal{container: ask.container.Name, err: field.InternalError(ask.path, err)})
+				continue
+			}
+			if !slices.ContainsFunc(templates, func(o *resourceapi.ResourceClaimTemplate) bool { return o.Name == t.Name }) {
+				templates = append(templates, t)
+			}
+			for taken[podClaimName(next)] {
+				next++
+			}
+			claim := podClaimName(next)
+			taken[claim] = true
+			claims = append(claims, corev1.PodResourceClaim{Name: claim, ResourceClaimTemplateName: &t.Name})
+			ops = append(ops, a.containerClaimOps(list.name, i, &list.original[i], claim)...)
+		}
+	}
+	if len(pod.Spec.ResourceClaims) == 0 {
+		ops = append(ops, patchOp{Op: "add", Path: pointer("spec", "resourceClaims"), Value: claims})
+	} else {
+		for _, c := range claims {
+			ops = append(ops, patchOp{Op: "add", Path: pointer("spec", "resourceClaims", "-"), Value: c})
+		}
+	}
+	return templates, ops, refusals
+}
+
+// containerClaimOps remove the container's GPU resources and let it use
+// the pod's claim.
+func (a *Admitter) containerClaimOps(list string, i int, c *corev1.Container, claim string) []patchOp {
+	path := func(tokens ...string) string {
+		return pointer(append([]string{"spec", list, index(i), "resources"}, tokens...)...)
+	}
+	var ops []patchOp
+	for _, name := range a.cfg.ResourceNames.All() {
+		if _, ok := c.Resources.Limits[name]; ok {
+			ops = append(ops, patchOp{Op: "remove", Path: path("limits", string(name))})
+		}
+		if _, ok := c.Resources.Requests[name]; ok {
+			ops = append(ops, patchOp{Op: "remove", Path: path("requests", string(name))})
+		}
+	}
+	use := corev1.ResourceClaim{Name: claim}
+	if len(c.Resources.Claims) == 0 {
+		ops = append(ops, patchOp{Op: "add", Path: path("claims"), Value: []corev1.ResourceClaim{use}})
+	} else {
+		ops = append(ops, patchOp{Op: "add", Path: path("claims", "-"), Value: use})
+	}
+	return ops
+}
+
+// draWarnings says which of the pod's annotations DRA mode cannot honour.
+func draWarnings(sel gpurequest.Selection) []string {
+	var out []string
+	for _, p := range []struct {
+		key    string
+		policy gpurequest.Policy
+	}{{gpurequest.AnnotationNodePolicy, sel.NodePolicy}, {gpurequest.AnnotationGPUPolicy, sel.GPUPolicy}} {
+		if p.policy != "" {
+			out = append(out, fmt.Sprintf("%s=%s has no effect in DRA mode: kube-scheduler allocates GPUs first fit and scores no devices", p.key, p.policy))
+		}
+	}
+	return out
+}
+
+// internalError answers a review the webhook could not complete.
+func internalError(req *admissionv1.AdmissionRequest, msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonInternalError, Message: msg,
+	}}
+}
