@@ -33,6 +33,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	p.requeue.waiting(pod)
+	p.tellPreempting(pod, req)
 	if !p.ready() {
 		return nil, fwk.NewStatus(fwk.Unschedulable, errNotReady.Error())
 	}
@@ -46,15 +47,16 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }
 // AddPod puts a pod on a node in this cycle's state: a pod the dry run
 // removed goes back; a pod the view does not place there, such as a pod
 // nominated to the node, gets the GPUs it would get now, if it fits.
-func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, _ *v1.Pod, info fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, preemptor *v1.Pod, info fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	added, name := info.GetPod(), nodeInfo.Node().Name
 	ch := s.node(name)
-	if i := slices.Index(ch.removed, added.UID); i >= 0 {
+	if i := slices.IndexFunc(ch.removed, func(v victim) bool { return v.uid == added.UID }); i >= 0 {
 		ch.removed = slices.Delete(ch.removed, i, i+1)
+		p.dryRuns.set(preemptor.UID, name, ch.removed, p.clock.Now())
 		return nil
 	}
 	if held, ok := p.view.Pod(added.UID); ok && held.Node == name {
@@ -76,8 +78,10 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, _ *v1.Pod, in
 	return nil
 }
 
-// RemovePod takes a pod off a node in this cycle's state.
-func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, _ *v1.Pod, info fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
+// RemovePod takes a pod off a node in this cycle's state. Only
+// preemption's dry run removes pods: what it has taken off a node and not
+// given back is remembered for the preemptor (see dryRuns).
+func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, preemptor *v1.Pod, info fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
@@ -90,8 +94,9 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, _ *v1.Pod,
 			return nil
 		}
 	}
-	if held, ok := p.view.Pod(removed.UID); ok && held.Node == name && slices.Index(ch.removed, removed.UID) < 0 {
-		ch.removed = append(ch.removed, removed.UID)
+	if held, ok := p.view.Pod(removed.UID); ok && held.Node == name && !ch.isRemoved(removed.UID) {
+		ch.removed = append(ch.removed, victim{uid: removed.UID, name: removed.Namespace + "/" + removed.Name})
+		p.dryRuns.set(preemptor.UID, name, ch.removed, p.clock.Now())
 	}
 	return nil
 }

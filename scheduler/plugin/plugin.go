@@ -25,6 +25,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/liveness"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -43,6 +44,7 @@ var (
 	_ fwk.ScoreExtensions     = (*Plugin)(nil)
 	_ fwk.ReservePlugin       = (*Plugin)(nil)
 	_ fwk.BindPlugin          = (*Plugin)(nil)
+	_ fwk.PostFilterPlugin    = (*Plugin)(nil)
 	_ fwk.EnqueueExtensions   = (*Plugin)(nil)
 )
 
@@ -62,6 +64,13 @@ type Plugin struct {
 	hamiCoreMissing extender.HAMiCorePolicy
 	// recorder records warning events on pods; nil records none.
 	recorder events.EventRecorder
+	// notifier tells a preemptor which pods go for it, once per decision.
+	notifier *preemption.Notifier
+	// dryRuns are the victims of preemption's dry runs, per preemptor and
+	// node.
+	dryRuns dryRuns
+	// handle lists kube-scheduler's snapshot of the nodes.
+	handle fwk.Handle
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
@@ -165,6 +174,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		heartbeatMaxAge: cfg.HeartbeatMaxAge.Duration,
 		hamiCoreMissing: cfg.HAMiCoreMissing,
 		recorder:        h.EventRecorder(),
+		notifier:        preemption.NewNotifier(h.EventRecorder(), clk, preemption.DefaultRepeat),
+		handle:          h,
 		fitters:         sync.Pool{New: func() any { return new(placement.Fitter) }},
 	}, nil
 }

@@ -127,6 +127,17 @@ func wantCode(t *testing.T, what string, st *fwk.Status, code fwk.Code) {
 	}
 }
 
+// twoThirdsFull places low-0 and low-1 (10 GiB each) on GPU-0 and GPU-1,
+// and starts a cycle for a preemptor that wants 10 GiB.
+func twoThirdsFull(t *testing.T, p *Plugin, v *view.View) (low0, low1, preemptor *v1.Pod, state fwk.CycleState, ni fwk.NodeInfo) {
+	t.Helper()
+	low0, low1 = gpuPod("low-0", 10240), gpuPod("low-1", 10240)
+	place(v, low0, "GPU-0", 10240)
+	place(v, low1, "GPU-1", 10240)
+	preemptor = gpuPod("preemptor", 10240)
+	return low0, low1, preemptor, preFilter(t, p, preemptor), nodeInfo(low0, low1)
+}
+
 // TestDryRun plays DefaultPreemption's dry run: removing a pod frees its
 // GPU for the preemptor, putting it back takes the GPU again, a nominated
 // pod counts on the node, and a clone of the cycle's state changes apart
@@ -134,12 +145,7 @@ func wantCode(t *testing.T, what string, st *fwk.Status, code fwk.Code) {
 func TestDryRun(t *testing.T) {
 	p, v, _ := newTestPlugin(t)
 	ctx := context.Background()
-	low0, low1 := gpuPod("low-0", 10240), gpuPod("low-1", 10240)
-	place(v, low0, "GPU-0", 10240)
-	place(v, low1, "GPU-1", 10240)
-	preemptor := gpuPod("preemptor", 10240)
-	state := preFilter(t, p, preemptor)
-	ni := nodeInfo(low0, low1)
+	_, low1, preemptor, state, ni := twoThirdsFull(t, p, v)
 
 	wantCode(t, "Filter with both GPUs two-thirds full", p.Filter(ctx, state, preemptor, ni), fwk.Unschedulable)
 

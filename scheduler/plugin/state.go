@@ -35,7 +35,7 @@ type cycleState struct {
 // nodeChanges are the pods a dry run moved on or off one node.
 type nodeChanges struct {
 	// removed are pods the view places on the node, taken off it.
-	removed []types.UID
+	removed []victim
 	// added are pods the view does not place on the node (nominated pods),
 	// put on it with the GPUs they would get.
 	added []addedPod
@@ -85,11 +85,16 @@ func (ch *nodeChanges) apply(n *view.Node, known func(types.UID) bool) *placemen
 	if ch == nil {
 		return &n.Placement
 	}
-	c := n.Without(func(uid types.UID) bool { return slices.Contains(ch.removed, uid) || !known(uid) })
+	c := n.Without(func(uid types.UID) bool { return ch.isRemoved(uid) || !known(uid) })
 	for _, a := range ch.added {
 		c.Add(a.holds)
 	}
 	return c
+}
+
+// isRemoved reports whether the pod was taken off the node.
+func (ch *nodeChanges) isRemoved(uid types.UID) bool {
+	return slices.ContainsFunc(ch.removed, func(v victim) bool { return v.uid == uid })
 }
 
 // readState returns the plugin's state of the cycle.

@@ -23,7 +23,8 @@ const (
 const maxNamed = 5
 
 // Evicts words what evicting victims (namespace/name) on a node gives the
-// pod, such as "evicting ns/a, ns/b on node n frees GPU 2 for the pod".
+// pod, such as "evicting ns/a, ns/b on node n frees GPU 2 for the pod";
+// containers, the GPUs the pod would get, may be nil when not known.
 func Evicts(node string, victims []string, containers []gpuv1alpha1.ContainerAllocation) string {
 	var indexes []int32
 	for _, c := range containers {
@@ -32,6 +33,9 @@ func Evicts(node string, victims []string, containers []gpuv1alpha1.ContainerAll
 				indexes = append(indexes, d.Index)
 			}
 		}
+	}
+	if len(indexes) == 0 {
+		return fmt.Sprintf("evicting %s on node %s for the pod", List(victims), node)
 	}
 	slices.Sort(indexes)
 	words := make([]string, len(indexes))
@@ -53,9 +57,10 @@ func StillShort(node string, victims []string, why string) string {
 	return fmt.Sprintf("evicting %s on node %s would not make room: %s", List(victims), node, why)
 }
 
-// List words pods, naming the first few and counting the rest, such as
-// "ns/a, ns/b and 3 more pods".
+// List words pods in order of name, naming the first few and counting
+// the rest, such as "ns/a, ns/b and 3 more pods".
 func List(pods []string) string {
+	pods = slices.Sorted(slices.Values(pods))
 	if len(pods) <= maxNamed {
 		return strings.Join(pods, ", ")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
 )
 
 // Priority classes of the preemption scenarios.
@@ -30,8 +33,10 @@ const (
 type preemptionCase struct {
 	name string
 	gpus []gpuSpec
-	// low are the pods that fill the node, created in order.
-	low []ctr
+	// high are pods of the preemptor's priority created first, which no
+	// preemption may take; low are the pods that fill the node, created
+	// in order after them.
+	high, low []ctr
 	// protected are the indexes of low pods a PodDisruptionBudget protects.
 	protected []int
 	// preemptor is the pod that does not fit, and its priority class.
@@ -42,6 +47,8 @@ type preemptionCase struct {
 	// reason is what the preemptor's FailedScheduling event says before
 	// any preemption.
 	reason string
+	// why, when no pod may go, is what Tessera adds to that event.
+	why string
 }
 
 func preemptionCases() []preemptionCase {
@@ -82,11 +89,16 @@ func preemptionCases() []preemptionCase {
 	}, {
 		name: "preemptionPolicy Never never preempts", gpus: t4s(10),
 		low: repeat(2, whole), preemptor: whole, class: highNeverPreempts,
-		reason: "not enough memory",
+		reason: "not enough memory", why: "GPU preemption: none, the pod's preemptionPolicy is Never",
 	}, {
 		name: "equal priority never preempts", gpus: t4s(10),
 		low: repeat(2, whole), preemptor: whole, class: lowPriority,
+		reason: "not enough memory", why: "1 node(s) had no lower-priority pods holding GPUs",
+	}, {
+		name: "no preemption where evicting every lower-priority pod still leaves no room", gpus: t4s(10),
+		high: repeat(2, slice(10240, 0)), low: repeat(2, slice(5120, 0)), preemptor: slice(10240, 0), class: highPriority,
 		reason: "not enough memory",
+		why:    "evicting all 2 lower-priority GPU pods on node %s would not make room: without them the node had 0/2 GPUs that fit (2 not enough memory)",
 	}}
 }
 
@@ -110,7 +122,15 @@ func (e *env) runPreemption(ctx context.Context, t *testing.T, group string, tc 
 	node := group + "-node"
 	e.addNode(ctx, t, node, group, 10, tc.gpus...)
 	gpuOf := map[string]string{}
-	var low []string
+	var high, low []string
+	for i, c := range tc.high {
+		name := fmt.Sprintf("%s-high-%d", group, i)
+		pod := gpuPod(name, group, nil, c)
+		pod.Spec.PriorityClassName = highPriority
+		e.createPod(ctx, t, pod)
+		e.waitBound(ctx, t, name)
+		high = append(high, name)
+	}
 	for i, c := range tc.low {
 		name := fmt.Sprintf("%s-low-%d", group, i)
 		pod := gpuPod(name, group, nil, c)
@@ -146,6 +166,11 @@ func (e *env) runPreemption(ctx context.Context, t *testing.T, group string, tc 
 	var gone []string
 	if tc.victims == 0 {
 		e.waitFailedScheduling(ctx, t, name, tc.reason)
+		why := tc.why
+		if strings.Contains(why, "%s") {
+			why = fmt.Sprintf(why, node)
+		}
+		e.waitFailedScheduling(ctx, t, name, why)
 		// Give a wrong preemption time to happen: kube-scheduler retries
 		// the pod and would evict at once.
 		time.Sleep(3 * time.Second)
@@ -170,6 +195,7 @@ func (e *env) runPreemption(ctx context.Context, t *testing.T, group string, tc 
 			}
 		}
 		t.Logf("evicted %v on %s for the preemptor", gone, got)
+		e.waitPreemptingEvent(ctx, t, name, node, gone, alloc.Spec.Containers[0].Devices[0].Index)
 	}
 	if tc.victims == 0 {
 		if gone = e.goneOf(ctx, t, low); len(gone) > 0 {
@@ -177,11 +203,27 @@ func (e *env) runPreemption(ctx context.Context, t *testing.T, group string, tc 
 		}
 	}
 	e.checkNoOvercommit(ctx, t)
-	for _, n := range append(low, name) {
+	for _, n := range append(append(high, low...), name) {
 		if !slices.Contains(gone, n) {
 			e.deletePod(ctx, t, n)
 		}
 	}
+}
+
+// waitPreemptingEvent waits for the preemptor's one event naming the pods
+// evicted for it on the node and the GPU that freed.
+func (e *env) waitPreemptingEvent(ctx context.Context, t *testing.T, pod, node string, gone []string, gpu int32) {
+	t.Helper()
+	names := make([]string, len(gone))
+	for i, g := range gone {
+		names[i] = namespace + "/" + g
+	}
+	slices.Sort(names)
+	want := fmt.Sprintf("%s: evicting %s on node %s frees GPU %d for the pod", preemption.ReasonPreempting, strings.Join(names, ", "), node, gpu)
+	waitFor(t, 30*time.Second, "the event "+want, func() (bool, string) {
+		events := e.events(ctx, pod)
+		return strings.Count(events, preemption.ReasonPreempting+":") == 1 && strings.Contains(events, want), events
+	})
 }
 
 // goneOf returns the pods among names that no longer exist or are being
