@@ -83,6 +83,7 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 		if e.Requeue != nil {
 			e.Requeue.Rejected(pod)
 		}
+		e.tellNoPreemption(pod, req, out.failed)
 		return metrics.ResultUnschedulable
 	}
 	return metrics.ResultSuccess

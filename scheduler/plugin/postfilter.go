@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -50,7 +49,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 // (Tessera's Filter failed them), why evicting lower-priority pods there
 // does not make room.
 func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fwk.NodeInfo, m fwk.NodeToStatusReader) string {
-	priority := corev1helpers.PodPriority(pod)
+	priority := preemption.Priority(pod)
 	var short []string
 	var none, wouldFit int
 	for _, ni := range nodes {
@@ -61,7 +60,7 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 		}
 		lower := map[types.UID]bool{}
 		for _, pi := range ni.GetPods() {
-			if corev1helpers.PodPriority(pi.GetPod()) < priority {
+			if preemption.Priority(pi.GetPod()) < priority {
 				lower[pi.GetPod().UID] = true
 			}
 		}

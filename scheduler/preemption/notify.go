@@ -41,6 +41,17 @@ func NewNotifier(recorder events.EventRecorder, clk clock.PassiveClock, repeat t
 	return &Notifier{recorder: recorder, clock: clk, repeat: repeat, last: map[types.UID]said{}}
 }
 
+// Said reports whether the Notifier recorded anything about the pod
+// within the last repeat: work that only finds something to say can be
+// spared then.
+func (n *Notifier) Said(uid types.UID) bool {
+	now := n.clock.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l, ok := n.last[uid]
+	return ok && now.Sub(l.at) < n.repeat
+}
+
 // Notify records note on the pod, unless it said the same about the pod
 // within the last repeat. It reports whether it recorded.
 func (n *Notifier) Notify(pod *corev1.Pod, eventType, reason, note string) bool {

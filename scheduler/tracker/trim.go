@@ -39,7 +39,7 @@ func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 	}
 }
 
-// trimPod keeps a pod's identity, node, scheduler and phase, and for a pod
+// trimPod keeps a pod's identity, node, scheduler, priority and phase, and for a pod
 // not yet bound, what bind reads of its request: placement annotations and
 // the containers' GPU resources. A bound pod is never bound again, so its
 // request is dropped.
@@ -50,6 +50,8 @@ func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []str
 		Spec: corev1.PodSpec{
 			NodeName:      pod.Spec.NodeName,
 			SchedulerName: pod.Spec.SchedulerName,
+			// What the extender weighs to say whom preemption would evict.
+			Priority: pod.Spec.Priority,
 		},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase},
 	}

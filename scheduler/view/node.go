@@ -81,3 +81,11 @@ func (n *Node) Without(gone func(types.UID) bool) *placement.Node {
 	}
 	return &c
 }
+
+// EachPod calls fn for every pod holding GPUs on the node. fn must not keep
+// or change the pod.
+func (n *Node) EachPod(fn func(p *Pod)) {
+	for _, p := range n.pods {
+		fn(p)
+	}
+}

@@ -110,6 +110,7 @@ func testCountFullPreemption(ctx context.Context, t *testing.T, e *env) {
 // own filters, which the pod passes with every lower-priority pod back in
 // place, so it finds no victims, never asks the extender, and evicts
 // nothing: extender mode cannot preempt for GPU memory (plugin mode can).
+// The extender's filter tells the pod which pod would have to go.
 func testMemoryFullNoPreemption(ctx context.Context, t *testing.T, e *env) {
 	group := "xpreempt-memory"
 	node := group + "-node"
@@ -130,7 +131,14 @@ func testMemoryFullNoPreemption(ctx context.Context, t *testing.T, e *env) {
 	if p, err := e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
 		t.Errorf("preemptor: err %v, bound to %q; want it pending", err, p.Spec.NodeName)
 	}
-	if events := e.events(ctx, name); strings.Contains(events, preemption.ReasonPreempting) {
+	// The extender's filter tells the pod which pod would have to go.
+	want := fmt.Sprintf("%s: evicting %s/%s on node %s frees GPU", preemption.ReasonNotHelpful, namespace, low[0], node)
+	waitFor(t, 30*time.Second, "the preemptor's "+preemption.ReasonNotHelpful+" event", func() (bool, string) {
+		events := e.events(ctx, name)
+		return strings.Count(events, preemption.ReasonNotHelpful+":") == 1 && strings.Contains(events, want) &&
+			strings.Contains(events, "but kube-scheduler does not preempt for GPU memory, cores or shares in extender mode"), events
+	})
+	if events := e.events(ctx, name); strings.Contains(events, preemption.ReasonPreempting+":") {
 		t.Errorf("the preemptor's events %q; kube-scheduler never asks the extender here", events)
 	}
 	for _, n := range append(low, name) {
