@@ -64,6 +64,10 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 				lower[pi.GetPod().UID] = true
 			}
 		}
+		if len(lower) == 0 {
+			none++
+			continue
+		}
 		p.view.Read([]string{name}, pod.UID, func(_ string, n *view.Node) {
 			if n == nil {
 				return
