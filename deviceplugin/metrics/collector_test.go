@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu/nvmlgpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu/nvmlgpu/nvmlfake"
@@ -146,7 +148,11 @@ func TestMetricNamesPassPromlint(t *testing.T) {
 	alloc.ObserveAllocate(time.Millisecond, nil)
 	alloc.ObserveAllocate(time.Millisecond, status.Error(codes.NotFound, "gone"))
 	reg, err := NewRegistry(append(alloc.Collectors(),
-		NewCollector(logger, "n", func() []gpu.Device { return inv.Devices }, backend, podproc.Resolver{ProcRoot: procRoot}, podList{pod("ns", "a", uidA)}))...)
+		NewCollector(logger, "n", func() []gpu.Device { return inv.Devices }, backend, podproc.Resolver{ProcRoot: procRoot}, podList{pod("ns", "a", uidA)}),
+		NewStateCollector("n", func() []gpuv1alpha1.GPUDevice {
+			return []gpuv1alpha1.GPUDevice{{UUID: "GPU-a", Health: gpuv1alpha1.GPUHealthy}}
+		},
+			func() []string { return nil }, func() map[string]dra.Usage { return nil }))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +172,7 @@ func TestMetricNamesPassPromlint(t *testing.T) {
 		seen[f.GetName()] = true
 	}
 	for _, name := range []string{"tessera_node_gpu_memory_used_bytes", "tessera_node_gpu_pod_memory_used_bytes", "tessera_node_gpu_utilization_ratio",
-		"tessera_deviceplugin_allocate_requests_total", "tessera_deviceplugin_allocate_duration_seconds"} {
+		"tessera_deviceplugin_allocate_requests_total", "tessera_deviceplugin_allocate_duration_seconds", "tessera_gpu_memory_allocated_bytes"} {
 		if !seen[name] {
 			t.Errorf("metric %s not exported", name)
 		}

@@ -18,6 +18,12 @@ func statusApply(name string, s *gpuv1alpha1.GPUNodeStatus) *gpuac.GPUNodeApplyC
 		WithModels(s.Models).
 		WithMemoryMiB(s.MemoryMiB).
 		WithAllocatableMemoryMiB(s.AllocatableMemoryMiB)
+	if s.KubeletAPI != "" {
+		status.WithKubeletAPI(s.KubeletAPI)
+	}
+	if s.FreeMemoryMiB != nil {
+		status.WithFreeMemoryMiB(*s.FreeMemoryMiB)
+	}
 	for _, c := range s.Conditions {
 		status.WithConditions(metav1ac.Condition().
 			WithType(c.Type).

@@ -1,6 +1,7 @@
 package nodestatus
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
@@ -47,6 +49,9 @@ type Publisher struct {
 	source   Source
 	cordoned SpecSource
 	hamiCore func() Readiness
+	api      gpuv1alpha1.KubeletAPI
+	// allocated, when set, gives the memory allocated on each GPU.
+	allocated func() map[string]int64
 
 	kick chan struct{}
 
@@ -90,6 +95,15 @@ type Config struct {
 	// HAMiCore, when set, is checked at every comparison and published as
 	// the HAMiCoreReady condition; nil publishes none.
 	HAMiCore func() Readiness
+	// KubeletAPI is how the daemon serves the kubelet, published so that
+	// Tessera's scheduler leaves DRA nodes alone; empty: DevicePlugin.
+	KubeletAPI gpuv1alpha1.KubeletAPI
+	// AllocatedMemoryMiB, when set, returns the memory in MiB allocated on
+	// each GPU, by UUID, and the status then carries freeMemoryMiB: in DRA
+	// mode, where the daemon reads the allocations from ResourceClaims and
+	// no scheduler extender writes it. Nil leaves the field to the
+	// extender.
+	AllocatedMemoryMiB func() map[string]int64
 	// Renewals counts the successful renewals of the node's Lease. When
 	// set, the scheduler's stale mark on the Ready condition is replaced
 	// only after the Lease was renewed since the plugin saw the mark: a
@@ -104,18 +118,20 @@ func New(cfg Config) *Publisher {
 		cfg.Cordoned = func() []string { return nil }
 	}
 	return &Publisher{
-		nodeName: cfg.NodeName,
-		tessera:  cfg.Tessera,
-		kube:     cfg.Kube,
-		gpuNodes: cfg.GPUNodes,
-		clock:    cfg.Clock,
-		scaling:  cfg.Scaling,
-		period:   cfg.Period,
-		source:   cfg.Source,
-		cordoned: cfg.Cordoned,
-		renewals: cfg.Renewals,
-		hamiCore: cfg.HAMiCore,
-		kick:     make(chan struct{}, 1),
+		nodeName:  cfg.NodeName,
+		tessera:   cfg.Tessera,
+		kube:      cfg.Kube,
+		gpuNodes:  cfg.GPUNodes,
+		clock:     cfg.Clock,
+		scaling:   cfg.Scaling,
+		period:    cfg.Period,
+		source:    cfg.Source,
+		cordoned:  cfg.Cordoned,
+		renewals:  cfg.Renewals,
+		hamiCore:  cfg.HAMiCore,
+		api:       cmp.Or(cfg.KubeletAPI, gpuv1alpha1.KubeletAPIDevicePlugin),
+		allocated: cfg.AllocatedMemoryMiB,
+		kick:      make(chan struct{}, 1),
 	}
 }
 
@@ -274,15 +290,20 @@ func (p *Publisher) status(current *gpuv1alpha1.GPUNodeStatus) gpuv1alpha1.GPUNo
 	if p.hamiCore != nil {
 		conditions = append(conditions, p.hamiCore().condition(gpuv1alpha1.GPUNodeHAMiCoreReady, previousLibrary, now))
 	}
-	return gpuv1alpha1.GPUNodeStatus{
+	status := gpuv1alpha1.GPUNodeStatus{
 		Devices:              devices,
 		DriverVersion:        p.source.DriverVersion(),
 		GPUCount:             sum.GPUCount,
 		Models:               sum.Models,
 		MemoryMiB:            sum.MemoryMiB,
 		AllocatableMemoryMiB: sum.AllocatableMemoryMiB,
+		KubeletAPI:           p.api,
 		Conditions:           conditions,
 	}
+	if p.allocated != nil {
+		status.FreeMemoryMiB = ptr.To(FreeMemoryMiB(devices, p.cordoned(), p.allocated()))
+	}
+	return status
 }
 
 // keepStaleMark reports whether the Ready condition is the scheduler's

@@ -59,3 +59,16 @@ func Summarize(devices []gpuv1alpha1.GPUDevice, cordoned []string) Summary {
 	sum.Models = truncate(strings.Join(models, ","), maxModels)
 	return sum
 }
+
+// FreeMemoryMiB is the memory of the healthy, uncordoned devices that is
+// not allocated, given the memory allocated on each device by UUID; a
+// device allocated past its memory counts as full.
+func FreeMemoryMiB(devices []gpuv1alpha1.GPUDevice, cordoned []string, allocated map[string]int64) int64 {
+	var free int64
+	for _, d := range devices {
+		if d.Health == gpuv1alpha1.GPUHealthy && !slices.Contains(cordoned, d.UUID) {
+			free += max(d.MemoryMiB-allocated[d.UUID], 0)
+		}
+	}
+	return free
+}

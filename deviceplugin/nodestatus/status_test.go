@@ -100,3 +100,29 @@ func TestReadyConditionKeepsTransitionTime(t *testing.T) {
 		})
 	}
 }
+
+func TestFreeMemoryMiB(t *testing.T) {
+	devices := []gpuv1alpha1.GPUDevice{
+		{UUID: "a", MemoryMiB: 1000, Health: gpuv1alpha1.GPUHealthy},
+		{UUID: "b", MemoryMiB: 1000, Health: gpuv1alpha1.GPUHealthy},
+		{UUID: "sick", MemoryMiB: 1000, Health: gpuv1alpha1.GPUUnhealthy},
+		{UUID: "cordoned", MemoryMiB: 1000, Health: gpuv1alpha1.GPUHealthy},
+	}
+	tests := []struct {
+		name      string
+		allocated map[string]int64
+		want      int64
+	}{
+		{name: "nothing allocated: the healthy, uncordoned GPUs", want: 2000},
+		{name: "allocations are taken off their GPU", allocated: map[string]int64{"a": 300, "b": 1000}, want: 700},
+		{name: "a GPU allocated past its memory counts as full, not below", allocated: map[string]int64{"a": 1500}, want: 1000},
+		{name: "allocations on GPUs not offered change nothing", allocated: map[string]int64{"sick": 500, "cordoned": 500}, want: 2000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FreeMemoryMiB(devices, []string{"cordoned"}, tt.allocated); got != tt.want {
+				t.Errorf("FreeMemoryMiB = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

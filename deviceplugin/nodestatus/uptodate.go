@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
@@ -13,7 +14,8 @@ import (
 func upToDate(current, desired *gpuv1alpha1.GPUNodeStatus) bool {
 	if current.DriverVersion != desired.DriverVersion || current.GPUCount != desired.GPUCount ||
 		current.Models != desired.Models || current.MemoryMiB != desired.MemoryMiB ||
-		current.AllocatableMemoryMiB != desired.AllocatableMemoryMiB ||
+		current.AllocatableMemoryMiB != desired.AllocatableMemoryMiB || current.KubeletAPI != desired.KubeletAPI ||
+		(desired.FreeMemoryMiB != nil && !ptr.Equal(current.FreeMemoryMiB, desired.FreeMemoryMiB)) ||
 		!equality.Semantic.DeepEqual(current.Devices, desired.Devices) {
 		return false
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/allocator"
 	"github.com/tessera-gpu/tessera/deviceplugin/cdispec"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
@@ -123,6 +124,16 @@ func (p *Plugin) Run(ctx context.Context) error {
 		p.health.Set(health.GPUs, false, errors.New("the GPU driver reports no GPU on this node"))
 	}
 	inv := inventory.New(found)
+	var claims *dra.Claims
+	if p.cfg.Mode == config.ModeDRA {
+		// The allocations on the node's GPUs, for its GPUNode and metrics.
+		claims = dra.NewClaims(p.deps.Kube, p.cfg.NodeName, inv, p.scaling())
+		claimsCtx, stopClaims := context.WithCancel(ctx)
+		defer func() { stopClaims(); claims.Shutdown() }()
+		if err := claims.Start(claimsCtx); err != nil {
+			return err
+		}
+	}
 	lease := nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
 		NodeName:  p.cfg.NodeName,
 		Namespace: p.cfg.LeaseNamespace,
@@ -132,17 +143,19 @@ func (p *Plugin) Run(ctx context.Context) error {
 		Period:    p.cfg.HeartbeatPeriod.Duration,
 	})
 	publisher := nodestatus.New(nodestatus.Config{
-		NodeName: p.cfg.NodeName,
-		Tessera:  p.deps.Tessera,
-		GPUNodes: caches.gpuNodes,
-		Kube:     p.deps.Kube,
-		Clock:    p.deps.Clock,
-		Scaling:  p.scaling(),
-		Period:   p.cfg.HeartbeatPeriod.Duration,
-		Source:   inv,
-		Cordoned: caches.cordoned(p.cfg.NodeName),
-		HAMiCore: func() nodestatus.Readiness { return nodestatus.CheckHAMiCore(p.cfg.LibraryPath) },
-		Renewals: lease.Renewals,
+		NodeName:           p.cfg.NodeName,
+		Tessera:            p.deps.Tessera,
+		GPUNodes:           caches.gpuNodes,
+		Kube:               p.deps.Kube,
+		Clock:              p.deps.Clock,
+		Scaling:            p.scaling(),
+		Period:             p.cfg.HeartbeatPeriod.Duration,
+		Source:             inv,
+		Cordoned:           caches.cordoned(p.cfg.NodeName),
+		HAMiCore:           func() nodestatus.Readiness { return nodestatus.CheckHAMiCore(p.cfg.LibraryPath) },
+		Renewals:           lease.Renewals,
+		KubeletAPI:         p.kubeletAPI(),
+		AllocatedMemoryMiB: allocatedMemory(claims),
 	})
 	// A changed spec changes what the plugin publishes; a changed status
 	// may be another writer's, such as the scheduler marking the node stale.
@@ -150,13 +163,30 @@ func (p *Plugin) Run(ctx context.Context) error {
 		return err
 	}
 	collector := metrics.NewCollector(logger, p.cfg.NodeName, inv.Devices, p.deps.Backend, podproc.Resolver{ProcRoot: p.cfg.ProcRoot}, caches)
-	reg, err := metrics.NewRegistry(append(p.allocateMetrics.Collectors(), collector)...)
+	collectors := append(p.allocateMetrics.Collectors(), collector)
+	if claims != nil {
+		collectors = append(collectors, metrics.NewStateCollector(p.cfg.NodeName,
+			func() []gpuv1alpha1.GPUDevice { return p.scaling().Devices(inv.Devices()) }, caches.cordoned(p.cfg.NodeName), claims.ByUUID))
+	}
+	reg, err := metrics.NewRegistry(collectors...)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { publisher.Run(ctx); return nil })
+	if claims != nil {
+		changed := make(chan struct{}, 1)
+		if err := claims.OnChange(func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}); err != nil {
+			return err
+		}
+		g.Go(func() error { p.publishClaimChanges(ctx, changed, publisher); return nil })
+	}
 	g.Go(func() error { lease.Run(ctx); return nil })
 	if p.cfg.MetricsAddress != "" {
 		g.Go(func() error { return p.serveMetrics(ctx, reg) })
@@ -299,6 +329,45 @@ func (p *Plugin) watchHealth(ctx context.Context, g *errgroup.Group, inv *invent
 		}
 		return nil
 	})
+}
+
+// claimPublishDelay is the least time between two GPUNode writes caused by
+// claims: a burst of pods landing on the node costs one write.
+const claimPublishDelay = time.Second
+
+// publishClaimChanges republishes the GPUNode, whose free memory the
+// claims change, once per claimPublishDelay while they change.
+func (p *Plugin) publishClaimChanges(ctx context.Context, changed <-chan struct{}, publisher *nodestatus.Publisher) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.deps.Clock.After(claimPublishDelay):
+		}
+		publisher.Trigger()
+	}
+}
+
+// allocatedMemory is the GPUNode's source of allocated memory: the claims
+// in DRA mode, none (the extender's) otherwise.
+func allocatedMemory(claims *dra.Claims) func() map[string]int64 {
+	if claims == nil {
+		return nil
+	}
+	return claims.MemoryMiB
+}
+
+// kubeletAPI says how the daemon serves the kubelet.
+func (p *Plugin) kubeletAPI() gpuv1alpha1.KubeletAPI {
+	if p.cfg.Mode == config.ModeDRA {
+		return gpuv1alpha1.KubeletAPIDRA
+	}
+	return gpuv1alpha1.KubeletAPIDevicePlugin
 }
 
 // scaling is what the node offers of each GPU.

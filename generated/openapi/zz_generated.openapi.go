@@ -709,9 +709,16 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 					},
 					"freeMemoryMiB": {
 						SchemaProps: spec.SchemaProps{
-							Description: "freeMemoryMiB is allocatableMemoryMiB less the memory allocated to pods on those devices, for display. Unlike the rest of the status it is written by the scheduler extender, which knows every allocation; it publishes changes at most every few seconds, so it may lag allocations by that much.",
+							Description: "freeMemoryMiB is allocatableMemoryMiB less the memory allocated to pods on those devices, for display. On a device-plugin node it is written by the scheduler extender, which knows every allocation; on a DRA node by the node's daemon, from the ResourceClaims allocated on its GPUs. Either publishes changes at most every few seconds, so it may lag allocations by that much.",
 							Type:        []string{"integer"},
 							Format:      "int64",
+						},
+					},
+					"kubeletAPI": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kubeletAPI is how the node's daemon serves the kubelet: DevicePlugin (Tessera's scheduler places the GPU pods and records them in GPUAllocations; the default) or DRA (the daemon publishes the GPUs as ResourceSlices of driver gpu.tessera.dev and kube-scheduler allocates them in ResourceClaims). Tessera's scheduler leaves DRA nodes alone, and their daemon writes freeMemoryMiB from the allocated claims.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"conditions": {

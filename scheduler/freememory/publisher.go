@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	listers "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -72,7 +73,10 @@ func (p *Publisher) Publish(ctx context.Context) int {
 			break
 		}
 		gn, err := p.nodes.Get(name)
-		if err != nil || (gn.Status.FreeMemoryMiB != nil && *gn.Status.FreeMemoryMiB == mib) {
+		// A DRA node's daemon publishes its own free memory from the
+		// ResourceClaims, which the view does not hold.
+		if err != nil || gn.Status.KubeletAPI == gpuv1alpha1.KubeletAPIDRA ||
+			(gn.Status.FreeMemoryMiB != nil && *gn.Status.FreeMemoryMiB == mib) {
 			continue
 		}
 		written++

@@ -125,3 +125,20 @@ func TestPublishWritesAtMostMaxWritesARound(t *testing.T) {
 		t.Fatalf("second round wrote %d nodes, want the 10 left", n)
 	}
 }
+
+// TestPublishLeavesDRANodesToTheirDaemon pins that the extender does not
+// write the free memory of a node served through DRA, which its daemon
+// publishes from the ResourceClaims the extender does not see.
+func TestPublishLeavesDRANodesToTheirDaemon(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	gn := gpuNode("n1")
+	gn.Status.KubeletAPI = gpuv1alpha1.KubeletAPIDRA
+	gn.Status.FreeMemoryMiB = ptr.To[int64](1000)
+	f := newFixture(t, gn)
+	if n := f.pub.Publish(ctx); n != 0 {
+		t.Errorf("Publish wrote %d nodes, want none", n)
+	}
+	if got := f.stored(t, "n1"); ptr.Deref(got, -1) != 1000 {
+		t.Errorf("free memory = %v, want the daemon's 1000", ptr.Deref(got, -1))
+	}
+}

@@ -16,14 +16,14 @@ import (
 func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok {
+			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok && !t.servedByDRA(gn) {
 				t.view.SetGPUNode(gn)
 				t.freed()
 			}
 		},
 		UpdateFunc: func(oldObj, obj any) {
 			gn, ok := obj.(*gpuv1alpha1.GPUNode)
-			if !ok {
+			if !ok || t.servedByDRA(gn) {
 				return
 			}
 			t.view.SetGPUNode(gn)
@@ -37,6 +37,18 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 			}
 		},
 	}
+}
+
+// servedByDRA reports whether kube-scheduler allocates the node's GPUs
+// through DRA, and if so takes the node out of the view: Tessera's
+// scheduler neither places pods there nor exports or publishes what it
+// cannot know of (the node's daemon does, from the ResourceClaims).
+func (t *Tracker) servedByDRA(gn *gpuv1alpha1.GPUNode) bool {
+	if gn.Status.KubeletAPI != gpuv1alpha1.KubeletAPIDRA {
+		return false
+	}
+	t.view.DeleteGPUNode(gn.Name)
+	return true
 }
 
 // allocationHandler applies each allocation's holds and its phase.

@@ -86,13 +86,23 @@ type GPUNodeStatus struct {
 	AllocatableMemoryMiB int64 `json:"allocatableMemoryMiB,omitempty"`
 
 	// freeMemoryMiB is allocatableMemoryMiB less the memory allocated to
-	// pods on those devices, for display. Unlike the rest of the status it
-	// is written by the scheduler extender, which knows every allocation;
-	// it publishes changes at most every few seconds, so it may lag
-	// allocations by that much.
+	// pods on those devices, for display. On a device-plugin node it is
+	// written by the scheduler extender, which knows every allocation; on
+	// a DRA node by the node's daemon, from the ResourceClaims allocated
+	// on its GPUs. Either publishes changes at most every few seconds, so
+	// it may lag allocations by that much.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	FreeMemoryMiB *int64 `json:"freeMemoryMiB,omitempty"`
+
+	// kubeletAPI is how the node's daemon serves the kubelet: DevicePlugin
+	// (Tessera's scheduler places the GPU pods and records them in
+	// GPUAllocations; the default) or DRA (the daemon publishes the GPUs as
+	// ResourceSlices of driver gpu.tessera.dev and kube-scheduler allocates
+	// them in ResourceClaims). Tessera's scheduler leaves DRA nodes alone,
+	// and their daemon writes freeMemoryMiB from the allocated claims.
+	// +optional
+	KubeletAPI KubeletAPI `json:"kubeletAPI,omitempty"`
 
 	// conditions describe the device plugin's state. Type "Ready" is True
 	// while the plugin is registered with the kubelet and serving, False
@@ -105,6 +115,19 @@ type GPUNodeStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// KubeletAPI says how a node's daemon serves the kubelet.
+// +kubebuilder:validation:Enum=DevicePlugin;DRA
+type KubeletAPI string
+
+const (
+	// KubeletAPIDevicePlugin: the kubelet's device-plugin API, with GPU
+	// pods placed by Tessera's scheduler.
+	KubeletAPIDevicePlugin KubeletAPI = "DevicePlugin"
+	// KubeletAPIDRA: the kubelet's DRA plugin API, with GPUs allocated by
+	// kube-scheduler in ResourceClaims.
+	KubeletAPIDRA KubeletAPI = "DRA"
+)
 
 // GPUHealth says whether a GPU can take work.
 // +kubebuilder:validation:Enum=Healthy;Unhealthy

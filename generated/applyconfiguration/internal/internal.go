@@ -241,6 +241,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: gpuCount
       type:
         scalar: numeric
+    - name: kubeletAPI
+      type:
+        scalar: string
     - name: memoryMiB
       type:
         scalar: numeric

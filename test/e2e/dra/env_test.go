@@ -48,6 +48,8 @@ type simNode struct {
 	cdiDir  string
 	gpuFile string
 	stop    func()
+	// daemon is the running node daemon.
+	daemon *plugin.Plugin
 }
 
 func startCluster(t *testing.T, nodes ...*simNode) *cluster {
@@ -118,7 +120,7 @@ func (c *cluster) startDaemon(n *simNode) {
 	cfg.CDISpecDir = n.cdiDir
 	cfg.SimulatedGPUFile = n.gpuFile
 	cfg.SimulatedReloadPeriod.Duration = 200 * time.Millisecond
-	cfg.MetricsAddress = ""
+	cfg.MetricsAddress = "127.0.0.1:0"
 	p, err := plugin.New(cfg, plugin.Dependencies{Kube: c.cp.Kube, Tessera: c.cp.Tessera})
 	if err != nil {
 		c.t.Fatal(err)
@@ -132,6 +134,7 @@ func (c *cluster) startDaemon(n *simNode) {
 		}
 	}()
 	n.stop = func() { cancel(); <-done }
+	n.daemon = p
 }
 
 // slices returns the node's ResourceSlices of Tessera's driver.

@@ -170,4 +170,3 @@ func (c *cluster) startWebhook() {
 		return err != nil && strings.Contains(err.Error(), "DRA mode"), fmt.Sprint(err)
 	})
 }
-

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -41,11 +42,19 @@ type GPUNodeStatusApplyConfiguration struct {
 	// devices, for display.
 	AllocatableMemoryMiB *int64 `json:"allocatableMemoryMiB,omitempty"`
 	// freeMemoryMiB is allocatableMemoryMiB less the memory allocated to
-	// pods on those devices, for display. Unlike the rest of the status it
-	// is written by the scheduler extender, which knows every allocation;
-	// it publishes changes at most every few seconds, so it may lag
-	// allocations by that much.
+	// pods on those devices, for display. On a device-plugin node it is
+	// written by the scheduler extender, which knows every allocation; on
+	// a DRA node by the node's daemon, from the ResourceClaims allocated
+	// on its GPUs. Either publishes changes at most every few seconds, so
+	// it may lag allocations by that much.
 	FreeMemoryMiB *int64 `json:"freeMemoryMiB,omitempty"`
+	// kubeletAPI is how the node's daemon serves the kubelet: DevicePlugin
+	// (Tessera's scheduler places the GPU pods and records them in
+	// GPUAllocations; the default) or DRA (the daemon publishes the GPUs as
+	// ResourceSlices of driver gpu.tessera.dev and kube-scheduler allocates
+	// them in ResourceClaims). Tessera's scheduler leaves DRA nodes alone,
+	// and their daemon writes freeMemoryMiB from the allocated claims.
+	KubeletAPI *gpuv1alpha1.KubeletAPI `json:"kubeletAPI,omitempty"`
 	// conditions describe the device plugin's state. Type "Ready" is True
 	// while the plugin is registered with the kubelet and serving, False
 	// when it is not (the reason says why), and Unknown with reason
@@ -119,6 +128,14 @@ func (b *GPUNodeStatusApplyConfiguration) WithAllocatableMemoryMiB(value int64) 
 // If called multiple times, the FreeMemoryMiB field is set to the value of the last call.
 func (b *GPUNodeStatusApplyConfiguration) WithFreeMemoryMiB(value int64) *GPUNodeStatusApplyConfiguration {
 	b.FreeMemoryMiB = &value
+	return b
+}
+
+// WithKubeletAPI sets the KubeletAPI field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the KubeletAPI field is set to the value of the last call.
+func (b *GPUNodeStatusApplyConfiguration) WithKubeletAPI(value gpuv1alpha1.KubeletAPI) *GPUNodeStatusApplyConfiguration {
+	b.KubeletAPI = &value
 	return b
 }
 
