@@ -4,5 +4,6 @@
 // deploy/scheduler/kube-scheduler-config.yaml and the extender running in
 // process (TestExtender), or tessera-scheduler started with
 // deploy/scheduler/tessera-scheduler-config.yaml (TestPlugin). Both run
-// one table of scenarios; plugin mode adds preemption by GPU slices.
+// one table of scenarios; plugin mode adds preemption by GPU slices, and
+// extender mode what its preempt verb can and cannot do.
 package scheduler
