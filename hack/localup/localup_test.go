@@ -174,9 +174,11 @@ func checkPrintedPlacements(t *testing.T, output string) {
 		}
 		nodes[fields[0]] = fields[2]
 	}
-	if len(nodes) != 11 {
-		t.Errorf("the printed table lists %d example pods, want 11", len(nodes))
+	if len(nodes) != 12 {
+		t.Errorf("the printed table lists %d example pods, want 12", len(nodes))
 	}
+	// The same file DRA mode applies (TestLocalUpDRA), placed alike.
+	checkHAMiStyle(t, placementRows(t, output)["hami-style"])
 	if nodes["a100-only"] != "gpu-a100" {
 		t.Errorf("the table puts a100-only on %q, want gpu-a100", nodes["a100-only"])
 	}
@@ -237,8 +239,8 @@ func checkPlacements(ctx context.Context, t *testing.T, kube kubernetes.Interfac
 		}
 		allocs[pod.Name] = a
 	}
-	if len(allocs) != 11 {
-		t.Fatalf("got %d placed example pods, want 11", len(allocs))
+	if len(allocs) != 12 {
+		t.Fatalf("got %d placed example pods, want 12", len(allocs))
 	}
 	node := func(pod string) string { return allocs[pod].Spec.NodeName }
 	devices := func(pod string) []gpuv1alpha1.DeviceAllocation { return allocs[pod].Spec.Containers[0].Devices }
