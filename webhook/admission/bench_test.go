@@ -44,6 +44,24 @@ func BenchmarkMutate(b *testing.B) {
 	}
 }
 
+// BenchmarkMutateDRA measures the same pod turned into claims: the claim
+// specs, their CEL selectors, the percentage's sizes read from every
+// GPUNode, the templates' hashes and a read of each template (from a fake
+// clientset, so the API server's round trip is not in it).
+func BenchmarkMutateDRA(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Mode = ModeDRA
+	a := newAdmitter(b, cfg, benchCluster()...)
+	req := createRequest(b, benchPod())
+	ctx := klog.NewContext(context.Background(), logr.Discard())
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := a.Mutate(ctx, req); len(resp.Patch) == 0 {
+			b.Fatal("no patch", resp.Result)
+		}
+	}
+}
+
 func BenchmarkValidate(b *testing.B) {
 	a := newAdmitter(b, DefaultConfig(), benchCluster()...)
 	req := createRequest(b, benchPod())
