@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // benchCluster is a cluster of 500 nodes with 8 GPUs each.
@@ -51,7 +53,13 @@ func BenchmarkMutate(b *testing.B) {
 func BenchmarkMutateDRA(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.Mode = ModeDRA
-	a := newAdmitter(b, cfg, benchCluster()...)
+	objs := benchCluster()
+	for _, o := range objs {
+		if n, ok := o.(*gpuv1alpha1.GPUNode); ok {
+			n.Status.KubeletAPI = gpuv1alpha1.KubeletAPIDRA
+		}
+	}
+	a := newAdmitter(b, cfg, objs...)
 	req := createRequest(b, benchPod())
 	ctx := klog.NewContext(context.Background(), logr.Discard())
 	b.ReportAllocs()

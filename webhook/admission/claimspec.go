@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
@@ -117,7 +118,7 @@ func subrequests(r gpurequest.ContainerRequest, exact resourceapi.ExactDeviceReq
 	switch {
 	case len(kinds) == 0:
 		return nil, field.Forbidden(countPath, fmt.Sprintf(
-			"in DRA mode %s depends on the GPU, and no node reports its GPUs yet: create the pod again once a node daemon publishes its GPUNode", what))
+			"in DRA mode %s depends on the GPU, and no DRA node reports its GPUs yet: create the pod again once a node daemon in DRA mode publishes its GPUNode", what))
 	case len(kinds) > resourceapi.FirstAvailableDeviceRequestMaxSize:
 		return nil, field.Forbidden(countPath, fmt.Sprintf(
 			"in DRA mode %s becomes one subrequest per kind of GPU, at most %d, and the cluster has %d kinds; ask for memory in MiB (%s) or for fewer cores",
@@ -267,8 +268,9 @@ func templateFor(namespace string, spec resourceapi.ResourceClaimSpec) (*resourc
 	return t, nil
 }
 
-// gpuSizes returns the kinds of GPU the cluster's GPUNodes report; MIG
-// instances are left out, as they are never shared.
+// gpuSizes returns the kinds of GPU the GPUNodes of DRA nodes report,
+// where the claims can land; MIG instances are left out, as they are
+// never shared.
 func (a *Admitter) gpuSizes() []gpuSize {
 	nodes, err := a.gpuNodes.List(labels.Everything())
 	if err != nil {
@@ -276,6 +278,9 @@ func (a *Admitter) gpuSizes() []gpuSize {
 	}
 	var out []gpuSize
 	for _, n := range nodes {
+		if n.Status.KubeletAPI != gpuv1alpha1.KubeletAPIDRA {
+			continue
+		}
 		for _, d := range n.Status.Devices {
 			s := gpuSize{memoryMiB: d.MemoryMiB, cores: d.Cores, shareLimit: d.ShareLimit}
 			if d.MIG == nil && !slices.Contains(out, s) {

@@ -31,6 +31,13 @@ func draAdmitter(t *testing.T, objs ...runtime.Object) (*Admitter, *fake.Clients
 	return a, kube
 }
 
+// draNode is a GPUNode of a node in DRA mode with a GPU of each memory size.
+func draNode(name string, memoryMiB ...int64) *gpuv1alpha1.GPUNode {
+	n := gpuNode(name, 100, memoryMiB...)
+	n.Status.KubeletAPI = gpuv1alpha1.KubeletAPIDRA
+	return n
+}
+
 // published is a GPU as the node daemon publishes it in its ResourceSlice.
 func published(uuid, model string, memoryMiB int64, shareLimit int32) dracel.Device {
 	d := dra.Device(gpuv1alpha1.GPUDevice{UUID: uuid, Model: model, MemoryMiB: memoryMiB, Cores: 100, ShareLimit: shareLimit})
@@ -202,7 +209,7 @@ func TestMutateForDRAClaims(t *testing.T) {
 	}, {
 		name: "a memory percentage becomes one subrequest per size of GPU",
 		pod:  pod(limited("cuda", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "25")),
-		objs: []runtime.Object{gpuNode("big", 100, 81920, 81920), gpuNode("small", 100, 15360)},
+		objs: []runtime.Object{draNode("big", 81920, 81920), draNode("small", 15360), gpuNode("device-plugin", 100, 40960)},
 		check: func(t *testing.T, out *corev1.Pod, templates map[string]*resourceapi.ResourceClaimTemplate) {
 			subs := claimOf(t, out, &out.Spec.Containers[0], templates).Spec.Spec.Devices.Requests[0].FirstAvailable
 			if len(subs) != 2 {
@@ -222,7 +229,7 @@ func TestMutateForDRAClaims(t *testing.T) {
 	}, {
 		name: "exclusive use (100 cores) takes every share of the GPU",
 		pod:  pod(limited("cuda", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "100")),
-		objs: []runtime.Object{gpuNode("n", 100, 81920)},
+		objs: []runtime.Object{draNode("n", 81920)},
 		check: func(t *testing.T, out *corev1.Pod, templates map[string]*resourceapi.ResourceClaimTemplate) {
 			subs := claimOf(t, out, &out.Spec.Containers[0], templates).Spec.Spec.Devices.Requests[0].FirstAvailable
 			if len(subs) != 1 {
@@ -297,11 +304,12 @@ func TestMutateForDRARefuses(t *testing.T) {
 	}, {
 		name: "a percentage before any node reports its GPUs",
 		pod:  pod(limited("cuda", "nvidia.com/gpumem-percentage", "50")),
-		want: []string{"a memory percentage depends on the GPU, and no node reports its GPUs yet"},
+		objs: []runtime.Object{gpuNode("device-plugin", 100, 40960)},
+		want: []string{"a memory percentage depends on the GPU, and no DRA node reports its GPUs yet"},
 	}, {
 		name: "a percentage over more kinds of GPU than a prioritized list holds",
 		pod:  pod(limited("cuda", "nvidia.com/gpumem-percentage", "50")),
-		objs: []runtime.Object{gpuNode("n", 100, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000)},
+		objs: []runtime.Object{draNode("n", 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000)},
 		want: []string{"at most 8, and the cluster has 9 kinds"},
 	}, {
 		name:        "a UUID list too long for a CEL selector",

@@ -76,12 +76,7 @@ func TestHAMiPodRunsUnchangedOnDRANodes(t *testing.T) {
 		}
 	}
 	env := strings.Join(c.containerEnv(first)["cuda"], " ")
-	visible := ""
-	for _, kv := range c.containerEnv(first)["cuda"] {
-		if v, ok := strings.CutPrefix(kv, "NVIDIA_VISIBLE_DEVICES="); ok {
-			visible = v
-		}
-	}
+	visible := visibleDevices(c.containerEnv(first)["cuda"])
 	gpus := strings.Split(visible, ",")
 	if len(gpus) != 2 || gpus[0] == gpus[1] || !strings.HasPrefix(gpus[0], "GPU-a100-") || !strings.HasPrefix(gpus[1], "GPU-a100-") {
 		t.Errorf("visible devices %q, want two distinct A100s", visible)
@@ -116,6 +111,40 @@ func TestHAMiPodRunsUnchangedOnDRANodes(t *testing.T) {
 	if len(templates.Items) != 2 {
 		t.Errorf("%d templates for two request shapes", len(templates.Items))
 	}
+
+	// A percentage and exclusive use depend on the GPU they land on: the
+	// claim lists one subrequest per kind of GPU, and kube-scheduler takes
+	// the one that fits.
+	framework.WaitFor(t, time.Minute, "both nodes to publish their GPUNode, whose GPUs the webhook reads", func() (bool, string) {
+		list, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().List(c.ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 2, fmt.Sprint(err)
+	})
+	percent := c.waitRunningCreated(hamiPod("quarter-l4", map[string]string{"nvidia.com/use-gputype": "L4"}, "nvidia.com/gpumem-percentage", "25"))
+	exclusive := c.waitRunningCreated(hamiPod("own-l4", map[string]string{"nvidia.com/use-gputype": "L4"}, "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "100"))
+	for pod, want := range map[*corev1.Pod][]string{
+		percent:   {"CUDA_DEVICE_MEMORY_LIMIT_0=5758m"},
+		exclusive: {"CUDA_DEVICE_MEMORY_LIMIT_0=1000m", "CUDA_DEVICE_SM_LIMIT=100"},
+	} {
+		env := strings.Join(c.containerEnv(pod)["cuda"], " ")
+		for _, w := range want {
+			if pod.Spec.NodeName != "l4" || !strings.Contains(env, w) {
+				t.Errorf("pod %s on %s has env %s, want %s", pod.Name, pod.Spec.NodeName, env, w)
+			}
+		}
+	}
+	c.createPod(hamiPod("shares-l4-gpu", map[string]string{"tessera.dev/gpu-uuid": visibleDevices(c.containerEnv(exclusive)["cuda"])}, "nvidia.com/gpumem", "1000"))
+	framework.WaitFor(t, time.Minute, "a pod asking for the exclusive pod's GPU to be unschedulable", func() (bool, string) {
+		p, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, "shares-l4-gpu", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+				return true, cond.Message
+			}
+		}
+		return false, fmt.Sprintf("node %q, conditions %v", p.Spec.NodeName, p.Status.Conditions)
+	})
 
 	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "hami-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -169,4 +198,14 @@ func (c *cluster) startWebhook() {
 		_, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(c.ctx, hamiPod("probe", nil, "nvidia.com/gpu", "40"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err != nil && strings.Contains(err.Error(), "DRA mode"), fmt.Sprint(err)
 	})
+}
+
+// visibleDevices is the value of NVIDIA_VISIBLE_DEVICES in env.
+func visibleDevices(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "NVIDIA_VISIBLE_DEVICES="); ok {
+			return v
+		}
+	}
+	return ""
 }
