@@ -22,7 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.status.models`,description="GPU models on the node"
 // +kubebuilder:printcolumn:name="Memory(MiB)",type=integer,JSONPath=`.status.memoryMiB`,description="Total GPU memory in MiB"
 // +kubebuilder:printcolumn:name="Allocatable(MiB)",type=integer,JSONPath=`.status.allocatableMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs"
-// +kubebuilder:printcolumn:name="Free(MiB)",type=integer,JSONPath=`.status.freeMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs not allocated to pods, as the scheduler last published it"
+// +kubebuilder:printcolumn:name="Free(MiB)",type=integer,JSONPath=`.status.freeMemoryMiB`,description="GPU memory in MiB on healthy, uncordoned GPUs not allocated to pods, as the scheduler extender (or on a DRA node its daemon, from the ResourceClaims) last published it"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the node takes new GPU pods: True while its device plugin serves and renews its Lease; Unknown when the Lease went stale"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the node is or is not ready, such as Registered or HeartbeatStale"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
