@@ -25,19 +25,35 @@ step "Building Helm"
 TESSERA_HELM=$(hack/build-helm.sh | tail -n 1)
 export TESSERA_HELM
 
-step "Verifying generated code"
-hack/verify-codegen.sh
+# A failing check does not stop the others: every module is tested, and all
+# failures are listed at the end, so one flaky package cannot hide another.
+failed=()
+check() { # check NAME COMMAND...
+	local name=$1
+	shift
+	step "$name"
+	if ! "$@"; then
+		failed+=("$name")
+		echo "--- $name failed" >&2
+	fi
+}
 
-step "Vetting"
-go vet ./...
-
-step "Testing github.com/tessera-gpu/tessera"
-go test -count=1 -timeout 30m ./...
+check "Verifying generated code" hack/verify-codegen.sh
+check "Vetting github.com/tessera-gpu/tessera" go vet ./...
+check "Testing github.com/tessera-gpu/tessera" go test -count=1 -timeout 30m ./...
 
 # Nested modules keep heavy dependencies (k8s.io/kubernetes) out of the main
 # go.mod: the tests under test/ and the kube-scheduler plugin.
 for mod in $(find test scheduler -name go.mod -not -path '*/testdata/*' | sort); do
 	dir=$(dirname "$mod")
-	step "Testing $dir"
-	(cd "$dir" && go vet ./... && go test -count=1 -timeout 30m ./...)
+	check "Vetting $dir" bash -c "cd '$dir' && go vet ./..."
+	check "Testing $dir" bash -c "cd '$dir' && go test -count=1 -timeout 30m ./..."
 done
+
+echo
+if ((${#failed[@]} > 0)); then
+	echo "=== FAILED ($(date +%H:%M:%S)): ${#failed[@]} step(s)" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "=== All checks passed ($(date +%H:%M:%S))"
