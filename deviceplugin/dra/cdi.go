@@ -1,6 +1,9 @@
 package dra
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,6 +92,12 @@ func (w *cdiWriter) write(claim types.UID, request string, shares []hamicore.Sha
 		return nil, "", fmt.Errorf("choosing the CDI spec version: %w", err)
 	}
 	specName = cdi.GenerateTransientSpecName(CDIVendor, CDIClass, id) + ".json"
+	// A spec already on disk as it should be is left alone: the kubelet
+	// prepares every claim again each time it restarts, and a rewrite
+	// would make each runtime reload its CDI cache for nothing.
+	if w.holds(specName, spec) {
+		return devices, specName, nil
+	}
 	if err := w.cache.WriteSpec(spec, specName); err != nil {
 		return nil, "", fmt.Errorf("writing the CDI spec of request %q of claim %s: %w", request, claim, err)
 	}
@@ -100,10 +109,57 @@ func (w *cdiWriter) write(claim types.UID, request string, shares []hamicore.Sha
 	return devices, specName, nil
 }
 
+// holds says whether the spec file already holds spec, byte for byte as
+// the CDI library writes a .json spec. Anything else, a file that is
+// missing (the spec directory is usually a tmpfs that a reboot empties),
+// unreadable or different, is written again.
+func (w *cdiWriter) holds(specName string, spec *cdispecs.Spec) bool {
+	want, err := json.Marshal(spec)
+	if err != nil {
+		return false
+	}
+	got, err := os.ReadFile(filepath.Join(w.dir, specName))
+	return err == nil && bytes.Equal(got, want)
+}
+
 // remove deletes a spec; a spec already gone is not an error.
 func (w *cdiWriter) remove(specName string) error {
 	if err := w.cache.RemoveSpec(specName); err != nil {
 		return fmt.Errorf("removing the CDI spec %s: %w", specName, err)
 	}
 	return nil
+}
+
+// specFiles lists the spec files the writer made for a claim, or with an
+// empty claim for every claim: the names begin with the kind's transient
+// prefix (tessera.dev-claim_) and the claim's UID.
+func (w *cdiWriter) specFiles(claim types.UID) ([]string, error) {
+	prefix := cdi.GenerateTransientSpecName(CDIVendor, CDIClass, "")
+	if claim != "" {
+		prefix = cdi.GenerateTransientSpecName(CDIVendor, CDIClass, requestID(claim, ""))
+	}
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing the CDI spec directory: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// removeClaim deletes every spec file of a claim, found by name alone.
+func (w *cdiWriter) removeClaim(claim types.UID) error {
+	names, err := w.specFiles(claim)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range names {
+		errs = append(errs, w.remove(name))
+	}
+	return errors.Join(errs...)
 }

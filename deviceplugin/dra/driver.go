@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -93,7 +94,10 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 
 // PrepareResourceClaims writes the CDI specs of each claim's requests on
 // this node and records them. A claim prepared before, by this process or
-// an earlier one, gets the same answer again without writing anything.
+// an earlier one, gets the same answer again; its specs are written again
+// where they are missing or differ, as after a reboot, which empties the
+// spec directory but not the checkpoint, and after which the kubelet
+// prepares every claim of its pods again.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -101,6 +105,11 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	result := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
 		if prepared, ok := d.state.Claims[claim.UID]; ok {
+			if err := d.rewriteSpecs(claim.UID, prepared); err != nil {
+				logger.Error(err, "Writing the CDI specs of a prepared claim again failed", "claim", klog.KObj(claim))
+				result[claim.UID] = kubeletplugin.PrepareResult{Err: err}
+				continue
+			}
 			result[claim.UID] = kubeletplugin.PrepareResult{Devices: prepared.devices()}
 			continue
 		}
@@ -124,7 +133,9 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 }
 
 // UnprepareResourceClaims removes the CDI specs of each claim and forgets
-// it. A claim not prepared here, or already unprepared, is no error.
+// it. A claim not prepared here, or already unprepared, is no error; specs
+// named for it are removed all the same, since a crash between writing
+// them and saving the checkpoint leaves them unrecorded.
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -133,7 +144,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	for _, claim := range claims {
 		prepared, ok := d.state.Claims[claim.UID]
 		if !ok {
-			result[claim.UID] = nil
+			result[claim.UID] = d.cdi.removeClaim(claim.UID)
 			continue
 		}
 		if err := d.removeSpecs(prepared); err != nil {
@@ -156,6 +167,27 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 // ResourceSlices; the helper retries them.
 func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	utilruntime.HandleErrorWithContext(ctx, err, msg)
+}
+
+// rewriteSpecs writes the specs of a prepared claim again where they are
+// missing or differ. The CDI devices they make are recorded anew: a daemon
+// restarted with another device-list strategy writes specs that expect
+// the GPUs' own CDI devices, or no longer expect them.
+func (d *Driver) rewriteSpecs(claim types.UID, p *preparedClaim) error {
+	requests := slices.Clone(p.Requests)
+	if err := d.writeSpecs(claim, requests); err != nil {
+		return err
+	}
+	if slices.EqualFunc(requests, p.Requests, func(a, b preparedRequest) bool { return slices.Equal(a.CDIDevices, b.CDIDevices) }) {
+		return nil
+	}
+	old := p.Requests
+	p.Requests = requests
+	if err := d.state.save(d.checkpointPath); err != nil {
+		p.Requests = old
+		return err
+	}
+	return nil
 }
 
 func (d *Driver) removeSpecs(p *preparedClaim) error {

@@ -191,7 +191,7 @@ func TestPrepareIsIdempotentAcrossRestartsAndUnprepareCleansUp(t *testing.T) {
 		t.Errorf("after a restart Prepare answered %+v, before %+v", again["uid-1"].Devices, first["uid-1"].Devices)
 	}
 	if fi, _ := os.Stat(specs[0]); !fi.ModTime().Equal(old) {
-		t.Errorf("a prepared claim's spec was written again at %v", fi.ModTime())
+		t.Errorf("a spec still on disk as it should be was written again at %v", fi.ModTime())
 	}
 
 	// Unprepare after another restart, with only the claim's name and UID.
@@ -208,6 +208,91 @@ func TestPrepareIsIdempotentAcrossRestartsAndUnprepareCleansUp(t *testing.T) {
 	}
 	if _, ok := d.restart(t).state.Claims["uid-1"]; ok {
 		t.Error("the checkpoint still holds the unprepared claim")
+	}
+}
+
+func TestPrepareAgainWritesSpecsThatAreMissingOrDiffer(t *testing.T) {
+	tests := []struct {
+		name string
+		// between is what happens to the node between the two Prepare
+		// calls; the daemon restarts with cfg.
+		between func(t *testing.T, cfg *DriverConfig)
+		// wantIDs are the CDI devices of request "big" after it.
+		wantIDs []string
+	}{
+		{
+			name: "a reboot emptied the spec directory",
+			between: func(t *testing.T, cfg *DriverConfig) {
+				if err := os.RemoveAll(cfg.CDIDir); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantIDs: []string{"tessera.dev/claim=uid-1_big"},
+		},
+		{
+			name: "someone changed a spec",
+			between: func(t *testing.T, cfg *DriverConfig) {
+				path := filepath.Join(cfg.CDIDir, "tessera.dev-claim_uid-1_big.json")
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(strings.Replace(string(data), "GPU-b,GPU-a", "GPU-a", 1)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantIDs: []string{"tessera.dev/claim=uid-1_big"},
+		},
+		{
+			name:    "the daemon came back with the cdi device-list strategy",
+			between: func(_ *testing.T, cfg *DriverConfig) { cfg.GPUCDIDevices = true },
+			wantIDs: []string{"tessera.dev/claim=uid-1_big", "tessera.dev/gpu=GPU-b", "tessera.dev/gpu=GPU-a"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			d := newTestDriver(t)
+			claim := allocatedClaim("uid-1", "train",
+				result{request: "small", device: "gpu-0", memory: "30Gi", cores: 30, shares: 1},
+				result{request: "big", device: "gpu-1", memory: "20Gi", cores: 50, shares: 1},
+				result{request: "big", device: "gpu-0", memory: "20Gi", cores: 50, shares: 1},
+			)
+			if res, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim}); err != nil || res["uid-1"].Err != nil {
+				t.Fatalf("Prepare: %v %v", err, res["uid-1"].Err)
+			}
+			tt.between(t, &d.cfg)
+
+			// The checkpoint survived; the kubelet prepares the claim again.
+			d = d.restart(t)
+			res, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
+			if err != nil || res["uid-1"].Err != nil {
+				t.Fatalf("Prepare again: %v %v", err, res["uid-1"].Err)
+			}
+			ids := cdiIDs(res["uid-1"].Devices, "big")
+			if !slices.Equal(ids, tt.wantIDs) {
+				t.Fatalf("request big has CDI devices %v, want %v", ids, tt.wantIDs)
+			}
+			view := framework.CDIRuntimeView(t, d.cfg.CDIDir)
+			for request, want := range map[string]string{"small": "GPU-a", "big": "GPU-b,GPU-a"} {
+				id := cdiIDs(res["uid-1"].Devices, request)[0]
+				dev := view.GetDevice(id)
+				if dev == nil {
+					t.Fatalf("the runtime does not find CDI device %s (has %v)", id, view.ListDevices())
+				}
+				if d.cfg.GPUCDIDevices {
+					want = "void"
+				}
+				if !slices.Contains(dev.ContainerEdits.Env, "NVIDIA_VISIBLE_DEVICES="+want) {
+					t.Errorf("request %s: env %v, want NVIDIA_VISIBLE_DEVICES=%s", request, dev.ContainerEdits.Env, want)
+				}
+			}
+			// The answer is kept: the next daemon gives it without a change.
+			again, err := d.restart(t).PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
+			if err != nil || !slices.Equal(cdiIDs(again["uid-1"].Devices, "big"), tt.wantIDs) {
+				t.Errorf("after another restart: %v, CDI devices %v, want %v", err, cdiIDs(again["uid-1"].Devices, "big"), tt.wantIDs)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
@@ -60,18 +61,33 @@ func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (*preparedClaim, erro
 		}
 		p.Requests[i].Devices = append(p.Requests[i].Devices, dev)
 	}
-	for i := range p.Requests {
-		r := &p.Requests[i]
-		shares := make([]hamicore.Share, 0, len(r.Devices))
-		for _, dev := range r.Devices {
-			shares = append(shares, hamicore.Share{UUID: dev.UUID, MemoryMiB: dev.MemoryMB, Cores: int32(dev.Cores)})
-		}
-		var err error
-		if r.CDIDevices, r.SpecName, err = d.cdi.write(claim.UID, r.Request, shares); err != nil {
-			return nil, errors.Join(err, d.removeSpecs(&preparedClaim{Requests: p.Requests[:i]}))
-		}
+	if err := d.writeSpecs(claim.UID, p.Requests); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// writeSpecs writes the CDI spec of each request of a claim, unless it is
+// already on disk as it should be, and sets the request's CDI devices and
+// spec file. When one fails, the specs written before it are removed.
+func (d *Driver) writeSpecs(claim types.UID, requests []preparedRequest) error {
+	for i := range requests {
+		r := &requests[i]
+		var err error
+		if r.CDIDevices, r.SpecName, err = d.cdi.write(claim, r.Request, r.shares()); err != nil {
+			return errors.Join(err, d.removeSpecs(&preparedClaim{Requests: requests[:i]}))
+		}
+	}
+	return nil
+}
+
+// shares are the GPU shares of a request as HAMi-core's limits take them.
+func (r *preparedRequest) shares() []hamicore.Share {
+	out := make([]hamicore.Share, 0, len(r.Devices))
+	for _, dev := range r.Devices {
+		out = append(out, hamicore.Share{UUID: dev.UUID, MemoryMiB: dev.MemoryMB, Cores: int32(dev.Cores)})
+	}
+	return out
 }
 
 // consumed is what an allocation result takes of a GPU. A result without

@@ -61,6 +61,11 @@ func (s *Server) Trigger() {
 // slices alone.
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	// Before the kubelet can ask for anything; what cannot be reconciled
+	// now stays until the next start, and the node is served meanwhile.
+	if err := s.driver.Reconcile(ctx, s.cfg.Kube); err != nil {
+		logger.Error(err, "Reconciling prepared claims with the API failed")
+	}
 	helper, err := kubeletplugin.Start(ctx, s.driver,
 		kubeletplugin.DriverName(dradriver.DriverName),
 		kubeletplugin.KubeClient(s.cfg.Kube),
