@@ -17,8 +17,6 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/klog/v2"
 
-	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
-	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/internal/version"
 	"github.com/tessera-gpu/tessera/webhook/app"
 )
@@ -64,16 +62,11 @@ func run(ctx context.Context, o *app.Options) error {
 	if err != nil {
 		return fmt.Errorf("loading the client configuration: %w", err)
 	}
-	config.UserAgent = "tessera-webhook"
-	kube, err := kubeclient.New(config)
+	deps, err := app.NewDependencies(config)
 	if err != nil {
-		return fmt.Errorf("creating the Kubernetes client: %w", err)
+		return err
 	}
-	tessera, err := versioned.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("creating the Tessera client: %w", err)
-	}
-	server, err := app.NewServer(o, app.Dependencies{Kube: kube, Tessera: tessera})
+	server, err := app.NewServer(o, deps)
 	if err != nil {
 		return err
 	}

@@ -264,8 +264,10 @@ func TestRBAC(t *testing.T) {
 						t.Errorf("the webhook may %s", w)
 					}
 				}
-				if !a.allows("resource.k8s.io", "resourceclaimtemplates", "get") || !a.allows("resource.k8s.io", "resourceclaimtemplates", "create") {
-					t.Error("the webhook may not get and create ResourceClaimTemplates, which it needs in DRA mode")
+				for _, verb := range []string{"get", "list", "watch", "create"} {
+					if !a.allows("resource.k8s.io", "resourceclaimtemplates", verb) {
+						t.Errorf("the webhook may not %s ResourceClaimTemplates, which it needs in DRA mode (its informer lists and watches them)", verb)
+					}
 				}
 			})
 		})

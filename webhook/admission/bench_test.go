@@ -48,8 +48,9 @@ func BenchmarkMutate(b *testing.B) {
 
 // BenchmarkMutateDRA measures the same pod turned into claims: the claim
 // specs, their CEL selectors, the percentage's sizes read from every
-// GPUNode, the templates' hashes and a read of each template (from a fake
-// clientset, so the API server's round trip is not in it).
+// GPUNode, the templates' hashes and the lookup of each template (absent
+// from the informer, so created in a fake clientset, and the API server's
+// round trip is not in it).
 func BenchmarkMutateDRA(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.Mode = ModeDRA

@@ -264,7 +264,7 @@ func templateFor(namespace string, spec resourceapi.ResourceClaimSpec) (*resourc
 	t := &resourceapi.ResourceClaimTemplate{Spec: resourceapi.ResourceClaimTemplateSpec{Spec: spec}}
 	t.Name = templatePrefix + hex.EncodeToString(sum[:])[:16]
 	t.Namespace = namespace
-	t.Labels = map[string]string{"app.kubernetes.io/managed-by": FieldManager}
+	t.Labels = map[string]string{LabelManagedBy: FieldManager}
 	return t, nil
 }
 

@@ -8,12 +8,14 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
@@ -43,11 +45,24 @@ func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
 			t.Fatal(err)
 		}
 	}
-	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer), NewClaimTemplates(fake.NewClientset()))
+	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer), NewClaimTemplates(fake.NewClientset(), templateLister(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// templateLister is a ResourceClaimTemplate lister holding the templates,
+// as the webhook's informer would.
+func templateLister(t testing.TB, templates ...*resourceapi.ResourceClaimTemplate) resourcelisters.ResourceClaimTemplateLister {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, tmpl := range templates {
+		if err := indexer.Add(tmpl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resourcelisters.NewResourceClaimTemplateLister(indexer)
 }
 
 func testContext(t testing.TB) context.Context {

@@ -27,7 +27,7 @@ func draAdmitter(t *testing.T, objs ...runtime.Object) (*Admitter, *fake.Clients
 	cfg.Mode = ModeDRA
 	a := newAdmitter(t, cfg, objs...)
 	kube := fake.NewClientset()
-	a.templates = NewClaimTemplates(kube)
+	a.templates = NewClaimTemplates(kube, templateLister(t))
 	return a, kube
 }
 

@@ -4,38 +4,73 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/singleflight"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 )
 
 // FieldManager names the webhook's writes.
 const FieldManager = "tessera-webhook"
 
-// ClaimTemplates reads and creates ResourceClaimTemplates, in production
-// through the API server.
+// LabelManagedBy, set to FieldManager, marks the ResourceClaimTemplates the
+// webhook writes; its informer watches only those.
+const LabelManagedBy = "app.kubernetes.io/managed-by"
+
+// TemplateSelector selects the ResourceClaimTemplates the webhook writes.
+func TemplateSelector() string { return LabelManagedBy + "=" + FieldManager }
+
+// ClaimTemplates finds and creates ResourceClaimTemplates.
 type ClaimTemplates interface {
-	Get(ctx context.Context, namespace, name string) (*resourceapi.ResourceClaimTemplate, error)
-	Create(ctx context.Context, template *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error)
+	// Ensure returns the template of want's namespace and name, creating
+	// it from want when the namespace lacks it.
+	Ensure(ctx context.Context, want *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error)
 }
 
-// NewClaimTemplates returns the ClaimTemplates of a cluster.
-func NewClaimTemplates(kube kubernetes.Interface) ClaimTemplates {
-	return apiTemplates{kube: kube}
+// NewClaimTemplates returns the ClaimTemplates of a cluster: read from the
+// lister, of an informer on TemplateSelector, and created through kube.
+func NewClaimTemplates(kube kubernetes.Interface, lister resourcelisters.ResourceClaimTemplateLister) ClaimTemplates {
+	return &apiTemplates{kube: kube, lister: lister}
 }
 
-type apiTemplates struct{ kube kubernetes.Interface }
-
-var _ ClaimTemplates = apiTemplates{}
-
-func (t apiTemplates) Get(ctx context.Context, namespace, name string) (*resourceapi.ResourceClaimTemplate, error) {
-	return t.kube.ResourceV1().ResourceClaimTemplates(namespace).Get(ctx, name, metav1.GetOptions{})
+// apiTemplates answers most admissions from memory: pods of a shape the
+// namespace has seen cost no API call, so a burst of pods does not queue
+// behind the client's rate limit and the API server's webhook timeout.
+type apiTemplates struct {
+	kube   kubernetes.Interface
+	lister resourcelisters.ResourceClaimTemplateLister
+	// creates makes concurrent admissions of one new shape share one
+	// create.
+	creates singleflight.Group
 }
 
-func (t apiTemplates) Create(ctx context.Context, template *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error) {
-	return t.kube.ResourceV1().ResourceClaimTemplates(template.Namespace).Create(ctx, template, metav1.CreateOptions{FieldManager: FieldManager})
+var _ ClaimTemplates = (*apiTemplates)(nil)
+
+func (t *apiTemplates) Ensure(ctx context.Context, want *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error) {
+	got, err := t.lister.ResourceClaimTemplates(want.Namespace).Get(want.Name)
+	if !apierrors.IsNotFound(err) {
+		return got, err
+	}
+	v, err, _ := t.creates.Do(want.Namespace+"/"+want.Name, func() (any, error) { return t.create(ctx, want) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*resourceapi.ResourceClaimTemplate), nil
+}
+
+// create creates the template, or reads it from the API server when it
+// exists already: made by another replica, by this one before its informer
+// saw it, or without the webhook's label.
+func (t *apiTemplates) create(ctx context.Context, want *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error) {
+	templates := t.kube.ResourceV1().ResourceClaimTemplates(want.Namespace)
+	got, err := templates.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = templates.Get(ctx, want.Name, metav1.GetOptions{})
+	}
+	return got, err
 }
 
 // ensureTemplate creates the template unless its namespace already has it.
@@ -43,14 +78,7 @@ func (t apiTemplates) Create(ctx context.Context, template *resourceapi.Resource
 // spec was written by someone else: the pod is refused rather than given
 // claims it did not ask for.
 func (a *Admitter) ensureTemplate(ctx context.Context, want *resourceapi.ResourceClaimTemplate) error {
-	got, err := a.templates.Get(ctx, want.Namespace, want.Name)
-	if apierrors.IsNotFound(err) {
-		got, err = a.templates.Create(ctx, want)
-		if apierrors.IsAlreadyExists(err) {
-			// Another replica, or a pod of the same shape, came first.
-			got, err = a.templates.Get(ctx, want.Namespace, want.Name)
-		}
-	}
+	got, err := a.templates.Ensure(ctx, want)
 	if err != nil {
 		return fmt.Errorf("creating ResourceClaimTemplate %s/%s: %w", want.Namespace, want.Name, err)
 	}

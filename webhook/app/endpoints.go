@@ -26,7 +26,7 @@ func (s *Server) addOperationalEndpoints(mux *http.ServeMux) {
 func (s *Server) ready() error {
 	var errs []error
 	if !s.synced.Load() {
-		errs = append(errs, errors.New("namespace and GPUNode informers have not synced"))
+		errs = append(errs, errors.New("namespace, GPUNode and ResourceClaimTemplate informers have not synced"))
 	}
 	if err := s.certsReady(); err != nil {
 		errs = append(errs, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -49,10 +50,12 @@ type Server struct {
 	// certsReady reports an error until the certificate can be trusted.
 	certsReady func() error
 
-	kubeInformers   informers.SharedInformerFactory
-	gpuInformers    externalversions.SharedInformerFactory
-	informersSynced []cache.InformerSynced
-	synced          atomic.Bool
+	kubeInformers informers.SharedInformerFactory
+	gpuInformers  externalversions.SharedInformerFactory
+	// templateInformers watch only the webhook's own ResourceClaimTemplates.
+	templateInformers informers.SharedInformerFactory
+	informersSynced   []cache.InformerSynced
+	synced            atomic.Bool
 }
 
 // NewServer checks the options and builds the server; a certificate file
@@ -73,10 +76,16 @@ func NewServer(opts *Options, deps Dependencies) (*Server, error) {
 		informers.WithTransform(stripManagedFields))
 	s.gpuInformers = externalversions.NewSharedInformerFactoryWithOptions(deps.Tessera, 0,
 		externalversions.WithTransform(stripManagedFields))
+	s.templateInformers = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
+		informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = admission.TemplateSelector() }))
 	namespaces := s.kubeInformers.Core().V1().Namespaces()
 	gpuNodes := s.gpuInformers.Gpu().V1alpha1().GPUNodes()
-	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced}
-	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), admission.NewClaimTemplates(deps.Kube))
+	// A namespace may choose DRA mode with its label whatever the
+	// webhook's mode, so the templates are always watched.
+	templates := s.templateInformers.Resource().V1().ResourceClaimTemplates()
+	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced, templates.Informer().HasSynced}
+	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), admission.NewClaimTemplates(deps.Kube, templates.Lister()))
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +144,10 @@ func (s *Server) Run(ctx context.Context) error {
 
 	s.kubeInformers.Start(ctx.Done())
 	s.gpuInformers.Start(ctx.Done())
+	s.templateInformers.Start(ctx.Done())
 	defer s.kubeInformers.Shutdown()
 	defer s.gpuInformers.Shutdown()
+	defer s.templateInformers.Shutdown()
 	go func() {
 		if cache.WaitForCacheSync(ctx.Done(), s.informersSynced...) {
 			s.synced.Store(true)

@@ -44,11 +44,17 @@ func startWebhook(t *testing.T, cp *framework.ControlPlane, opts *app.Options) *
 	return startWebhookOn(t, cp, opts, ln)
 }
 
-// startWebhookOn runs the daemon on ln.
+// startWebhookOn runs the daemon on ln, with its clients built as the
+// daemon builds them (its rate limits, not the test's).
 func startWebhookOn(t *testing.T, cp *framework.ControlPlane, opts *app.Options, ln net.Listener) *runningWebhook {
 	t.Helper()
 	opts.ListenAddress = ln.Addr().String()
-	server, err := app.NewServer(opts, app.Dependencies{Kube: cp.Kube, Tessera: cp.Tessera, Listener: ln})
+	deps, err := app.NewDependencies(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps.Listener = ln
+	server, err := app.NewServer(opts, deps)
 	if err != nil {
 		t.Fatalf("creating the webhook server: %v", err)
 	}
