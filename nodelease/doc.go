@@ -2,6 +2,9 @@
 // agree on about a node's liveness. As the kubelet does (KEP-589), each
 // node's device plugin renews one coordination.k8s.io/v1 Lease, named like
 // the node, in one namespace; its spec.renewTime is the plugin's heartbeat.
+// The scheduler ages a Lease from when it saw it renewed, by its own clock,
+// as the node lifecycle controller does: renewTime, stamped by the node's
+// clock, only tells one renewal from the next.
 // The GPUNode's status is written only when something in it changes. The
 // extender offers no new pods to a node whose Lease is older than its
 // configured age, and marks that node's GPUNode Ready condition Unknown.

@@ -90,6 +90,8 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		events: events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()}),
 	}
 	v := view.New()
+	// The tracker and the marker age the nodes' Leases alike.
+	renewals := liveness.NewRenewals(clk)
 	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
 	requeuer := requeue.New(kube, clk, requeueWindow, extender.FieldManager)
 	pods := s.kube.Core().V1().Pods()
@@ -103,6 +105,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		GPUNodes:          s.tessera.Gpu().V1alpha1().GPUNodes(),
 		Allocations:       s.tessera.Gpu().V1alpha1().GPUAllocations(),
 		Leases:            s.leases.Coordination().V1().Leases(),
+		Renewals:          renewals,
 		Requeue:           requeuer,
 		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
 		SweepInterval:     cfg.OrphanSweepInterval.Duration,
@@ -118,6 +121,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		GPUNodes:     s.tessera.Gpu().V1alpha1().GPUNodes(),
 		Leases:       s.leases.Coordination().V1().Leases(),
 		Namespace:    cfg.LeaseNamespace,
+		Renewals:     renewals,
 		Clock:        clk,
 		MaxAge:       cfg.HeartbeatMaxAge.Duration,
 	})

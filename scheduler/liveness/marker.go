@@ -39,7 +39,12 @@ type Config struct {
 	Leases   coordinationinformers.LeaseInformer
 	// Namespace holds the nodes' Leases.
 	Namespace string
+	// Renewals tells when each Lease was seen renewed; the tracker that
+	// feeds the scheduler's view shares it, so that the two agree on
+	// which nodes are stale.
+	Renewals *Renewals
 	// Clock tells the Leases' age and schedules each node's next check.
+	// It is the clock of Renewals.
 	Clock clock.WithTicker
 	// MaxAge is how old a node's Lease may be before the node is stale.
 	MaxAge time.Duration
@@ -146,7 +151,9 @@ func (m *Marker) check(ctx context.Context, name string) (time.Duration, error) 
 	lease, err := m.leases.Leases(m.cfg.Namespace).Get(name)
 	switch {
 	case err == nil && lease.Spec.RenewTime != nil:
-		since, what = lease.Spec.RenewTime.Time, "has not renewed its Lease"
+		// Aged from when the scheduler saw it renewed, by its own clock:
+		// the node stamps renewTime with a clock that may be off.
+		since, what = m.cfg.Renewals.Observe(lease), "has not renewed its Lease"
 	case err != nil && !apierrors.IsNotFound(err):
 		return 0, err
 	}

@@ -23,7 +23,10 @@ const maxAge = time.Minute
 // TestMarkerAgainstAPIServer runs the Marker on a real kube-apiserver with
 // a fake clock: a node whose Lease goes past the age is marked once, with
 // only its Ready condition changed; a fresh node, a node already not
-// ready, and a node whose Lease is renewed in time are left alone.
+// ready, and a node whose Lease is renewed in time are left alone. Ages are
+// the Marker's own: a node whose clock is 10 minutes behind and renews in
+// time is left alone, and one whose clock is 10 minutes ahead and stops
+// renewing is marked after the age, not 10 minutes later.
 func TestMarkerAgainstAPIServer(t *testing.T) {
 	cp := framework.Start(t, framework.Options{})
 	_, ctx := ktesting.NewTestContext(t)
@@ -32,6 +35,8 @@ func TestMarkerAgainstAPIServer(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	start := clk.Now()
 
+	// skew is how far each node's clock is off the scheduler's.
+	skew := map[string]time.Duration{"behind": -10 * time.Minute, "ahead": 10 * time.Minute}
 	gpuNode := func(name string, ready metav1.ConditionStatus, reason string) {
 		t.Helper()
 		gn, err := cp.Tessera.GpuV1alpha1().GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -46,18 +51,21 @@ func TestMarkerAgainstAPIServer(t *testing.T) {
 		if _, err := cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, gn, metav1.UpdateOptions{FieldManager: "tessera-device-plugin"}); err != nil {
 			t.Fatal(err)
 		}
-		framework.RenewNodeLease(ctx, t, cp.Kube, name, start)
+		framework.RenewNodeLease(ctx, t, cp.Kube, name, start.Add(skew[name]))
 	}
 	gpuNode("dies", metav1.ConditionTrue, "Registered")
 	gpuNode("lives", metav1.ConditionTrue, "Registered")
+	gpuNode("behind", metav1.ConditionTrue, "Registered")
+	gpuNode("ahead", metav1.ConditionTrue, "Registered")
 	gpuNode("stopped", metav1.ConditionFalse, "Stopped")
 
 	tf := externalversions.NewSharedInformerFactory(cp.Tessera, 0)
 	kf := informers.NewSharedInformerFactoryWithOptions(cp.Kube, 0, informers.WithNamespace(nodelease.DefaultNamespace))
+	renewals := NewRenewals(clk)
 	m, err := New(ctx, Config{
 		Tessera: cp.Tessera, FieldManager: FieldManager,
 		GPUNodes: tf.Gpu().V1alpha1().GPUNodes(), Leases: kf.Coordination().V1().Leases(), Namespace: nodelease.DefaultNamespace,
-		Clock: clk, MaxAge: maxAge,
+		Renewals: renewals, Clock: clk, MaxAge: maxAge,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +84,19 @@ func TestMarkerAgainstAPIServer(t *testing.T) {
 		}
 		return meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady), gn
 	}
-	// Each node is checked and due again a second after its Lease's age.
-	waitFor(t, "each node to be scheduled for a check", func() bool { return clk.HasWaiters() })
+	// Each node is checked, its Lease seen for the first time and so
+	// counted as renewed now, and due again a second after the age.
+	waitFor(t, "each node's Lease to be seen", func() bool {
+		renewals.mu.Lock()
+		defer renewals.mu.Unlock()
+		return len(renewals.seen) == 5
+	})
+	time.Sleep(200 * time.Millisecond) // the last check schedules the next
 
 	// Half the age later, one node's plugin renews its Lease.
 	clk.Step(maxAge / 2)
 	framework.RenewNodeLease(ctx, t, cp.Kube, "lives", clk.Now())
+	framework.RenewNodeLease(ctx, t, cp.Kube, "behind", clk.Now().Add(skew["behind"]))
 	time.Sleep(200 * time.Millisecond) // the Lease's event reaches the Marker
 	clk.Step(maxAge/2 + 2*time.Second)
 
@@ -106,8 +121,15 @@ func TestMarkerAgainstAPIServer(t *testing.T) {
 	}
 	marked := gn.ResourceVersion
 
+	waitFor(t, "node ahead, whose clock is 10 minutes ahead, to be marked stale", func() bool {
+		c, _ := ready("ahead")
+		return c.Status == metav1.ConditionUnknown
+	})
 	if c, _ := ready("lives"); c.Status != metav1.ConditionTrue {
 		t.Errorf("node whose Lease was renewed in time: Ready %+v", c)
+	}
+	if c, _ := ready("behind"); c.Status != metav1.ConditionTrue {
+		t.Errorf("node whose clock is 10 minutes behind, renewed in time: Ready %+v", c)
 	}
 	if c, _ := ready("stopped"); c.Status != metav1.ConditionFalse || c.Reason != "Stopped" {
 		t.Errorf("node already not ready: Ready %+v, want its own reason kept", c)

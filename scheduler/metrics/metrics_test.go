@@ -114,7 +114,7 @@ tessera_gpu_healthy{index="1",model="A100",node="n1",uuid="GPU-b"} 0
 # TYPE tessera_gpu_cordoned gauge
 tessera_gpu_cordoned{index="0",model="A100",node="n1",uuid="GPU-a"} 0
 tessera_gpu_cordoned{index="1",model="A100",node="n1",uuid="GPU-b"} 1
-# HELP tessera_gpunode_heartbeat_timestamp_seconds Time the node's device plugin last renewed its Lease, its heartbeat, in seconds since the epoch.
+# HELP tessera_gpunode_heartbeat_timestamp_seconds Time the scheduler last saw the node's device plugin renew its Lease, its heartbeat, by the scheduler's clock, in seconds since the epoch.
 # TYPE tessera_gpunode_heartbeat_timestamp_seconds gauge
 tessera_gpunode_heartbeat_timestamp_seconds{node="n1"} 1.7e+09
 # HELP tessera_allocation_memory_bytes GPU memory given to a container on one GPU.

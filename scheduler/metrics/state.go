@@ -76,7 +76,7 @@ func NewState(v *view.View, opts StateOptions) *State {
 				func(d *placement.Device) float64 { return boolValue(d.Cordoned) }),
 		},
 		heartbeat: family{namespace + "_gpunode_heartbeat_timestamp_seconds",
-			"Time the node's device plugin last renewed its Lease, its heartbeat, in seconds since the epoch.", []string{"node"}},
+			"Time the scheduler last saw the node's device plugin renew its Lease, its heartbeat, by the scheduler's clock, in seconds since the epoch.", []string{"node"}},
 		allocationMemory: allocation("memory_bytes", "GPU memory given to a container on one GPU."),
 		allocationCores:  allocation("cores", "Compute given to a container on one GPU, in percent of one GPU; 0 means no limit."),
 	}

@@ -110,6 +110,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		informers.WithNamespace(cfg.LeaseNamespace), informers.WithTransform(trim))
 
 	v := view.New()
+	// The tracker and the marker age the nodes' Leases alike.
+	renewals := liveness.NewRenewals(clk)
 	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
 	rq := &requeuer{activator: h, pods: map[string]podRef{}}
 	t, err := tracker.New(ctx, tracker.Config{
@@ -122,6 +124,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		GPUNodes:          gpus.Gpu().V1alpha1().GPUNodes(),
 		Allocations:       gpus.Gpu().V1alpha1().GPUAllocations(),
 		Leases:            leases.Coordination().V1().Leases(),
+		Renewals:          renewals,
 		Requeue:           rq,
 		HeartbeatMaxAge:   cfg.HeartbeatMaxAge.Duration,
 		SweepInterval:     cfg.OrphanSweepInterval.Duration,
@@ -139,6 +142,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		GPUNodes:     gpus.Gpu().V1alpha1().GPUNodes(),
 		Leases:       leases.Coordination().V1().Leases(),
 		Namespace:    cfg.LeaseNamespace,
+		Renewals:     renewals,
 		Clock:        clk,
 		MaxAge:       cfg.HeartbeatMaxAge.Duration,
 	})

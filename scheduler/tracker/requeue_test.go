@@ -66,14 +66,20 @@ func TestTrackerTellsRequeue(t *testing.T) {
 		{
 			name: "a renewal after a stale Lease may let the node take pods",
 			run: func(f *fixture) {
-				f.tracker.leaseHandler().OnUpdate(lease("n1", epoch.Add(-10*time.Minute)), lease("n1", epoch))
+				old := lease("n1", epoch)
+				f.seenLease(old)
+				f.clock.Step(10 * time.Minute)
+				f.tracker.leaseHandler().OnUpdate(old, lease("n1", epoch.Add(10*time.Minute)))
 			},
 			wantFreed: true,
 		},
 		{
 			name: "a renewal of a fresh Lease changes nothing",
 			run: func(f *fixture) {
-				f.tracker.leaseHandler().OnUpdate(lease("n1", epoch.Add(-time.Second)), lease("n1", epoch))
+				old := lease("n1", epoch)
+				f.seenLease(old)
+				f.clock.Step(10 * time.Second)
+				f.tracker.leaseHandler().OnUpdate(old, lease("n1", epoch.Add(10*time.Second)))
 			},
 		},
 		{

@@ -20,6 +20,7 @@ import (
 	gpuinformers "github.com/tessera-gpu/tessera/generated/informers/externalversions/gpu/v1alpha1"
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/liveness"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	// Leases is an informer on the namespace of the nodes' Leases, which
 	// may be trimmed with Trim.
 	Leases coordinationinformers.LeaseInformer
+	// Renewals tells when each Lease was seen renewed; the liveness
+	// Marker shares it.
+	Renewals *liveness.Renewals
 
 	// SweepInterval is how often every allocation is checked for a missing pod.
 	SweepInterval time.Duration
@@ -80,6 +84,7 @@ type Tracker struct {
 	allocations gpulisters.GPUAllocationLister
 
 	requeue           Requeue
+	renewals          *liveness.Renewals
 	heartbeatMaxAge   time.Duration
 	orphans           workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	sweepInterval     time.Duration
@@ -101,6 +106,7 @@ func New(ctx context.Context, cfg Config) (*Tracker, error) {
 		sweepInterval:     cfg.SweepInterval,
 		reservationMaxAge: cfg.ReservationMaxAge,
 		requeue:           cfg.Requeue,
+		renewals:          cfg.Renewals,
 		heartbeatMaxAge:   cfg.HeartbeatMaxAge,
 		orphans: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),

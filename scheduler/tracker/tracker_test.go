@@ -20,6 +20,7 @@ import (
 	tesserafake "github.com/tessera-gpu/tessera/generated/clientset/versioned/fake"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/liveness"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -51,7 +52,7 @@ func newFixture(t *testing.T) *fixture {
 	f.tracker, err = New(ctx, Config{
 		View: f.view, Gate: f.gate, Clock: f.clock, Kube: f.kube, Tessera: f.tessera,
 		Pods: kf.Core().V1().Pods(), GPUNodes: tf.Gpu().V1alpha1().GPUNodes(), Allocations: tf.Gpu().V1alpha1().GPUAllocations(),
-		Leases:        kf.Coordination().V1().Leases(),
+		Leases: kf.Coordination().V1().Leases(), Renewals: liveness.NewRenewals(f.clock),
 		SweepInterval: time.Minute, ReservationMaxAge: 2 * time.Minute, HeartbeatMaxAge: time.Minute,
 	})
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 
 // Unavailable says why the node takes no new GPU pods at all, or "" when it
 // may: it has no GPUNode, its Lease (its device plugin's heartbeat) is
-// missing or older than heartbeatMaxAge, or its device plugin is not ready.
+// missing or was last seen renewed longer than heartbeatMaxAge before now,
+// both by the scheduler's clock, or its device plugin is not ready.
 // Evicting pods would not help such a node. n may be nil, for a node the
 // view does not know.
 func (n *Node) Unavailable(now time.Time, heartbeatMaxAge time.Duration) string {

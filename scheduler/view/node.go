@@ -26,19 +26,24 @@ type Node struct {
 	NoHAMiCore string
 
 	pods map[types.UID]*Pod
-	// renewed is when the node's Lease was last renewed, in Unix
+	// renewed is when the node's Lease was last seen renewed, in Unix
 	// nanoseconds; 0 when the node has none. The view shares it with the
 	// Lease, and it changes without the view's lock.
 	renewed *atomic.Int64
 }
 
-// Renewed returns when the node's device plugin last renewed its Lease,
-// its heartbeat; zero when it has none.
+// Renewed returns when the scheduler last saw the node's device plugin
+// renew its Lease, its heartbeat, by the scheduler's clock; zero when it
+// has none.
 func (n *Node) Renewed() time.Time {
 	if n.renewed == nil {
 		return time.Time{}
 	}
-	ns := n.renewed.Load()
+	return unixNano(n.renewed.Load())
+}
+
+// unixNano is the time of ns Unix nanoseconds, with 0 for none.
+func unixNano(ns int64) time.Time {
 	if ns == 0 {
 		return time.Time{}
 	}

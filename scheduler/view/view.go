@@ -26,8 +26,9 @@ type View struct {
 	// arranged is the generation that arrange made, to arrange the nodes
 	// once per change.
 	arranged uint64
-	// leases are the renew times of the nodes' Leases, by node name, in
-	// Unix nanoseconds. A node shares its Lease's, so that a renewal, many
+	// leases are when the nodes' Leases were last seen renewed, by the
+	// scheduler's clock (liveness.Renewals), by node name, in Unix
+	// nanoseconds. A node shares its Lease's, so that a renewal, many
 	// a second in a large cluster, takes no write lock.
 	leases map[string]*atomic.Int64
 }
@@ -63,8 +64,10 @@ func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 	n.rebuild()
 }
 
-// SetLease records when the node's device plugin last renewed its Lease.
-func (v *View) SetLease(name string, renewed time.Time) {
+// SetLease records when the node's Lease, its device plugin's heartbeat,
+// was last seen renewed, by the scheduler's clock, and returns what it
+// recorded before: zero when the node had no Lease.
+func (v *View) SetLease(name string, renewed time.Time) (before time.Time) {
 	v.mu.RLock()
 	l := v.leases[name]
 	v.mu.RUnlock()
@@ -79,7 +82,7 @@ func (v *View) SetLease(name string, renewed time.Time) {
 		}
 		v.mu.Unlock()
 	}
-	l.Store(renewed.UnixNano())
+	return unixNano(l.Swap(renewed.UnixNano()))
 }
 
 // DeleteLease forgets a node's Lease: the node has no heartbeat until a
