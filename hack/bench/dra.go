@@ -1,19 +1,26 @@
 package main
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/dradriver"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 // claimName is the name of the pod's ResourceClaim in the DRA row, and the
-// name the pod gives it in its spec.
-const claimName = "gpus"
+// name the pod gives it in its spec; claimRequest names the claim's one
+// request.
+const (
+	claimName    = "gpus"
+	claimRequest = "gpu"
+)
 
 // resourceSlice is the ResourceSlice Tessera's node daemon publishes in
 // DRA mode for a node with these GPUs: one pool named after the node, one
@@ -54,7 +61,7 @@ func resourceClaim(name string, s Shape) *resourceapi.ResourceClaim {
 	if len(requests) > 0 {
 		exact.Capacity = &resourceapi.CapacityRequirements{Requests: requests}
 	}
-	claim := resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "gpu", Exactly: exact}}}
+	claim := resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: claimRequest, Exactly: exact}}}
 	if s.Count > 1 {
 		// Without it, kube-scheduler may give two shares of one GPU.
 		uuid := resourceapi.FullyQualifiedName(dradriver.DriverName + "/" + string(dradriver.AttributeUUID))
@@ -64,4 +71,71 @@ func resourceClaim(name string, s Shape) *resourceapi.ResourceClaim {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace},
 		Spec:       resourceapi.ResourceClaimSpec{Devices: claim},
 	}
+}
+
+// claimAllocation is the allocation kube-scheduler writes into a claim of
+// resourceClaim's form placed on these GPUs of the node: one result per
+// GPU from the node's pool, each a share of the device (its own share
+// ID) consuming the GPU's memory and cores the placement gave and one
+// share, and the node as where the claim may be used.
+func claimAllocation(node string, devices []gpuv1alpha1.DeviceAllocation) *resourceapi.AllocationResult {
+	results := make([]resourceapi.DeviceRequestAllocationResult, len(devices))
+	for i, d := range devices {
+		results[i] = resourceapi.DeviceRequestAllocationResult{
+			Request: claimRequest,
+			Driver:  dradriver.DriverName,
+			Pool:    node,
+			Device:  dra.DeviceName(gpuv1alpha1.GPUDevice{Index: d.Index}),
+			ShareID: ptr.To(uuid.NewUUID()),
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
+				dradriver.CapacityMemory: *resource.NewQuantity(d.MemoryMiB<<20, resource.BinarySI),
+				dradriver.CapacityCores:  *resource.NewQuantity(int64(d.Cores), resource.DecimalSI),
+				dradriver.CapacityShares: *resource.NewQuantity(1, resource.DecimalSI),
+			},
+		}
+	}
+	return &resourceapi.AllocationResult{
+		Devices: resourceapi.DeviceAllocationResult{Results: results},
+		NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}
+}
+
+// deviceIndexes are the GPU index of each device name a node's slice lists.
+func deviceIndexes(gpusPerNode int) map[string]int {
+	out := make(map[string]int, gpusPerNode)
+	for i := range gpusPerNode {
+		out[dra.DeviceName(gpuv1alpha1.GPUDevice{Index: int32(i)})] = i
+	}
+	return out
+}
+
+// claimHolds is what an allocated claim holds on its node's GPUs, as
+// Tessera counts a pod's holds, and the node; false while the claim is
+// not allocated. indexes are deviceIndexes.
+func claimHolds(claim *resourceapi.ResourceClaim, indexes map[string]int) (string, []placement.Hold, bool) {
+	if claim.Status.Allocation == nil {
+		return "", nil, false
+	}
+	var (
+		node  string
+		holds []placement.Hold
+	)
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		index, ok := indexes[r.Device]
+		if !ok || r.Driver != dradriver.DriverName {
+			continue
+		}
+		node = r.Pool
+		h := placement.Hold{UUID: gpuUUID(r.Pool, index), Shares: 1}
+		if q, ok := r.ConsumedCapacity[dradriver.CapacityMemory]; ok {
+			h.MemoryMiB = q.Value() >> 20
+		}
+		if q, ok := r.ConsumedCapacity[dradriver.CapacityCores]; ok {
+			h.Cores = int32(q.Value())
+		}
+		holds = append(holds, h)
+	}
+	return node, holds, node != ""
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/dradriver"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 func TestResourceClaim(t *testing.T) {
@@ -88,5 +91,25 @@ func TestNewPodUsesItsClaim(t *testing.T) {
 	c := pod.Spec.Containers[0]
 	if len(c.Resources.Claims) != 1 || c.Resources.Claims[0].Name != pod.Spec.ResourceClaims[0].Name || len(c.Resources.Limits) != 0 {
 		t.Errorf("container resources %+v, want the claim and no extended resources", c.Resources)
+	}
+}
+
+// TestClaimAllocationHolds checks that what the bench writes into a
+// filled pod's claim reads back as the holds Tessera counts for the same
+// devices.
+func TestClaimAllocationHolds(t *testing.T) {
+	devices := []gpuv1alpha1.DeviceAllocation{
+		{UUID: gpuUUID("n1", 2), Index: 2, MemoryMiB: 16384, Cores: 50},
+		{UUID: gpuUUID("n1", 5), Index: 5, MemoryMiB: gpuMemoryMiB},
+	}
+	claim := resourceClaim("p", Shape{Count: 2, MemoryMiB: 16384, Cores: 50})
+	claim.Status.Allocation = claimAllocation("n1", devices)
+	node, holds, ok := claimHolds(claim, deviceIndexes(8))
+	want := placement.Holds([]gpuv1alpha1.ContainerAllocation{{Name: "cuda", Kind: gpuv1alpha1.ContainerApp, Devices: devices}})
+	if !ok || node != "n1" || !reflect.DeepEqual(holds, want) {
+		t.Errorf("claimHolds = %q, %+v, %v; want n1, %+v", node, holds, ok, want)
+	}
+	if _, _, ok := claimHolds(resourceClaim("q", Shape{Count: 1}), deviceIndexes(8)); ok {
+		t.Error("an unallocated claim has holds")
 	}
 }

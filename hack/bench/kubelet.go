@@ -154,3 +154,37 @@ func podIsBound(obj any) bool {
 	pod, ok := obj.(*corev1.Pod)
 	return ok && pod.Spec.NodeName != ""
 }
+
+// watchForKubelet is, for a row whose scheduler writes GPUAllocations, the
+// simulated kubelet fed by the bench's informers, which must not have
+// started yet; nil for other rows. The caller runs it once they have.
+func watchForKubelet(row string, watches *benchInformers, tessera versioned.Interface) (*kubeletSim, error) {
+	if !allocatesGPUs(row) {
+		return nil, nil
+	}
+	pods := watches.kube.Core().V1().Pods()
+	allocations := watches.tessera.Gpu().V1alpha1().GPUAllocations()
+	kubelet := newKubeletSim(tessera, pods.Lister(), allocations.Lister())
+	if _, err := allocations.Informer().AddEventHandler(kubelet.handler()); err != nil {
+		return nil, err
+	}
+	if _, err := pods.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: podIsBound, Handler: kubelet.handler(),
+	}); err != nil {
+		return nil, err
+	}
+	return kubelet, nil
+}
+
+// start runs the simulated kubelet, if the row has one, until ctx ends;
+// wg counts it.
+func (k *kubeletSim) start(ctx context.Context, wg *sync.WaitGroup) {
+	if k == nil {
+		return
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		k.run(ctx, 8)
+	}()
+}

@@ -15,13 +15,15 @@
 // Each row runs on a fresh control plane. All pods are created first; the
 // row is timed from kube-scheduler's start to the last bind. With
 // --mode=scale it measures instead the extender's memory and filter
-// latency with many pods already placed, and with --mode=writes what each
-// write of a pod's scheduling costs the control plane. See
-// docs/benchmark.md.
+// latency with many pods already placed, with --mode=writes what each
+// write of a pod's scheduling costs the control plane, and with
+// --mode=backlog how rows c, d and e keep a full cluster busy while pods
+// end and thousands wait. See docs/benchmark.md.
 //
 //	go run ./hack/bench                      # 1,000 nodes × 8 GPUs, 5,000 pods
 //	go run ./hack/bench --mode=scale --nodes=5000 --pods=40000
 //	go run ./hack/bench --mode=writes
+//	go run ./hack/bench --mode=backlog --nodes=1000
 package main
 
 import (
@@ -58,6 +60,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	o.Complete(fs)
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -130,6 +133,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		where = r.pin.String()
+	}
+	if o.Mode == modeBacklog {
+		table := BacklogTable{
+			Title: fmt.Sprintf("Backlog: %d nodes × %d GPUs (split %d) filled, %d× as many pods waiting (%s), %g pods ending a second for %s; %s",
+				o.Nodes, o.GPUsPerNode, o.Split, backlogFactor, DefaultMix(), o.FinishRate, o.BacklogDuration, where),
+			Rows: r.runBacklog(ctx),
+		}
+		if err := emit(out, o.Out, table); err != nil {
+			return err
+		}
+		return table.failed()
 	}
 	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
 		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, DefaultMix(), where)}

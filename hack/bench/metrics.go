@@ -28,7 +28,12 @@ func scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, erro
 
 // scrapeSized is scrape that also returns the size of the answer in bytes.
 func scrapeSized(ctx context.Context, url string) (map[string]*dto.MetricFamily, int, error) {
-	body, err := httpGet(ctx, url)
+	return scrapeWith(ctx, http.DefaultClient, url)
+}
+
+// scrapeWith is scrapeSized through client.
+func scrapeWith(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, int, error) {
+	body, err := httpGetWith(ctx, client, url)
 	if err != nil {
 		return nil, 0, fmt.Errorf("scraping: %w", err)
 	}
@@ -42,11 +47,16 @@ func scrapeSized(ctx context.Context, url string) (map[string]*dto.MetricFamily,
 
 // httpGet returns the body of a 200 answer to GET url.
 func httpGet(ctx context.Context, url string) ([]byte, error) {
+	return httpGetWith(ctx, http.DefaultClient, url)
+}
+
+// httpGetWith is httpGet through client.
+func httpGetWith(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
@@ -109,4 +119,36 @@ func gaugeValue(families map[string]*dto.MetricFamily, name string) (float64, bo
 		return m.GetUntyped().GetValue(), true
 	}
 	return 0, false
+}
+
+// counterSum is the sum of every series of a counter, whatever its labels;
+// 0 if it is absent.
+func counterSum(families map[string]*dto.MetricFamily, name string) float64 {
+	var sum float64
+	for _, v := range valuesBy(families, name, "") {
+		sum += v
+	}
+	return sum
+}
+
+// valuesBy sums the series of a counter or gauge by the value of one label.
+func valuesBy(families map[string]*dto.MetricFamily, name, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range families[name].GetMetric() {
+		key := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label {
+				key = l.GetValue()
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			out[key] += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			out[key] += m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			out[key] += m.GetUntyped().GetValue()
+		}
+	}
+	return out
 }

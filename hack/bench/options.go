@@ -29,6 +29,7 @@ const (
 	modeThroughput = "throughput"
 	modeScale      = "scale"
 	modeWrites     = "writes"
+	modeBacklog    = "backlog"
 )
 
 // Limits of the flags: a loopback control plane on one machine holds at
@@ -39,13 +40,16 @@ const (
 	maxSplit       = 100
 	maxPods        = 200000
 	maxProbes      = 100000
+	// maxFinishRate is the most pods a second backlog mode ends.
+	maxFinishRate = 1000
 )
 
 // Options are everything the bench's command line sets.
 type Options struct {
 	// Mode is throughput (rows a to e), scale (the extender's memory and
-	// filter latency with many pods already placed) or writes (what each
-	// write of a pod's scheduling costs the control plane).
+	// filter latency with many pods already placed), writes (what each
+	// write of a pod's scheduling costs the control plane) or backlog
+	// (rows c, d, e with a full cluster, pods waiting and pods ending).
 	Mode string
 	// Nodes, GPUsPerNode and Split size the cluster: every GPU is shared by
 	// at most Split containers, and a Node's allocatable nvidia.com/gpu is
@@ -55,8 +59,16 @@ type Options struct {
 	Split       int
 	// Pods is how many pods are scheduled (throughput) or already placed (scale).
 	Pods int
-	// Rows picks the rows of the throughput table, a subset of "a,b,c,d,e".
+	// Rows picks the rows of the throughput table, a subset of "a,b,c,d,e",
+	// or of backlog mode, a subset of "c,d,e" (all three by default).
 	Rows []string
+	// FinishRate is how many running pods end each second in backlog mode.
+	FinishRate float64
+	// BacklogDuration is how long pods end in backlog mode.
+	BacklogDuration time.Duration
+	// BacklogWarmup bounds backlog mode's wait, before pods start to end,
+	// for the scheduler to have tried every waiting pod once.
+	BacklogWarmup time.Duration
 	// PinControlPlane runs etcd, kube-apiserver and kube-controller-manager
 	// on CPU 0 and everything else (kube-scheduler, the extender, the
 	// bench) on the other CPUs, as if the control plane had its own machine.
@@ -116,18 +128,24 @@ func NewOptions() *Options {
 		Workers:         32,
 		HeartbeatPeriod: 15 * time.Second,
 		SteadyWindow:    time.Minute,
+		FinishRate:      50,
+		BacklogDuration: time.Minute,
+		BacklogWarmup:   3 * time.Minute,
 		Logs:            logsapi.NewLoggingConfiguration(),
 	}
 }
 
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each.")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each; backlog: rows c, d, e on a cluster filled by the bench with 3 times as many pods waiting, --finish-rate pods ending each second for --backlog-duration (--pods is not used).")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Simulated GPU nodes (1 to %d).", maxNodes))
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
 	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
 	fs.IntVar(&o.Pods, "pods", o.Pods, fmt.Sprintf("Pods to schedule (throughput) or to place before the extender starts (scale) (1 to %d).", maxPods))
-	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA mode).")
+	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA mode); in backlog mode a subset of c, d, e, all three by default.")
+	fs.Float64Var(&o.FinishRate, "finish-rate", o.FinishRate, fmt.Sprintf("Backlog mode: running pods ended each second, each picked at random (above 0, at most %d).", maxFinishRate))
+	fs.DurationVar(&o.BacklogDuration, "backlog-duration", o.BacklogDuration, "Backlog mode: how long pods end after the warm-up; binds are watched 10s longer.")
+	fs.DurationVar(&o.BacklogWarmup, "backlog-warmup", o.BacklogWarmup, "Backlog mode: the longest wait after the scheduler starts for it to have tried every waiting pod once (its active and backoff queues empty) before pods start to end.")
 	fs.BoolVar(&o.PinControlPlane, "pin-control-plane", o.PinControlPlane, "Run etcd, kube-apiserver and kube-controller-manager on CPU 0 and kube-scheduler, the extender and the bench on the other CPUs (sched_setaffinity), as if the control plane had a machine of its own; needs at least 2 CPUs.")
 	fs.StringVar(&o.SchedulerBin, "scheduler-bin", o.SchedulerBin, "Prebuilt tessera-scheduler for row d; empty uses $TESSERA_SCHEDULER_BIN or builds it with hack/build-scheduler.sh.")
 	fs.StringVar(&o.PluginConfig, "plugin-config", o.PluginConfig, "KubeSchedulerConfiguration for row d, relative to the repository root; its Tessera args get heartbeatMaxAge 24h.")
@@ -146,10 +164,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	logsapi.AddFlags(o.Logs, fs)
 }
 
+// Complete sets what depends on other flags: backlog mode runs rows c,
+// d and e unless --rows says otherwise.
+func (o *Options) Complete(fs *pflag.FlagSet) {
+	if o.Mode == modeBacklog && !fs.Changed("rows") {
+		o.Rows = allBacklogRows()
+	}
+}
+
 // Validate reports the first flag out of its range, naming the flag and the limit.
 func (o *Options) Validate() error {
-	if o.Mode != modeThroughput && o.Mode != modeScale && o.Mode != modeWrites {
-		return fmt.Errorf("--mode=%q: must be %s, %s or %s", o.Mode, modeThroughput, modeScale, modeWrites)
+	if !slices.Contains([]string{modeThroughput, modeScale, modeWrites, modeBacklog}, o.Mode) {
+		return fmt.Errorf("--mode=%q: must be %s, %s, %s or %s", o.Mode, modeThroughput, modeScale, modeWrites, modeBacklog)
 	}
 	for _, c := range []struct {
 		flag     string
@@ -197,11 +223,35 @@ func (o *Options) Validate() error {
 		}
 		seen[r] = true
 	}
+	if o.Mode == modeBacklog {
+		if err := o.validateBacklog(); err != nil {
+			return err
+		}
+	}
 	if o.PinControlPlane && numCPU() < 2 {
 		return fmt.Errorf("--pin-control-plane: needs at least 2 CPUs, the bench may use %d", numCPU())
 	}
-	if capacity := o.Nodes * o.GPUsPerNode; o.Pods > capacity*o.Split {
+	if capacity := o.Nodes * o.GPUsPerNode; o.Mode != modeBacklog && o.Pods > capacity*o.Split {
 		return fmt.Errorf("--pods=%d: must be at most --nodes × --gpus-per-node × --split = %d, the cluster's share capacity", o.Pods, capacity*o.Split)
+	}
+	return nil
+}
+
+// validateBacklog checks backlog mode's flags.
+func (o *Options) validateBacklog() error {
+	for _, r := range o.Rows {
+		if !slices.Contains(allBacklogRows(), r) {
+			return fmt.Errorf("--rows=%s: backlog mode runs rows c, d and e only, not %q", strings.Join(o.Rows, ","), r)
+		}
+	}
+	if !(o.FinishRate > 0 && o.FinishRate <= maxFinishRate) {
+		return fmt.Errorf("--finish-rate=%g: must be above 0 and at most %d", o.FinishRate, maxFinishRate)
+	}
+	if o.BacklogDuration < time.Second {
+		return fmt.Errorf("--backlog-duration=%s: must be at least 1s", o.BacklogDuration)
+	}
+	if o.BacklogWarmup < time.Second {
+		return fmt.Errorf("--backlog-warmup=%s: must be at least 1s", o.BacklogWarmup)
 	}
 	return nil
 }

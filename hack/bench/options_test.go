@@ -1,9 +1,12 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -14,7 +17,23 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{name: "defaults are valid", mutate: func(*Options) {}},
 		{name: "scale mode is valid", mutate: func(o *Options) { o.Mode = modeScale; o.Nodes = 5000; o.Pods = 40000 }},
-		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale or writes`},
+		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale, writes or backlog`},
+		{name: "backlog mode is valid", mutate: func(o *Options) { o.Mode = modeBacklog; o.Rows = allBacklogRows() }},
+		{name: "backlog mode ignores --pods", mutate: func(o *Options) { o.Mode = modeBacklog; o.Rows = allBacklogRows(); o.Nodes = 50 }},
+		{name: "backlog mode runs no row a", mutate: func(o *Options) { o.Mode = modeBacklog; o.Rows = []string{"a", "c"} },
+			wantErr: `--rows=a,c: backlog mode runs rows c, d and e only, not "a"`},
+		{name: "backlog mode needs pods to end", mutate: func(o *Options) { o.Mode = modeBacklog; o.Rows = allBacklogRows(); o.FinishRate = 0 },
+			wantErr: "--finish-rate=0: must be above 0 and at most 1000"},
+		{name: "backlog mode ends at most 1000 pods a second", mutate: func(o *Options) { o.Mode = modeBacklog; o.Rows = allBacklogRows(); o.FinishRate = 1001 },
+			wantErr: "--finish-rate=1001: must be above 0 and at most 1000"},
+		{name: "backlog mode runs for a second at least", mutate: func(o *Options) {
+			o.Mode = modeBacklog
+			o.Rows = allBacklogRows()
+			o.BacklogDuration = time.Millisecond
+		},
+			wantErr: "--backlog-duration=1ms: must be at least 1s"},
+		{name: "backlog mode warms up for a second at least", mutate: func(o *Options) { o.Mode = modeBacklog; o.Rows = allBacklogRows(); o.BacklogWarmup = 0 },
+			wantErr: "--backlog-warmup=0s: must be at least 1s"},
 		{name: "no nodes", mutate: func(o *Options) { o.Nodes = 0 }, wantErr: "--nodes=0: must be from 1 to 20000"},
 		{name: "too many GPUs per node", mutate: func(o *Options) { o.GPUsPerNode = 17 }, wantErr: "--gpus-per-node=17: must be from 4 to 16"},
 		{name: "too few GPUs per node for the 4-GPU shapes", mutate: func(o *Options) { o.GPUsPerNode = 2 }, wantErr: "--gpus-per-node=2: must be from 4 to 16"},
@@ -47,6 +66,32 @@ func TestOptionsValidate(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Validate = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestCompleteGivesBacklogModeItsRows(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantRows []string
+	}{
+		{name: "throughput keeps every row", args: nil, wantRows: allRows()},
+		{name: "backlog runs c, d and e by default", args: []string{"--mode=backlog"}, wantRows: allBacklogRows()},
+		{name: "backlog keeps the rows asked for", args: []string{"--mode=backlog", "--rows=d"}, wantRows: []string{"d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			o.Complete(fs)
+			if !slices.Equal(o.Rows, tt.wantRows) {
+				t.Errorf("rows %v, want %v", o.Rows, tt.wantRows)
 			}
 		})
 	}

@@ -116,14 +116,14 @@ func (c *createTimes) get(name string) (time.Time, bool) {
 	return t, ok
 }
 
-// createPods creates every pod of the workload, unscheduled, each in
-// formClaim after its claim, and returns when each was created.
-func createPods(ctx context.Context, env *clusterEnv, o *Options, form podForm) (*createTimes, error) {
-	shapes := DefaultMix().Sequence(o.Pods)
-	times := &createTimes{at: make(map[string]time.Time, o.Pods)}
+// createPods creates a pod of each shape, unscheduled, named from the
+// first-th pod on, each in formClaim after its claim, and returns when
+// each was created.
+func createPods(ctx context.Context, env *clusterEnv, workers int, shapes []Shape, first int, form podForm) (*createTimes, error) {
+	times := &createTimes{at: make(map[string]time.Time, len(shapes))}
 	start := time.Now()
-	err := forEach(ctx, o.Pods, o.Workers, func(ctx context.Context, i int) error {
-		pod := newPod(podName(i), env.schedulerName, shapes[i], form)
+	err := forEach(ctx, len(shapes), workers, func(ctx context.Context, i int) error {
+		pod := newPod(podName(first+i), env.schedulerName, shapes[i], form)
 		if form == formClaim {
 			claim := resourceClaim(pod.Name, shapes[i])
 			if _, err := env.cp.Kube.ResourceV1().ResourceClaims(benchNamespace).Create(ctx, claim, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
@@ -139,6 +139,6 @@ func createPods(ctx context.Context, env *clusterEnv, o *Options, form podForm) 
 	if err != nil {
 		return nil, err
 	}
-	klog.FromContext(ctx).Info("Created pods", "pods", o.Pods, "duration", time.Since(start).Round(time.Millisecond))
+	klog.FromContext(ctx).Info("Created pods", "pods", len(shapes), "duration", time.Since(start).Round(time.Millisecond))
 	return times, nil
 }

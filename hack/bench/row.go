@@ -10,12 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
-	"github.com/tessera-gpu/tessera/internal/kubeclient"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // rowNames say what each row runs.
@@ -81,25 +78,12 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	var wg sync.WaitGroup
 	// Everything the row started in the background ends before the control plane.
 	defer cancel()
-	env, err := startEnv(ctx, filepath.Join(r.base, "row-"+row), r.extenderConfig.SchedulerName)
+	env, err := r.startCluster(ctx, row)
 	if err != nil {
 		return err
 	}
 	defer env.stop()
-	if err := r.pinRow(env); err != nil {
-		return err
-	}
-
-	form := rowForm(row)
-	if form == formClaim {
-		if _, err := env.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
-			return fmt.Errorf("creating the DeviceClass: %w", err)
-		}
-	}
-	if err := createNodes(ctx, env, r.o, form); err != nil {
-		return err
-	}
-	created, err := createPods(ctx, env, r.o, form)
+	created, err := createPods(ctx, env, r.o.Workers, DefaultMix().Sequence(r.o.Pods), 0, rowForm(row))
 	if err != nil {
 		return err
 	}
@@ -113,18 +97,9 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	if _, err := pods.Informer().AddEventHandler(binds.handler()); err != nil {
 		return err
 	}
-	var kubelet *kubeletSim
-	if allocatesGPUs(row) {
-		allocations := watches.tessera.Gpu().V1alpha1().GPUAllocations()
-		kubelet = newKubeletSim(env.cp.Tessera, pods.Lister(), allocations.Lister())
-		if _, err := allocations.Informer().AddEventHandler(kubelet.handler()); err != nil {
-			return err
-		}
-		if _, err := pods.Informer().AddEventHandler(cache.FilteringResourceEventHandler{
-			FilterFunc: podIsBound, Handler: kubelet.handler(),
-		}); err != nil {
-			return err
-		}
+	kubelet, err := watchForKubelet(row, watches, env.cp.Tessera)
+	if err != nil {
+		return err
 	}
 	// Informers and workers end with ctx, and before the control plane.
 	defer func() {
@@ -135,74 +110,22 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	if err := watches.start(ctx); err != nil {
 		return err
 	}
-	if kubelet != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			kubelet.run(ctx, 8)
-		}()
-	}
+	kubelet.start(ctx, &wg)
 
-	config, err := r.extenderConfig.withoutExtenders()
+	sched, err := r.prepareScheduler(ctx, env, row)
 	if err != nil {
 		return err
 	}
-	// Empty for stock kube-scheduler.
-	schedulerBin := ""
-	var (
-		noop     *noopExtender
-		extender *extenderProcess
-	)
-	switch row {
-	case rowNoop:
-		// Bindings go in protobuf, as Tessera's extender sends them.
-		kube, err := kubeclient.New(env.extenderConfig)
-		if err != nil {
-			return err
-		}
-		if noop, err = newNoopExtender(kube); err != nil {
-			return err
-		}
-		url, err := noop.serve(ctx)
-		if err != nil {
-			return err
-		}
-		if config, err = r.extenderConfig.withExtenderURL(url); err != nil {
-			return err
-		}
-	case rowTessera:
-		started := time.Now()
-		extender, err = startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, r.o.extenderArgs(), r.o.ExtenderEnv)
-		if err != nil {
-			return err
-		}
-		defer extender.Stop()
-		logger.Info("Extender ready", "after", time.Since(started).Round(time.Millisecond))
-		if config, err = r.extenderConfig.withExtenderURL(extender.url); err != nil {
-			return err
-		}
-	case rowPlugin:
-		config, schedulerBin = r.pluginConfig, r.schedulerBin
-	}
+	defer sched.stopExtender()
+	noop, extender := sched.noop, sched.extender
 
 	writesBefore, err := sampleAPIWrites(ctx, env.cp.Kube)
 	if err != nil {
 		return err
 	}
-	schedulerName := "kube-scheduler"
-	if schedulerBin != "" {
-		schedulerName = filepath.Base(schedulerBin)
-	}
-	logger.Info("Starting the scheduler", "scheduler", schedulerName, "config", config.Source, "load", loadAverage())
 	cpuBefore := sampleCPU(env.dir)
 	start := time.Now()
-	var scheduler *framework.Process
-	if schedulerBin == "" {
-		scheduler, err = env.cp.StartSchedulerProcess(config.YAML)
-	} else {
-		scheduler, err = env.cp.StartSchedulerBinaryProcess(schedulerBin, config.YAML)
-	}
-	if err != nil {
+	if err := sched.start(ctx, env); err != nil {
 		return err
 	}
 	if err := r.pinRow(env); err != nil {
@@ -215,17 +138,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	}
 	profiles.start(ctx, env, extenderURL)
 	defer profiles.wait()
-	waitErr := waitAllBound(ctx, binds, r.o.Timeout, func() error {
-		if exited, err := scheduler.Exited(); exited {
-			return fmt.Errorf("%s exited: %v", schedulerName, err)
-		}
-		if extender != nil {
-			if exited, err := extender.Exited(); exited {
-				return fmt.Errorf("the extender exited: %v; see %s", err, extender.logFile)
-			}
-		}
-		return nil
-	})
+	waitErr := waitAllBound(ctx, binds, r.o.Timeout, sched.check)
 
 	res.CPU = sampleCPU(env.dir).since(cpuBefore)
 	bound, last, latencies := binds.snapshot(created, start)
@@ -304,6 +217,34 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.o.Pods, waitErr, env.dir)
 	}
 	return nil
+}
+
+// startCluster starts a fresh control plane for the row, its processes
+// pinned if asked to, with the row's nodes (and in DRA mode Tessera's
+// DeviceClass). The caller stops it.
+func (r *runner) startCluster(ctx context.Context, row string) (*clusterEnv, error) {
+	env, err := startEnv(ctx, filepath.Join(r.base, "row-"+row), r.extenderConfig.SchedulerName)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.setUpCluster(ctx, env, row); err != nil {
+		env.stop()
+		return nil, err
+	}
+	return env, nil
+}
+
+func (r *runner) setUpCluster(ctx context.Context, env *clusterEnv, row string) error {
+	if err := r.pinRow(env); err != nil {
+		return err
+	}
+	form := rowForm(row)
+	if form == formClaim {
+		if _, err := env.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+			return fmt.Errorf("creating the DeviceClass: %w", err)
+		}
+	}
+	return createNodes(ctx, env, r.o, form)
 }
 
 // pinRow puts the row's processes on their CPUs, if asked to.

@@ -209,26 +209,33 @@ func placePods(ctx context.Context, env *clusterEnv, o *Options) error {
 	err := forEach(ctx, o.Pods, o.Workers, func(ctx context.Context, i int) error {
 		pod := newPod(podName(i), env.schedulerName, shapes[i], formSlices)
 		pod.Spec.NodeName = nodeName(placements[i].node)
-		pod, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
-		if err != nil {
-			return fmt.Errorf("creating pod %s: %w", podName(i), err)
-		}
-		alloc, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).Create(ctx,
-			allocationFor(pod, placements[i].devices), metav1.CreateOptions{FieldManager: fieldManager})
-		if err != nil {
-			return fmt.Errorf("creating the allocation of pod %s: %w", pod.Name, err)
-		}
-		alloc.Status = allocatedStatus(alloc, metav1.Now())
-		if _, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).UpdateStatus(ctx, alloc,
-			metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-			return fmt.Errorf("marking the allocation of pod %s Allocated: %w", pod.Name, err)
-		}
-		return nil
+		return createAllocatedPod(ctx, env, pod, placements[i].devices)
 	})
 	if err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Placed pods with their allocations", "pods", o.Pods, "duration", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// createAllocatedPod creates a pod already bound to its node, with the
+// GPUAllocation the extender would have written for its devices, marked
+// Allocated as the device plugin would.
+func createAllocatedPod(ctx context.Context, env *clusterEnv, pod *corev1.Pod, devices []gpuv1alpha1.DeviceAllocation) error {
+	created, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+	}
+	alloc, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).Create(ctx,
+		allocationFor(created, devices), metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return fmt.Errorf("creating the allocation of pod %s: %w", pod.Name, err)
+	}
+	alloc.Status = allocatedStatus(alloc, metav1.Now())
+	if _, err := env.cp.Tessera.GpuV1alpha1().GPUAllocations(benchNamespace).UpdateStatus(ctx, alloc,
+		metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("marking the allocation of pod %s Allocated: %w", pod.Name, err)
+	}
 	return nil
 }
 
