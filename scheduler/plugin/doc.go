@@ -15,6 +15,9 @@
 // retry a pod as soon as GPUs for it may be free.
 //
 // The plugin keeps its own informers on GPUNodes, GPUAllocations and the
-// profile's pods, which feed the view through scheduler/tracker; enable it
-// in one profile only.
+// profile's pods, which feed the view through scheduler/tracker. Two
+// profiles would each keep a view and a one-pod-per-node gate and
+// over-commit the GPUs, so the factory tessera-scheduler registers
+// (NewFactory) refuses to build the plugin for a second profile, and the
+// scheduler does not start.
 package plugin

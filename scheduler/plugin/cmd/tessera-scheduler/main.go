@@ -17,6 +17,6 @@ import (
 )
 
 func main() {
-	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.New))
+	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.NewFactory()))
 	os.Exit(cli.Run(command))
 }

@@ -1,0 +1,43 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Factory builds the plugin for a profile, as kube-scheduler's registry
+// calls it.
+type Factory = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error)
+
+// NewFactory returns the factory to register with kube-scheduler
+// (app.WithPlugin(Name, NewFactory())). It builds the plugin for the first
+// profile that enables it and refuses every other, naming both, so that
+// the scheduler does not start: each plugin keeps its own view of the GPUs
+// and its own one-pod-per-node gate, and two profiles would each give away
+// GPUs the other had already given.
+func NewFactory() Factory {
+	return onlyOneProfile(New)
+}
+
+// onlyOneProfile wraps build so that it builds the plugin for one profile
+// only.
+func onlyOneProfile(build Factory) Factory {
+	var (
+		mu    sync.Mutex
+		first string
+		built bool
+	)
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if built {
+			return nil, fmt.Errorf("profiles %q and %q both enable the %s plugin: enable it in one profile only, since each profile would keep its own view of the GPUs and give away GPUs the other has given", first, h.ProfileName(), Name)
+		}
+		built, first = true, h.ProfileName()
+		return build(ctx, obj, h)
+	}
+}
