@@ -11,5 +11,9 @@
 package nodelease
 
 // DefaultNamespace holds the Leases unless both daemons are told another:
-// the namespace the chart is installed in by default.
-const DefaultNamespace = "tessera-system"
+// a namespace of their own, as kube-node-lease holds the kubelets', so
+// that the device plugins, which must be let write any Lease there (RBAC
+// cannot name the caller's node), can write no other Lease, such as the
+// scheduler's leader-election Lease in the namespace Tessera runs in. The
+// chart's nodeLeases.namespace defaults to it.
+const DefaultNamespace = "tessera-node-lease"

@@ -121,7 +121,7 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 	if err := cp.installCRDs(ctx); err != nil {
 		return cp, err
 	}
-	if err := cp.createLeaseNamespace(ctx); err != nil {
+	if err := cp.createNamespaces(ctx); err != nil {
 		return cp, err
 	}
 	if opts.ControllerManager {

@@ -16,12 +16,19 @@ import (
 	"github.com/tessera-gpu/tessera/nodelease"
 )
 
-// createLeaseNamespace creates the namespace the daemons keep the nodes'
-// Leases in by default, as the chart's release namespace would be.
-func (cp *ControlPlane) createLeaseNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nodelease.DefaultNamespace}}
-	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s for the nodes' Leases: %w", nodelease.DefaultNamespace, err)
+// SystemNamespace is where the daemons keep what is not a node's by
+// default (the webhook its certificate, the scheduler its leader-election
+// Lease), as the chart's default release namespace.
+const SystemNamespace = "tessera-system"
+
+// createNamespaces creates the namespaces the daemons use by default:
+// SystemNamespace, and the one of the nodes' Leases, as the chart would.
+func (cp *ControlPlane) createNamespaces(ctx context.Context) error {
+	for _, name := range []string{SystemNamespace, nodelease.DefaultNamespace} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
 	}
 	return nil
 }

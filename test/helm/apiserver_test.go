@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -119,7 +120,9 @@ func TestChartOnAPIServer(t *testing.T) {
 func checkHelmLifecycle(ctx context.Context, t *testing.T, cp *framework.ControlPlane) {
 	const release, namespace = "lifecycle", "tessera-lifecycle"
 	kube := []string{"--kubeconfig", cp.KubeconfigPath, "--namespace", namespace}
-	out, err := helm(t, append([]string{"install", release, chartDir(), "--create-namespace", "--set", "crds.install=false"}, kube...)...)
+	out, err := helm(t, append([]string{"install", release, chartDir(), "--create-namespace", "--set", "crds.install=false",
+		// The default release's, applied above, is not this release's to create.
+		"--set", "nodeLeases.namespace=" + namespace + "-node-lease"}, kube...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +172,7 @@ func createNamespace(ctx context.Context, t testing.TB, cp *framework.ControlPla
 
 // apply server-side applies one rendered object. A namespaced object must
 // name the release namespace itself (or kube-system, where the scheduler's
-// authentication-reader binding lives), since `kubectl apply` of the
+// authentication-reader binding lives, or the nodes' Lease namespace), since `kubectl apply` of the
 // rendered YAML would otherwise put it in the current namespace.
 func apply(ctx context.Context, t testing.TB, dyn dynamic.Interface, mapper meta.RESTMapper, namespace string, obj *unstructured.Unstructured, dryRun bool) {
 	t.Helper()
@@ -181,7 +184,7 @@ func apply(ctx context.Context, t testing.TB, dyn dynamic.Interface, mapper meta
 	}
 	var client dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if ns := obj.GetNamespace(); ns != namespace && ns != metav1.NamespaceSystem {
+		if ns := obj.GetNamespace(); ns != namespace && ns != metav1.NamespaceSystem && ns != nodelease.DefaultNamespace {
 			t.Errorf("%s %s is in namespace %q, want the release namespace %q", gvk.Kind, obj.GetName(), ns, namespace)
 			return
 		}
@@ -271,6 +274,15 @@ func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		{plugin, "create", "", "pods", "", "team-a", "", false},
 		{plugin, "patch", "", "nodes", "", "", "node-a", false},
 		{plugin, "get", "", "secrets", "", namespace, "", false},
+		// Its node's Lease, in the nodes' Lease namespace; never the
+		// scheduler's leader-election Lease, whatever the own-node
+		// policy (which a SubjectAccessReview does not consult) says.
+		{plugin, "create", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "", true},
+		{plugin, "update", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "node-a", true},
+		{plugin, "update", "coordination.k8s.io", "leases", "", namespace, lease, false},
+		{plugin, "delete", "coordination.k8s.io", "leases", "", namespace, lease, false},
+		{plugin, "create", "coordination.k8s.io", "leases", "", namespace, "", false},
+		{plugin, "delete", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "node-a", false},
 
 		{scheduler, "create", gpu, "gpuallocations", "", "team-a", "", true},
 		{scheduler, "delete", gpu, "gpuallocations", "", "team-a", "job", true},
@@ -279,6 +291,7 @@ func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		{scheduler, "create", "events.k8s.io", "events", "", "team-a", "", true},
 		{scheduler, "patch", "", "pods", "", "team-a", "job", true}, // the requeue annotation
 		{scheduler, "update", "coordination.k8s.io", "leases", "", namespace, lease, true},
+		{scheduler, "watch", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "", true},
 		{scheduler, "update", gpu, "gpunodes", "status", "", "node-a", false},
 		{scheduler, "patch", gpu, "gpunodes", "", "", "node-a", false},
 		{scheduler, "update", "coordination.k8s.io", "leases", "", namespace, "someone-else", false},

@@ -10,6 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tessera-gpu/tessera/nodelease"
 )
 
 // writeVerbs are the verbs that change state or widen access.
@@ -163,7 +165,7 @@ func TestRBAC(t *testing.T) {
 				}
 			})
 
-			t.Run("device plugin writes only GPUNode, GPUAllocation status and Leases of its namespace", func(t *testing.T) {
+			t.Run("device plugin writes only GPUNode, GPUAllocation status and Leases of the nodes' namespace", func(t *testing.T) {
 				a := accessOf(t, objs, ns, serviceAccountOf(t, objs, "DaemonSet", "-device-plugin"))
 				if len(a.external) > 0 {
 					t.Errorf("the device plugin is bound to roles the chart does not define: %v", a.external)
@@ -175,10 +177,17 @@ func TestRBAC(t *testing.T) {
 					// Its node's ResourceSlice, in DRA mode only.
 					allowed["resource.k8s.io/resourceslices"] = true
 				}
+				// The scheduler's leader-election Lease must be out of its
+				// reach by RBAC alone, the own-node policy (which may be
+				// off) aside: its Leases have a namespace of their own.
+				election, _ := schedulerConfig(t, objs)["leaderElection"].(map[string]any)
+				if election["resourceNamespace"] == nodelease.DefaultNamespace {
+					t.Errorf("the scheduler's leader-election Lease is in the nodes' Lease namespace %s", nodelease.DefaultNamespace)
+				}
 				for _, g := range a.grants {
 					if slices.Contains(g.rule.Resources, "leases") &&
-						(!strings.HasPrefix(g.role, "Role/"+ns+"/") || !slices.Equal(g.rule.Verbs, []string{"get", "create", "update"})) {
-						t.Errorf("the device plugin's Leases: %s grants %v, want get, create and update in namespace %s only", g.role, g.rule.Verbs, ns)
+						(!strings.HasPrefix(g.role, "Role/"+nodelease.DefaultNamespace+"/") || !slices.Equal(g.rule.Verbs, []string{"get", "create", "update"})) {
+						t.Errorf("the device plugin's Leases: %s grants %v, want get, create and update in namespace %s only", g.role, g.rule.Verbs, nodelease.DefaultNamespace)
 					}
 				}
 				for _, w := range a.writes() {

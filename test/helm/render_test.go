@@ -154,6 +154,12 @@ func TestValuesRefused(t *testing.T) {
 			want:   []string{"/scheduler/extender/defaultGPUPolicy", "binpack", "spread"},
 		},
 		{
+			// The device plugins could write the scheduler's leader-election Lease.
+			name:   "node Leases in the release namespace",
+			values: map[string]any{"nodeLeases": map[string]any{"namespace": testNamespace}},
+			want:   []string{"nodeLeases.namespace must differ from the release namespace " + testNamespace},
+		},
+		{
 			name:   "split count below 1",
 			values: map[string]any{"devicePlugin": map[string]any{"splitCount": 0}},
 			want:   []string{"/devicePlugin/splitCount", "minimum"},

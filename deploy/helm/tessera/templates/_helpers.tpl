@@ -23,6 +23,16 @@ the hami-core init container puts it when only the image is named. */}}
 {{- if $d.libraryPath -}}{{ $d.libraryPath }}{{- else if $d.hamiCore.image -}}/usr/local/vgpu/libvgpu.so{{- end -}}
 {{- end -}}
 
+{{/* The namespace of the nodes' Leases, never the release namespace, which
+holds the scheduler's leader-election Lease: the device plugins may write
+every Lease of theirs. */}}
+{{- define "tessera.nodeLeaseNamespace" -}}
+{{- if eq .Values.nodeLeases.namespace .Release.Namespace -}}
+{{- fail (printf "nodeLeases.namespace must differ from the release namespace %s, which holds the scheduler's leader-election Lease: the device plugins may write every Lease of the nodes' namespace" .Release.Namespace) -}}
+{{- end -}}
+{{- .Values.nodeLeases.namespace -}}
+{{- end -}}
+
 {{- define "tessera.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 app.kubernetes.io/name: {{ .Chart.Name }}
