@@ -19,6 +19,7 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	gpuac "github.com/tessera-gpu/tessera/generated/applyconfiguration/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -133,11 +134,12 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 		t.Errorf("the device plugin on node-b could not serve an allocation on node-b: %v", err)
 	}
 
-	// Its heartbeat: its own node's Lease in the release namespace, and no other.
-	leasesOnA := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases(namespace)
+	// Its heartbeat: its own node's Lease in the nodes' Lease namespace,
+	// and no other.
+	leasesOnA := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases(nodelease.DefaultNamespace)
 	lease := func(name string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("plugin"), RenewTime: &metav1.MicroTime{Time: time.Now()}},
 		}
 	}
@@ -153,7 +155,7 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 		!strings.Contains(err.Error(), "may renew only Lease node-a, not node-b") {
 		t.Errorf("the device plugin on node-a creating node-b's Lease: got %v, want the policy's refusal", err)
 	}
-	if _, err := cp.Kube.CoordinationV1().Leases(namespace).Create(ctx, lease("node-b"), metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Kube.CoordinationV1().Leases(nodelease.DefaultNamespace).Create(ctx, lease("node-b"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := leasesOnA.Get(ctx, "node-b", metav1.GetOptions{})
@@ -163,6 +165,19 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 	if _, err := leasesOnA.Update(ctx, other, metav1.UpdateOptions{}); err == nil ||
 		!strings.Contains(err.Error(), "may renew only Lease node-a, not node-b") {
 		t.Errorf("the device plugin on node-a renewing node-b's Lease: got %v, want the policy's refusal", err)
+	}
+	// The release namespace holds the scheduler's leader-election Lease:
+	// RBAC alone keeps the plugin out, even from a Lease the own-node
+	// policy would let it write, so it holds with the policy off.
+	inRelease := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases(namespace)
+	if _, err := inRelease.Create(ctx, lease("node-a"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cannot create resource") {
+		t.Errorf("the device plugin creating a Lease in the release namespace: got %v, want forbidden by RBAC", err)
+	}
+	if _, err := cp.Kube.CoordinationV1().Leases(namespace).Create(ctx, lease("node-a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := inRelease.Delete(ctx, "node-a", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the device plugin deleting a Lease in the release namespace: got %v, want forbidden", err)
 	}
 	createNamespace(ctx, t, cp, "elsewhere")
 	if _, err := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases("elsewhere").Create(ctx, lease("node-a"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
