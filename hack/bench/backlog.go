@@ -165,7 +165,7 @@ func (r *runner) measureBacklog(ctx context.Context, row string, res *BacklogRow
 	cpuBefore := sampleCPU(env.dir)
 	windowStart := time.Now()
 	tracker.start(windowStart)
-	finish := deletePod(env.cp.Kube)
+	finish := deletePodAndAllocation(env.cp.Kube, env.cp.Tessera)
 	if form == formClaim {
 		finish = deletePodAndDeallocate(env.cp.Kube)
 	}

@@ -126,3 +126,41 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		t.Fatalf("run = %v, want an error naming --nodes and its limit", err)
 	}
 }
+
+// TestBacklogSmoke runs backlog mode's rows c and e on a tiny cluster
+// against a real control plane and checks that pods ended, waiting pods
+// took their room, and each measure was taken. It asserts no timing.
+func TestBacklogSmoke(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
+	defer cancel()
+	o := NewOptions()
+	o.Mode, o.Nodes, o.Workers, o.Rows = modeBacklog, 3, 8, []string{rowTessera, rowDRA}
+	o.FinishRate, o.BacklogDuration, o.BacklogWarmup = 10, 3*time.Second, time.Minute
+	config, err := loadExtenderConfig(framework.RepoRoot() + "/" + o.SchedulerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildExtender(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
+	table := BacklogTable{Rows: r.runBacklog(ctx)}
+	if len(table.Rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(table.Rows))
+	}
+	for _, res := range table.Rows {
+		if res.Err != nil {
+			t.Fatalf("row %s: %v", res.Row, res.Err)
+		}
+		if res.Filled == 0 || res.Backlog != backlogFactor*res.Filled || res.Frees == 0 || res.Placed == 0 ||
+			res.Attempts <= 0 || res.FreedToBound.Count == 0 || res.Writes["pods"] < float64(res.Frees) {
+			t.Errorf("row %s measured %+v", res.Row, res)
+		}
+	}
+	var out strings.Builder
+	if err := table.WriteMarkdown(&out); err != nil || strings.Count(out.String(), "\n|") != 4 {
+		t.Errorf("the table has not a row per mode (%v):\n%s", err, out.String())
+	}
+}

@@ -6,12 +6,15 @@ import (
 	"math/rand/v2"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 )
 
 // maxFinishing bounds the pods the bench ends at once.
@@ -65,6 +68,25 @@ func deletePod(kube kubernetes.Interface) func(context.Context, string) error {
 	return func(ctx context.Context, name string) error {
 		if err := kube.CoreV1().Pods(benchNamespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			return fmt.Errorf("deleting pod %s: %w", name, err)
+		}
+		return nil
+	}
+}
+
+// deletePodAndAllocation ends a pod as deletePod does, then deletes its
+// GPUAllocation as kube-controller-manager's garbage collector does
+// through the owner reference (no garbage collector runs here). Tessera
+// deletes an allocation whose pod is gone too, but as a slow repair;
+// until one of them has, plugin mode counts the GPUs as held.
+func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interface) func(context.Context, string) error {
+	deleteIt := deletePod(kube)
+	return func(ctx context.Context, name string) error {
+		if err := deleteIt(ctx, name); err != nil {
+			return err
+		}
+		err := tessera.GpuV1alpha1().GPUAllocations(benchNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the allocation of pod %s: %w", name, err)
 		}
 		return nil
 	}
