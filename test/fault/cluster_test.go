@@ -29,6 +29,16 @@ import (
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
+// The ways the suite places pods (README, "Scheduler modes").
+const (
+	// extenderMode is the stock kube-scheduler on the shipped
+	// configuration calling the extender.
+	extenderMode = "extender"
+	// pluginMode is tessera-scheduler, kube-scheduler with Tessera
+	// compiled in, on its shipped configuration.
+	pluginMode = "plugin"
+)
+
 const (
 	gpuResource = "nvidia.com/gpu"
 	// shippedURL is the extender address in the shipped configuration.
@@ -44,10 +54,16 @@ const (
 type cluster struct {
 	cp *framework.ControlPlane
 	// ctx carries the test's logger to every part.
-	ctx          context.Context
+	ctx  context.Context
+	mode string
+	// extender runs on extenderAddr in extender mode.
 	extender     *component
 	extenderAddr string
-	nodes        []*simNode
+	// scheduler is tessera-scheduler in plugin mode, run from schedulerBin
+	// with schedulerConfig.
+	scheduler                     *framework.Process
+	schedulerBin, schedulerConfig string
+	nodes                         []*simNode
 	// agentKube is the node agents' client. Its connections wait for an
 	// API server that restarts: a real kubelet's watches back off as
 	// client-go's do, which is not Tessera's to measure.
@@ -89,13 +105,13 @@ func (c *component) stop(t *testing.T) {
 	}
 }
 
-// startCluster starts the control plane, the extender, kube-scheduler and
-// the given number of simulated nodes; t.Cleanup stops them.
-func startCluster(t *testing.T, nodes int) *cluster {
+// startCluster starts the control plane, what places pods in the given
+// mode and the given number of simulated nodes; t.Cleanup stops them.
+func startCluster(t *testing.T, mode string, nodes int) *cluster {
 	t.Helper()
 	cp := framework.Start(t, framework.Options{ControllerManager: true})
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(1)))
-	c := &cluster{cp: cp, ctx: klog.NewContext(context.Background(), logger)}
+	c := &cluster{cp: cp, ctx: klog.NewContext(context.Background(), logger), mode: mode}
 	var err error
 	if c.agentKube, err = kubernetes.NewForConfig(kubeclient.WaitForRestarts(cp.Config, clock.RealClock{})); err != nil {
 		t.Fatal(err)
@@ -105,33 +121,18 @@ func startCluster(t *testing.T, nodes int) *cluster {
 			n.pluginRun.stop(t)
 			n.agentRun.stop(t)
 		}
-		c.extender.stop(t)
-	})
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c.extenderAddr = addr
-	c.startExtender(addr)
-	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false, err.Error()
+		if c.extender != nil {
+			c.extender.stop(t)
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
 	})
-	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	switch mode {
+	case extenderMode:
+		c.startExtenderMode(t)
+	case pluginMode:
+		c.startPluginMode(t)
+	default:
+		t.Fatalf("unknown scheduler mode %q", mode)
 	}
-	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
-		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
-	}
-	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
 
 	for i := range nodes {
 		n := &simNode{name: fmt.Sprintf("fault-%d", i)}
@@ -159,6 +160,86 @@ func startCluster(t *testing.T, nodes int) *cluster {
 	return c
 }
 
+// startExtenderMode runs the extender and kube-scheduler on the shipped
+// configuration, pointed at the extender.
+func (c *cluster) startExtenderMode(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c.extenderAddr = addr
+	c.startExtender(addr)
+	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
+		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
+	}
+	c.cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
+}
+
+// startPluginMode runs tessera-scheduler on the shipped configuration.
+func (c *cluster) startPluginMode(t *testing.T) {
+	t.Helper()
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.schedulerBin, c.schedulerConfig = bin, string(shipped)
+	c.startTesseraScheduler(t)
+}
+
+// startTesseraScheduler runs tessera-scheduler until it is killed or the
+// control plane stops.
+func (c *cluster) startTesseraScheduler(t *testing.T) {
+	t.Helper()
+	p, err := c.cp.StartSchedulerBinaryProcess(c.schedulerBin, c.schedulerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.scheduler = p
+}
+
+// placer names what places pods in the cluster's mode.
+func (c *cluster) placer() string {
+	if c.mode == pluginMode {
+		return "tessera-scheduler"
+	}
+	return "extender"
+}
+
+// restartPlacer stops what places pods, as a killed container would be
+// (binds in progress cut off), and starts it again after down: the
+// extender on its address, or tessera-scheduler with SIGKILL.
+func (c *cluster) restartPlacer(t *testing.T, down time.Duration) {
+	t.Helper()
+	if c.mode == pluginMode {
+		c.cp.KillProcess(c.scheduler)
+		time.Sleep(down)
+		c.startTesseraScheduler(t)
+		return
+	}
+	c.extender.stop(t)
+	time.Sleep(down)
+	c.startExtender(c.extenderAddr)
+}
+
 // startExtender runs the extender with the shipped defaults on addr,
 // waiting for the address to be free again after a stop.
 func (c *cluster) startExtender(addr string) {
@@ -180,15 +261,6 @@ func (c *cluster) startExtender(addr string) {
 		}
 		return app.Serve(ctx, cfg, c.cp.Config, app.Listeners{Extender: ln})
 	})
-}
-
-// restartExtender stops the extender, as a killed container would be, and
-// starts it again on the same address.
-func (c *cluster) restartExtender(t *testing.T, down time.Duration) {
-	t.Helper()
-	c.extender.stop(t)
-	time.Sleep(down)
-	c.startExtender(c.extenderAddr)
 }
 
 // startAgent runs the node's kubelet stand-in; as the kubelet does on

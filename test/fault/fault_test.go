@@ -39,14 +39,21 @@ type fault struct {
 }
 
 // TestFaults breaks the cluster one way at a time while pods come and go,
-// then checks its accounting from API state and how long pods waited.
+// then checks its accounting from API state and how long pods waited; once
+// with kube-scheduler and the extender, once with tessera-scheduler.
 func TestFaults(t *testing.T) {
-	c := startCluster(t, nodes)
+	for _, mode := range []string{extenderMode, pluginMode} {
+		t.Run(mode, func(t *testing.T) { testFaults(t, mode) })
+	}
+}
+
+func testFaults(t *testing.T, mode string) {
+	c := startCluster(t, mode, nodes)
 	faults := []fault{
 		{"none", func(context.Context, *testing.T, *cluster) { time.Sleep(5 * time.Second) }},
-		{"extender killed 5 times", func(_ context.Context, t *testing.T, c *cluster) {
+		{c.placer() + " killed 5 times", func(_ context.Context, t *testing.T, c *cluster) {
 			for range 5 {
-				c.restartExtender(t, time.Second)
+				c.restartPlacer(t, time.Second)
 				time.Sleep(3 * time.Second)
 			}
 		}},

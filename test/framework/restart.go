@@ -25,3 +25,12 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	cp.apiServer = p
 	return cp.waitHealthy(ctx, "kube-apiserver", "/readyz")
 }
+
+// KillProcess kills one of the control plane's processes, such as a
+// scheduler, as a crash would (SIGKILL), and forgets it: it is not stopped
+// again, and the control plane does not take its exit for a failure, as it
+// does for any process that exits while kube-apiserver is awaited.
+func (cp *ControlPlane) KillProcess(p *Process) {
+	p.Kill()
+	cp.procs = slices.DeleteFunc(cp.procs, func(q *Process) bool { return q == p })
+}
