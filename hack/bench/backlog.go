@@ -37,8 +37,9 @@ type BacklogRow struct {
 	Settled bool
 	// WarmupBinds are waiting pods bound during the warm-up.
 	WarmupBinds int
-	// Window is from the first pod ended to the end of the tail.
-	Window time.Duration
+	// Ending is how long the bench ended pods, Window from the first pod
+	// ended to the end of the tail.
+	Ending, Window time.Duration
 	backlogMeasures
 	// Attempts are the scheduler's scheduling attempts in the window.
 	Attempts float64
@@ -174,7 +175,8 @@ func (r *runner) measureBacklog(ctx context.Context, row string, res *BacklogRow
 	if err != nil {
 		return fmt.Errorf("ending pods: %w", err)
 	}
-	logger.Info("Ended pods", "pods", ended, "rate", fmt.Sprintf("%.1f/s", float64(ended)/time.Since(windowStart).Seconds()))
+	res.Ending = time.Since(windowStart)
+	logger.Info("Ended pods", "pods", ended, "rate", fmt.Sprintf("%.1f/s", float64(ended)/res.Ending.Seconds()))
 	select {
 	case <-ctx.Done():
 		return context.Cause(ctx)

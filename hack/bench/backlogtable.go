@@ -104,8 +104,9 @@ func (t BacklogTable) notes() []string {
 		if !r.Settled {
 			settled = "had not tried every waiting pod (--backlog-warmup)"
 		}
-		notes = append(notes, fmt.Sprintf("row %s: the scheduler %s after %s and bound %d waiting pods meanwhile; then %s measured, %d pods still waiting at the end",
-			r.Row, settled, r.Warmup.Round(time.Second), r.WarmupBinds, r.Window.Round(time.Second), r.Waiting))
+		notes = append(notes, fmt.Sprintf("row %s: the scheduler %s after %s and bound %d waiting pods meanwhile; then %d pods ended in %s (%.1f a second), %s measured, %d pods still waiting at the end",
+			r.Row, settled, r.Warmup.Round(time.Second), r.WarmupBinds, r.Frees, r.Ending.Round(time.Second),
+			float64(r.Frees)/max(r.Ending.Seconds(), 1), r.Window.Round(time.Second), r.Waiting))
 		notes = append(notes, fmt.Sprintf("row %s: %d binds held by no single free; %d waits while a GPU fitted, the longest on %s%s",
 			r.Row, r.Unmatched, r.FitWait.Waits, orDash(r.FitWait.LongestNode), map[bool]string{true: ", still open at the end", false: ""}[r.FitWait.OpenAtEnd]))
 		if len(r.CPU) > 0 {
