@@ -1,6 +1,7 @@
 package deviceplugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
@@ -77,10 +78,17 @@ func TestCrashedPluginIsMarkedStale(t *testing.T) {
 
 	plugin := start()
 	c.waitNodeReady(t, node)
-	gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The extender writes the one column only it knows, the free memory,
+	// within its own period of the node appearing: only once it has does
+	// the GPUNode hold all it will while no pod comes or goes.
+	var gn *gpuv1alpha1.GPUNode
+	framework.WaitFor(t, time.Minute, "the extender to publish the node's free memory", func() (bool, string) {
+		var err error
+		if gn, err = c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{}); err != nil {
+			return false, err.Error()
+		}
+		return gn.Status.FreeMemoryMiB != nil, "no free memory in the status"
+	})
 	published := gn.ResourceVersion
 
 	// A crash and a restart within the age: the Lease moves, the GPUNode does not.
@@ -93,11 +101,12 @@ func TestCrashedPluginIsMarkedStale(t *testing.T) {
 		return strings.Contains(plugin.LogTail(100000), "Registered with the kubelet"), "not registered"
 	})
 	renewedAfter(time.Now())
-	if gn, err = c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{}); err != nil {
+	gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if gn.ResourceVersion != published {
-		t.Errorf("the restarted plugin rewrote an unchanged GPUNode: resource version %s, then %s; status %+v", published, gn.ResourceVersion, gn.Status)
+		t.Errorf("an unchanged GPUNode was rewritten: resource version %s, then %s; written by %s; status %+v", published, gn.ResourceVersion, writers(gn), gn.Status)
 	}
 
 	// A crash for good.
@@ -169,6 +178,16 @@ func gpuNodeRow(ctx context.Context, t *testing.T, c *cluster, node string) map[
 		t.Fatalf("kubectl get gpunodes shows no REASON: %v", row)
 	}
 	return row
+}
+
+// writers says who last wrote what of the object, and when, from its
+// managed fields.
+func writers(obj metav1.Object) string {
+	var out []string
+	for _, f := range obj.GetManagedFields() {
+		out = append(out, fmt.Sprintf("%s (%s %s at %v)", f.Manager, f.Operation, cmp.Or(f.Subresource, "object"), f.Time))
+	}
+	return strings.Join(out, ", ")
 }
 
 // buildDevicePlugin builds the device plugin's binary for the test.
