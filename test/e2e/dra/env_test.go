@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
 	"github.com/tessera-gpu/tessera/dradriver"
@@ -103,8 +104,23 @@ func startCluster(t *testing.T, nodes ...*simNode) *cluster {
 	}
 	for _, n := range nodes {
 		c.waitSlice(n.name, "the node's GPUs", func(devices []resourceapi.Device) bool { return len(devices) > 0 })
+		c.waitGPUNode(n.name)
 	}
 	return c
+}
+
+// waitGPUNode waits until the node's GPUNode reports its GPUs as a DRA
+// node's, as the webhook reads them: the GPUNode exists a moment before
+// its daemon writes the status.
+func (c *cluster) waitGPUNode(node string) {
+	c.t.Helper()
+	framework.WaitFor(c.t, time.Minute, node+" to report its GPUs in its GPUNode", func() (bool, string) {
+		gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(c.ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return gn.Status.KubeletAPI == gpuv1alpha1.KubeletAPIDRA && len(gn.Status.Devices) > 0, fmt.Sprintf("status %+v", gn.Status)
+	})
 }
 
 // startDaemon runs the node daemon in DRA mode until n.stop.

@@ -2,8 +2,11 @@ package dra
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -113,12 +116,8 @@ func TestHAMiPodRunsUnchangedOnDRANodes(t *testing.T) {
 	}
 
 	// A percentage and exclusive use depend on the GPU they land on: the
-	// claim lists one subrequest per kind of GPU, and kube-scheduler takes
-	// the one that fits.
-	framework.WaitFor(t, time.Minute, "both nodes to publish their GPUNode, whose GPUs the webhook reads", func() (bool, string) {
-		list, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().List(c.ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == 2, fmt.Sprint(err)
-	})
+	// claim lists one subrequest per kind of GPU the webhook saw in the
+	// GPUNodes, and kube-scheduler takes the one that fits.
 	percent := c.waitRunningCreated(hamiPod("quarter-l4", map[string]string{"nvidia.com/use-gputype": "L4"}, "nvidia.com/gpumem-percentage", "25"))
 	exclusive := c.waitRunningCreated(hamiPod("own-l4", map[string]string{"nvidia.com/use-gputype": "L4"}, "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "100"))
 	for pod, want := range map[*corev1.Pod][]string{
@@ -193,6 +192,18 @@ func (c *cluster) startWebhook() {
 	if err := framework.WaitWebhookTrusted(c.ctx, c.cp.Kube, mutating, validating); err != nil {
 		c.t.Fatal(err)
 	}
+	// Ready, as its probe gates its Service: its caches hold the GPUNodes
+	// as they were when it started, whose GPU kinds a percentage needs.
+	probe := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	framework.WaitFor(c.t, time.Minute, "the webhook to be ready", func() (bool, string) {
+		resp, err := probe.Get("https://" + ln.Addr().String() + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK, string(body)
+	})
 	// The API server reads the caBundle through its own informer.
 	framework.WaitFor(c.t, time.Minute, "the API server to call the webhook", func() (bool, string) {
 		_, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(c.ctx, hamiPod("probe", nil, "nvidia.com/gpu", "40"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
