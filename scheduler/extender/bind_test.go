@@ -16,6 +16,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
@@ -25,10 +26,14 @@ func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
 // recordingRequeue records what the extender tells the requeuer.
 type recordingRequeue struct {
 	rejected, forgotten []types.UID
+	serves              []func(*placement.Fitter, string) bool
 }
 
-func (r *recordingRequeue) Rejected(pod *corev1.Pod) { r.rejected = append(r.rejected, pod.UID) }
-func (r *recordingRequeue) Forget(uid types.UID)     { r.forgotten = append(r.forgotten, uid) }
+func (r *recordingRequeue) Rejected(pod *corev1.Pod, serves func(*placement.Fitter, string) bool) {
+	r.rejected = append(r.rejected, pod.UID)
+	r.serves = append(r.serves, serves)
+}
+func (r *recordingRequeue) Forget(uid types.UID) { r.forgotten = append(r.forgotten, uid) }
 
 func TestRequeueIsTold(t *testing.T) {
 	f := newFixture(t)
@@ -39,7 +44,11 @@ func TestRequeueIsTold(t *testing.T) {
 	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("big", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=20000"), NodeNames: &names})
 	f.filter(&extenderv1.ExtenderArgs{Pod: podSpec("bad", nil, "nvidia.com/gpumem=-1"), NodeNames: &names})
 	if !reflect.DeepEqual(r.rejected, []types.UID{"uid-big"}) {
-		t.Errorf("rejected %v, want only the pod no node fits", r.rejected)
+		t.Fatalf("rejected %v, want only the pod no node fits", r.rejected)
+	}
+	var ft placement.Fitter
+	if r.serves[0](&ft, "t4") || !r.serves[0](&ft, "a100-1") {
+		t.Errorf("the requeuer is told a T4 could take 20000 MiB, or an A100 could not")
 	}
 	pod := f.addPod(podSpec("fits", nil, "nvidia.com/gpu=1"))
 	if _, err := f.ext.Bind(t.Context(), bindArgs(pod, "t4")); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/commit"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -74,7 +75,9 @@ type Config struct {
 
 // Requeue remembers the pods turned away, until they are bound.
 type Requeue interface {
-	Rejected(pod *corev1.Pod)
+	// Rejected records a pod no node could take; serves tells whether a
+	// node could take it now.
+	Rejected(pod *corev1.Pod, serves func(ft *placement.Fitter, node string) bool)
 	Forget(uid types.UID)
 }
 

@@ -81,7 +81,7 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 	}
 	if len(out.feasible) == 0 {
 		if e.Requeue != nil {
-			e.Requeue.Rejected(pod)
+			e.Requeue.Rejected(pod, e.serves(req.Request))
 		}
 		e.tellNoPreemption(pod, req, out.failed)
 		return metrics.ResultUnschedulable

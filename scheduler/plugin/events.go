@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -24,51 +25,80 @@ const (
 // EventsToRegister returns the events after which a pod the plugin turned
 // away may fit: a GPUNode added or changed (GPUs, cordons, readiness,
 // heartbeat), a GPUAllocation deleted or failed, a pod that held GPUs
-// deleted, a node added.
+// deleted, a node added. Each GPU event queues only the pods that the
+// requeuer would activate for the node it concerns (see requeuer.hint).
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: gpuNodes, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: gpuNodeChanged},
-		{Event: fwk.ClusterEvent{Resource: gpuAllocations, ActionType: fwk.Delete | fwk.Update}, QueueingHintFn: allocationFreed},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: gpuNodes, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.gpuNodeChanged},
+		{Event: fwk.ClusterEvent{Resource: gpuAllocations, ActionType: fwk.Delete | fwk.Update}, QueueingHintFn: p.allocationFreed},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.assignedPodDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}},
 	}, nil
 }
 
-// allocationFreed queues a pod when an allocation's GPUs are freed: it was
-// deleted (newObj is nil) or its phase became Failed.
-func allocationFreed(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	if newObj == nil {
-		return fwk.Queue, nil
-	}
-	if phase(newObj) == string(gpuv1alpha1.AllocationFailed) && phase(oldObj) != string(gpuv1alpha1.AllocationFailed) {
+// allocationFreed queues a pod when an allocation's GPUs are freed (it was
+// deleted, newObj nil, or its phase became Failed) and the node, without
+// them, could serve the pod.
+func (p *Plugin) allocationFreed(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	freed := oldObj
+	if newObj != nil {
+		if phase(newObj) != string(gpuv1alpha1.AllocationFailed) || phase(oldObj) == string(gpuv1alpha1.AllocationFailed) {
+			return fwk.QueueSkip, nil
+		}
 		logger.V(5).Info("GPU allocation failed; its GPUs are free", "pod", klog.KObj(pod))
+		freed = newObj
+	}
+	a, ok := freed.(*unstructured.Unstructured)
+	if !ok {
 		return fwk.Queue, nil
 	}
-	return fwk.QueueSkip, nil
+	node, _, _ := unstructured.NestedString(a.Object, "spec", "nodeName")
+	holder, _, _ := unstructured.NestedString(a.Object, "spec", "podUID")
+	if node == "" {
+		return fwk.Queue, nil
+	}
+	return p.requeue.hint(pod, a, node, types.UID(holder)), nil
+}
+
+// assignedPodDeleted queues a pod when a deleted pod's node, without the
+// GPUs it held, could serve the pod.
+func (p *Plugin) assignedPodDeleted(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	deleted, ok := oldObj.(*v1.Pod)
+	if !ok || deleted.Spec.NodeName == "" {
+		return fwk.Queue, nil
+	}
+	return p.requeue.hint(pod, deleted, deleted.Spec.NodeName, deleted.UID), nil
 }
 
 // gpuNodeChanged queues a pod when a GPUNode appears or changes in what
-// placement reads: its GPUs, its cordons, or a condition's status. The
-// writes that change nothing of that (the free memory the extender and
-// this plugin publish for kubectl, a condition's reason or times) would
-// otherwise retry every pod turned away, and tell each again why it waits.
-func gpuNodeChanged(_ klog.Logger, _ *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	oldNode, okOld := oldObj.(*unstructured.Unstructured)
+// placement reads (its GPUs, its cordons, or a condition's status) and
+// the node could serve the pod. The writes that change nothing of that
+// (the free memory the extender and this plugin publish for kubectl, a
+// condition's reason or times) would otherwise retry every pod turned
+// away, and tell each again why it waits. The view may not hold the
+// change yet; the tracker tells the requeuer once it does.
+func (p *Plugin) gpuNodeChanged(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	newNode, okNew := newObj.(*unstructured.Unstructured)
-	if !okOld || !okNew {
+	if !okNew {
 		return fwk.Queue, nil
 	}
+	if oldNode, ok := oldObj.(*unstructured.Unstructured); ok && !gpuNodeMayTakeMore(oldNode, newNode) {
+		return fwk.QueueSkip, nil
+	}
+	return p.requeue.hint(pod, newNode, newNode.GetName(), ""), nil
+}
+
+// gpuNodeMayTakeMore reports whether a GPUNode's update changed what
+// placement reads.
+func gpuNodeMayTakeMore(oldNode, newNode *unstructured.Unstructured) bool {
 	for _, path := range [][]string{{"spec"}, {"status", "devices"}} {
 		before, _, _ := unstructured.NestedFieldNoCopy(oldNode.Object, path...)
 		after, _, _ := unstructured.NestedFieldNoCopy(newNode.Object, path...)
 		if !equality.Semantic.DeepEqual(before, after) {
-			return fwk.Queue, nil
+			return true
 		}
 	}
-	if !maps.Equal(conditionStatuses(oldNode), conditionStatuses(newNode)) {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
+	return !maps.Equal(conditionStatuses(oldNode), conditionStatuses(newNode))
 }
 
 // conditionStatuses maps an unstructured GPUNode's condition types to their

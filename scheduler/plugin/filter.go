@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -19,10 +18,11 @@ import (
 // errNotReady turns pods away while the view is still being built.
 var errNotReady = errors.New("Tessera's view of GPUs and allocations is not yet synced with the API")
 
-// PreFilter reads the pod's GPU request into the cycle state. A pod that
-// asks for no GPUs skips the plugin's Filter; one whose request is invalid
-// is unschedulable until it is changed.
-func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// PreFilter reads the pod's GPU request into the cycle state, and narrows
+// the nodes kube-scheduler looks at to the few where the pod's GPUs fit now
+// (see narrow). A pod that asks for no GPUs skips the plugin's Filter; one
+// whose request is invalid is unschedulable until it is changed.
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	req, err := p.parser.Parse(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
@@ -32,12 +32,15 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if len(req.Containers) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	p.requeue.waiting(pod)
+	narrow := p.requeue.waiting(pod, req.Request)
 	p.tellPreempting(pod, req)
 	if !p.ready() {
 		return nil, fwk.NewStatus(fwk.Unschedulable, errNotReady.Error())
 	}
-	return nil, nil
+	if !narrow {
+		return nil, nil
+	}
+	return p.narrow(ctx, state, pod, req, nodes), nil
 }
 
 // PreFilterExtensions returns the plugin, which follows the pods that
@@ -116,11 +119,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	defer p.fitters.Put(ft)
 	var status *fwk.Status
 	p.view.Read([]string{name}, pod.UID, func(_ string, n *view.Node) {
-		if reason := n.Unavailable(now, p.heartbeatMaxAge); reason != "" {
-			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
-			return
-		}
-		if reason := n.Unenforced(s.req.Request); reason != "" && p.hamiCoreMissing != extender.HAMiCoreWarn {
+		if reason := p.rules.closed(n, now, s.req.Request); reason != "" {
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			return
 		}

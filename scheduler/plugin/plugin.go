@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -19,7 +18,6 @@ import (
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/scheduler/commit"
-	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/liveness"
@@ -56,12 +54,8 @@ type Plugin struct {
 	clock     clock.PassiveClock
 	requeue   *requeuer
 	ready     func() bool
-	// heartbeatMaxAge is the oldest device-plugin heartbeat a node may
-	// have to take new pods.
-	heartbeatMaxAge time.Duration
-	// hamiCoreMissing is what happens to pods asking for GPU slices on a
-	// node without HAMi-core, as in the extender.
-	hamiCoreMissing extender.HAMiCorePolicy
+	// rules keep nodes from taking pods whatever their GPUs' usage.
+	rules nodeRules
 	// recorder records warning events on pods; nil records none.
 	recorder events.EventRecorder
 	// notifier tells a preemptor which pods go for it, once per decision.
@@ -74,6 +68,8 @@ type Plugin struct {
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
+	// narrower is what narrowing the nodes in PreFilter reuses.
+	narrower narrower
 }
 
 // New builds the plugin from its arguments (the fields of the extender's
@@ -113,7 +109,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	// The tracker and the marker age the nodes' Leases alike.
 	renewals := liveness.NewRenewals(clk)
 	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
-	rq := &requeuer{activator: h, pods: map[string]podRef{}}
+	rules := nodeRules{heartbeatMaxAge: cfg.HeartbeatMaxAge.Duration, hamiCoreMissing: cfg.HAMiCoreMissing}
+	rq := newRequeuer(h, logger, v, clk, rules)
 	t, err := tracker.New(ctx, tracker.Config{
 		View:              v,
 		Gate:              gate,
@@ -155,7 +152,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	go t.Run(ctx)
 	go free.Run(ctx)
 	go marker.Run(ctx)
-	rq.logger = logger
 
 	return &Plugin{
 		view: v,
@@ -172,15 +168,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			FieldManager:    FieldManager,
 			BindWaitTimeout: cfg.BindWaitTimeout.Duration,
 		},
-		clock:           clk,
-		requeue:         rq,
-		ready:           t.HasSynced,
-		heartbeatMaxAge: cfg.HeartbeatMaxAge.Duration,
-		hamiCoreMissing: cfg.HAMiCoreMissing,
-		recorder:        h.EventRecorder(),
-		notifier:        preemption.NewNotifier(h.EventRecorder(), clk, preemption.DefaultRepeat),
-		handle:          h,
-		fitters:         sync.Pool{New: func() any { return new(placement.Fitter) }},
+		clock:    clk,
+		requeue:  rq,
+		ready:    t.HasSynced,
+		rules:    rules,
+		recorder: h.EventRecorder(),
+		notifier: preemption.NewNotifier(h.EventRecorder(), clk, preemption.DefaultRepeat),
+		handle:   h,
+		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
 	}, nil
 }
 

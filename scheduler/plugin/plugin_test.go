@@ -57,17 +57,17 @@ func newTestPlugin(t *testing.T, conditions ...metav1.Condition) (*Plugin, *view
 	v.SetGPUNode(gn)
 	v.SetLease(node, clk.Now())
 	act := &activations{}
+	rules := nodeRules{heartbeatMaxAge: time.Minute, hamiCoreMissing: extender.HAMiCoreRefuse}
 	p := &Plugin{
 		view: v,
 		parser: podrequest.Parser{
 			ResourceNames: gpurequest.DefaultResourceNames(), DefaultNodePolicy: gpurequest.Binpack, DefaultGPUPolicy: gpurequest.Spread,
 		},
-		clock:           clk,
-		requeue:         &requeuer{activator: act, logger: klog.Background(), pods: map[string]podRef{}},
-		ready:           func() bool { return true },
-		heartbeatMaxAge: time.Minute,
-		hamiCoreMissing: extender.HAMiCoreRefuse,
-		fitters:         sync.Pool{New: func() any { return new(placement.Fitter) }},
+		clock:   clk,
+		requeue: newRequeuer(act, klog.Background(), v, clk, rules),
+		ready:   func() bool { return true },
+		rules:   rules,
+		fitters: sync.Pool{New: func() any { return new(placement.Fitter) }},
 	}
 	return p, v, act
 }
@@ -218,8 +218,8 @@ func TestFilterUnresolvable(t *testing.T) {
 }
 
 // TestReserveUnreserve checks that Reserve takes the GPUs in the view, so
-// the next pod does not get them, that Unreserve gives them back, and that
-// GPUs freed in the view activate the pods waiting.
+// the next pod does not get them, and that Unreserve gives them back and
+// activates the pod waiting for them.
 func TestReserveUnreserve(t *testing.T) {
 	p, v, act := newTestPlugin(t)
 	ctx := context.Background()
@@ -236,7 +236,6 @@ func TestReserveUnreserve(t *testing.T) {
 	if _, ok := v.Pod(first.UID); ok {
 		t.Errorf("first still holds GPUs after Unreserve")
 	}
-	p.requeue.Freed()
 	if len(act.pods) != 1 || act.pods[0] != "default/second" {
 		t.Errorf("activated %v, want the waiting pod default/second", act.pods)
 	}
@@ -273,7 +272,7 @@ func TestNoHAMiCore(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _, _ := newTestPlugin(t, missing)
-			p.hamiCoreMissing = tc.policy
+			p.rules.hamiCoreMissing = tc.policy
 			pod := gpuPod("slice", 1000)
 			state := preFilter(t, p, pod)
 			wantCode(t, "Filter", p.Filter(context.Background(), state, pod, nodeInfo()), tc.want)
@@ -283,7 +282,7 @@ func TestNoHAMiCore(t *testing.T) {
 	}
 }
 
-func TestGPUNodeChanged(t *testing.T) {
+func TestGPUNodeMayTakeMore(t *testing.T) {
 	gpuNode := func(free int64, cordoned []any, memory int64, ready string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"spec": map[string]any{"cordonedDevices": cordoned},
@@ -297,20 +296,18 @@ func TestGPUNodeChanged(t *testing.T) {
 	base := gpuNode(1000, nil, 15360, "True")
 	tests := []struct {
 		name     string
-		old, new any
-		want     fwk.QueueingHint
+		old, new *unstructured.Unstructured
+		want     bool
 	}{
-		{"a GPUNode added", nil, base, fwk.Queue},
-		{"only the published free memory changed", base, gpuNode(500, nil, 15360, "True"), fwk.QueueSkip},
-		{"a GPU uncordoned", gpuNode(1000, []any{"GPU-0"}, 15360, "True"), base, fwk.Queue},
-		{"a GPU's memory changed", base, gpuNode(1000, nil, 16000, "True"), fwk.Queue},
-		{"the node became ready", gpuNode(1000, nil, 15360, "Unknown"), base, fwk.Queue},
+		{"only the published free memory changed", base, gpuNode(500, nil, 15360, "True"), false},
+		{"a GPU uncordoned", gpuNode(1000, []any{"GPU-0"}, 15360, "True"), base, true},
+		{"a GPU's memory changed", base, gpuNode(1000, nil, 16000, "True"), true},
+		{"the node became ready", gpuNode(1000, nil, 15360, "Unknown"), base, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := gpuNodeChanged(klog.Background(), nil, tc.old, tc.new)
-			if err != nil || got != tc.want {
-				t.Errorf("gpuNodeChanged = %v, %v; want %v", got, err, tc.want)
+			if got := gpuNodeMayTakeMore(tc.old, tc.new); got != tc.want {
+				t.Errorf("gpuNodeMayTakeMore = %v, want %v", got, tc.want)
 			}
 		})
 	}

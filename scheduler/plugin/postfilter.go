@@ -28,6 +28,8 @@ const maxNodesNamed = 3
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	// DefaultPreemption evicts nothing: its dry run's victims are moot.
 	p.dryRuns.take(pod.UID, "")
+	// Room the pod was activated for is left for others.
+	p.requeue.failed(pod.UID)
 	s, err := readState(state)
 	if err != nil || len(s.req.Containers) == 0 || pod.Status.NominatedNodeName != "" {
 		// Not a GPU pod, or one whose preemption is under way.

@@ -1,69 +1,309 @@
 package plugin
 
 import (
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
-// requeuer activates the GPU pods not yet placed once the view frees GPUs.
+// requeuer activates the waiting GPU pods that GPUs freed on a node could
+// serve, and no others: under a backlog of thousands of pods, retrying
+// every one whenever any GPU frees costs thousands of scheduling cycles per
+// finished pod. It plays what kube-scheduler would do with the node: it
+// walks the waiting pods in queue order (priority, then age), fits each on
+// the node with placement's rules, and activates those that fit, each
+// taking its room, until nothing more fits.
+//
 // The queueing hints (EventsToRegister) come from kube-scheduler's own
 // informers, which may deliver an event before the plugin's informers have
-// changed the view; a pod retried then would be turned away again and wait
-// for the next event. The tracker tells the requeuer after the view changed.
-// A pod is remembered from its first PreFilter until Reserve places it or
-// it is deleted; activating one that is placeable already does no harm.
+// changed the view; the tracker tells the requeuer again after the view
+// changed (Freed), so a pod the hint passed by is activated then. A pod is
+// remembered from its first PreFilter until Reserve places it or it is
+// deleted.
+//
+// A pod activated to take room on a node may end up elsewhere, or nowhere
+// (another plugin turns it away); that room would then wait for the next
+// event while a pod it could serve waits too. So the requeuer remembers the
+// node each activated pod was meant for, and plays that node again when
+// the pod's cycle ends anywhere else.
 type requeuer struct {
 	activator fwk.PodActivator
 	logger    klog.Logger
+	view      *view.View
+	clock     clock.PassiveClock
+	rules     nodeRules
 
 	mu   sync.Mutex
-	pods map[string]podRef
+	pods map[types.UID]*waiter
+	// shapes are the waiting pods grouped by request, in order of
+	// minMemoryMiB: a node that fits one pod of a shape fits them all, so
+	// playing a node costs a fit per shape and per pod activated, and
+	// shapes needing more memory than any GPU of the node has free are
+	// not looked at.
+	shapes []*shape
+	byKey  map[string]*shape
+	ft     placement.Fitter
+	// hinted is the last event the queueing hints played, and the pods it
+	// chose: kube-scheduler asks for every waiting pod in turn.
+	hinted       any
+	hintedChosen map[types.UID]bool
 }
 
-// podRef is a pod waiting for GPUs, keyed by namespace/name.
-type podRef struct {
-	uid types.UID
-	pod *v1.Pod
+// waiter is a pod waiting for GPUs.
+type waiter struct {
+	pod      *v1.Pod
+	shape    *shape
+	priority int32
+	// heldOn is the node the pod was activated to take GPUs on, until its
+	// next cycle starts; trying is that node while the cycle runs.
+	heldOn, trying string
+	// narrowed is set while a cycle runs that was given only the nodes the
+	// pod fits now (see narrow); wide once such a cycle failed, and the
+	// pod is given every node from then on.
+	narrowed, wide bool
+	gone           bool
 }
 
-// waiting remembers a pod that is being placed.
-func (r *requeuer) waiting(pod *v1.Pod) {
+func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules nodeRules) *requeuer {
+	return &requeuer{
+		activator: activator, logger: logger, view: v, clock: clk, rules: rules,
+		pods: map[types.UID]*waiter{}, byKey: map[string]*shape{},
+	}
+}
+
+// waiting remembers a pod whose scheduling cycle starts, and reports
+// whether the cycle may be narrowed: not after a narrowed cycle of the pod
+// failed. A cycle that ended without placing the pod and without
+// PostFilter frees the room it was activated for.
+func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) (narrow bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pods[pod.Namespace+"/"+pod.Name] = podRef{uid: pod.UID, pod: pod}
-}
-
-// forget drops a pod that was placed or is gone.
-func (r *requeuer) forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for key, ref := range r.pods {
-		if ref.uid == uid {
-			delete(r.pods, key)
-			return
+	w, ok := r.pods[pod.UID]
+	key := shapeKey(req)
+	if !ok {
+		w = &waiter{pod: pod, priority: preemption.Priority(pod)}
+		r.pods[pod.UID] = w
+		r.join(w, key, req)
+	} else {
+		w.pod = pod
+		if w.shape.key != key {
+			r.leave(w)
+			w.gone = false
+			r.join(w, key, req)
 		}
 	}
+	ended := w.trying
+	if w.narrowed {
+		w.wide = true
+	}
+	w.trying, w.heldOn, w.narrowed = w.heldOn, "", false
+	narrow = !w.wide
+	chosen := r.replay(pod.UID, ended)
+	r.mu.Unlock()
+	r.activate("Retrying pods for GPUs a failed cycle left", chosen)
+	return narrow
 }
 
-// Freed activates every pod waiting, since GPUs may now fit them.
-func (r *requeuer) Freed() {
+// narrowing records that the pod's cycle was narrowed, and activates the
+// pod, which is running: kube-scheduler retries it once this cycle fails,
+// then with every node.
+func (r *requeuer) narrowing(pod *v1.Pod) {
 	r.mu.Lock()
-	if len(r.pods) == 0 {
-		r.mu.Unlock()
-		return
-	}
-	pods := make(map[string]*v1.Pod, len(r.pods))
-	for key, ref := range r.pods {
-		pods[key] = ref.pod
+	if w, ok := r.pods[pod.UID]; ok {
+		w.narrowed = true
 	}
 	r.mu.Unlock()
-	r.logger.V(4).Info("GPUs freed; retrying pods", "pods", len(pods))
-	r.activator.Activate(r.logger, pods)
+	r.activator.Activate(r.logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
 }
 
-// Forget drops a pod that is gone.
-func (r *requeuer) Forget(uid types.UID) { r.forget(uid) }
+// placed drops a pod that Reserve placed on node, and plays again the
+// nodes it was activated for.
+func (r *requeuer) placed(uid types.UID, node string) {
+	r.mu.Lock()
+	var chosen []*v1.Pod
+	if w, ok := r.pods[uid]; ok {
+		r.remove(w)
+		chosen = r.replayAll(uid, node, w)
+	}
+	r.mu.Unlock()
+	r.activate("Retrying pods for GPUs a placed pod left", chosen)
+}
+
+// failed notes that the pod's cycle found no node, and plays again the
+// node it was activated for, without it.
+func (r *requeuer) failed(uid types.UID) {
+	r.mu.Lock()
+	var chosen []*v1.Pod
+	if w, ok := r.pods[uid]; ok {
+		chosen = r.replay(uid, w.trying)
+		w.trying = ""
+	}
+	r.mu.Unlock()
+	r.activate("Retrying pods for GPUs a failed cycle left", chosen)
+}
+
+// Forget drops a pod that is gone, and plays again the nodes it was
+// activated for.
+func (r *requeuer) Forget(uid types.UID) {
+	r.mu.Lock()
+	var chosen []*v1.Pod
+	if w, ok := r.pods[uid]; ok {
+		r.remove(w)
+		chosen = r.replayAll(uid, "", w)
+	}
+	r.mu.Unlock()
+	r.activate("Retrying pods for GPUs a deleted pod was to take", chosen)
+}
+
+// Freed activates the waiting pods that the node, as the view holds it
+// now, could serve.
+func (r *requeuer) Freed(node string) {
+	r.mu.Lock()
+	chosen := r.play(node, "", "")
+	r.mu.Unlock()
+	r.activate("GPUs freed; retrying pods", chosen, "node", node)
+}
+
+// hint tells kube-scheduler whether an event on node, which frees what the
+// pod with UID without holds there (if anything), may let the waiting pod
+// fit: whether playing the node after the event activates it. A pod the
+// requeuer does not know is queued.
+func (r *requeuer) hint(pod *v1.Pod, event any, node string, without types.UID) fwk.QueueingHint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.pods[pod.UID]; !ok {
+		return fwk.Queue
+	}
+	if event == nil || event != r.hinted {
+		r.hinted, r.hintedChosen = event, map[types.UID]bool{}
+		for _, p := range r.play(node, without, "") {
+			r.hintedChosen[p.UID] = true
+		}
+	}
+	if r.hintedChosen[pod.UID] {
+		return fwk.Queue
+	}
+	return fwk.QueueSkip
+}
+
+// replay plays a node again without the pod except, whose cycle ended;
+// node "" plays nothing.
+func (r *requeuer) replay(except types.UID, node string) []*v1.Pod {
+	if node == "" {
+		return nil
+	}
+	return r.play(node, "", except)
+}
+
+// replayAll plays again the nodes the waiter was activated for, but the
+// node it was placed on.
+func (r *requeuer) replayAll(uid types.UID, placedOn string, w *waiter) []*v1.Pod {
+	var chosen []*v1.Pod
+	if w.trying != placedOn {
+		chosen = r.replay(uid, w.trying)
+	}
+	if w.heldOn != placedOn && w.heldOn != w.trying {
+		chosen = append(chosen, r.replay(uid, w.heldOn)...)
+	}
+	return chosen
+}
+
+// play walks the waiting pods in queue order, fits each on the node (the
+// view's, without the pod without's GPUs) and returns those that fit, each
+// taking its room, marking them held on the node. Pods held on another
+// node are passed by; those held on this one take their room again. It
+// runs under r.mu.
+func (r *requeuer) play(node string, without, except types.UID) []*v1.Pod {
+	if len(r.pods) == 0 {
+		return nil
+	}
+	var chosen []*v1.Pod
+	now := r.clock.Now()
+	r.view.Read([]string{node}, without, func(_ string, n *view.Node) {
+		if n == nil || n.Unavailable(now, r.rules.heartbeatMaxAge) != "" {
+			return
+		}
+		room := placement.Node{Name: node, Devices: slices.Clone(n.Placement.Devices)}
+		type candidate struct {
+			s    *shape
+			next int
+		}
+		var cands []candidate
+		most := mostFreeMemoryMiB(&room)
+		for _, s := range r.shapes {
+			if s.minMemoryMiB > most {
+				break
+			}
+			if r.rules.closed(n, now, s.req) == "" && r.ft.Feasible(&room, s.req, nil) {
+				cands = append(cands, candidate{s: s})
+			}
+		}
+		for len(cands) > 0 {
+			// The candidate whose next pod comes first in the queue.
+			best := -1
+			for i := range cands {
+				c := &cands[i]
+				for c.next < len(c.s.pods) && !r.playable(c.s.pods[c.next], node, except) {
+					c.next++
+				}
+				if c.next < len(c.s.pods) && (best < 0 || before(c.s.pods[c.next], cands[best].s.pods[cands[best].next])) {
+					best = i
+				}
+			}
+			if best < 0 {
+				return
+			}
+			c := &cands[best]
+			assignment, failure := placement.Fit(&room, c.s.req)
+			if failure != nil {
+				cands = slices.Delete(cands, best, best+1)
+				continue
+			}
+			room.Add(placement.Holds(assignment))
+			w := c.s.pods[c.next]
+			w.heldOn = node
+			chosen = append(chosen, w.pod)
+			c.next++
+		}
+	})
+	return chosen
+}
+
+// playable reports whether playing node may activate the waiter.
+func (r *requeuer) playable(w *waiter, node string, except types.UID) bool {
+	return !w.gone && w.pod.UID != except && (w.heldOn == "" || w.heldOn == node)
+}
+
+// activate activates pods, outside r.mu: kube-scheduler calls the hints
+// with its queue locked.
+func (r *requeuer) activate(msg string, pods []*v1.Pod, kv ...any) {
+	if len(pods) == 0 {
+		return
+	}
+	m := make(map[string]*v1.Pod, len(pods))
+	for _, p := range pods {
+		m[p.Namespace+"/"+p.Name] = p
+	}
+	r.logger.V(4).Info(msg, append(kv, "pods", len(m))...)
+	r.activator.Activate(r.logger, m)
+}
+
+// before reports whether a comes before b in kube-scheduler's queue:
+// higher priority first, then older.
+func before(a, b *waiter) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if ta, tb := a.pod.CreationTimestamp.Time, b.pod.CreationTimestamp.Time; !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return a.pod.UID < b.pod.UID
+}

@@ -28,11 +28,11 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	now := p.clock.Now()
 	var warning string
 	containers, _, err := p.view.Reserve(pod.UID, pod.Namespace, pod.Name, nodeName, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
-		if reason := n.Unavailable(now, p.heartbeatMaxAge); reason != "" {
+		if reason := n.Unavailable(now, p.rules.heartbeatMaxAge); reason != "" {
 			return nil, errors.New(reason)
 		}
 		if reason := n.Unenforced(s.req.Request); reason != "" {
-			if p.hamiCoreMissing != extender.HAMiCoreWarn {
+			if p.rules.hamiCoreMissing != extender.HAMiCoreWarn {
 				return nil, errors.New(reason)
 			}
 			warning = reason
@@ -47,7 +47,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		return fwk.NewStatus(fwk.Unschedulable, "node no longer fits the pod's GPUs: "+err.Error())
 	}
 	s.reservedAt, s.containers = now, containers
-	p.requeue.forget(pod.UID)
+	p.requeue.placed(pod.UID, nodeName)
 	if warning != "" && p.recorder != nil {
 		p.recorder.Eventf(pod, nil, v1.EventTypeWarning, extender.ReasonLimitsNotEnforced, "Scheduling", "placed on node %s, where %s", nodeName, warning)
 	}
@@ -66,6 +66,7 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	if p.view.ReleaseReservation(pod.UID, s.reservedAt) {
 		klog.FromContext(ctx).V(4).Info("Released reserved GPUs", "pod", klog.KObj(pod), "node", nodeName)
+		p.requeue.Freed(nodeName)
 	}
 	s.reservedAt, s.containers = time.Time{}, nil
 }

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 // Annotation is the pod annotation the extender sets to the time GPUs were
@@ -35,14 +37,18 @@ type Requeuer struct {
 
 	mu       sync.Mutex
 	rejected map[types.UID]*rejection
-	queue    workqueue.TypedRateLimitingInterface[types.UID]
+	// ft is what deciding whether a node serves a pod reuses.
+	ft    placement.Fitter
+	queue workqueue.TypedRateLimitingInterface[types.UID]
 }
 
 // rejection is one pod the extender turned away.
 type rejection struct {
 	namespace, name string
-	at              time.Time // the latest time it was turned away
-	poked           time.Time // when it was last queued for a poke
+	// serves tells whether a node could take the pod now.
+	serves func(ft *placement.Fitter, node string) bool
+	at     time.Time // the latest time it was turned away
+	poked  time.Time // when it was last queued for a poke
 }
 
 // New returns a requeuer that pokes pods turned away no longer than window
@@ -62,13 +68,14 @@ func New(kube kubernetes.Interface, clk clock.WithTicker, window time.Duration, 
 	}
 }
 
-// Rejected records that no node could take the pod.
-func (r *Requeuer) Rejected(pod *corev1.Pod) {
+// Rejected records that no node could take the pod; serves tells whether
+// a node could take it now, nil when any may.
+func (r *Requeuer) Rejected(pod *corev1.Pod, serves func(ft *placement.Fitter, node string) bool) {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rej, ok := r.rejected[pod.UID]; ok {
-		rej.at = now
+		rej.at, rej.serves = now, serves
 		return
 	}
 	if len(r.rejected) >= MaxTracked {
@@ -77,7 +84,7 @@ func (r *Requeuer) Rejected(pod *corev1.Pod) {
 			return
 		}
 	}
-	r.rejected[pod.UID] = &rejection{namespace: pod.Namespace, name: pod.Name, at: now}
+	r.rejected[pod.UID] = &rejection{namespace: pod.Namespace, name: pod.Name, serves: serves, at: now}
 }
 
 // Forget drops a pod that was bound or deleted.
@@ -88,14 +95,17 @@ func (r *Requeuer) Forget(uid types.UID) {
 }
 
 // Freed queues a poke for every pod turned away within the window and not
-// poked since.
-func (r *Requeuer) Freed() {
+// poked since that the node, as the view holds it now, could take. Under a
+// backlog nearly every waiting pod was turned away within the window, and
+// each poke is a write and a cluster event that retries every pod turned
+// away; a node that can take none of them pokes none.
+func (r *Requeuer) Freed(node string) {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.expire(now)
 	for uid, rej := range r.rejected {
-		if rej.at.After(rej.poked) {
+		if rej.at.After(rej.poked) && (rej.serves == nil || rej.serves(&r.ft, node)) {
 			rej.poked = now
 			r.queue.Add(uid)
 		}

@@ -2,6 +2,7 @@ package requeue
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,12 +14,19 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 const window = 30 * time.Second
 
 func testPod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+}
+
+// servedBy is a pod's Serves that the named nodes could take it.
+func servedBy(nodes ...string) func(*placement.Fitter, string) bool {
+	return func(_ *placement.Fitter, node string) bool { return slices.Contains(nodes, node) }
 }
 
 func TestRequeuer(t *testing.T) {
@@ -30,55 +38,64 @@ func TestRequeuer(t *testing.T) {
 		{
 			name: "a pod turned away is poked when GPUs are freed",
 			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
-				r.Rejected(testPod("a"))
+				r.Rejected(testPod("a"), nil)
 				clk.Step(time.Second)
-				r.Freed()
+				r.Freed("n1")
 			},
 			want: []string{"a"},
 		},
 		{
 			name: "a pod turned away before the window is left to kube-scheduler",
 			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
-				r.Rejected(testPod("a"))
+				r.Rejected(testPod("a"), nil)
 				clk.Step(window + time.Second)
-				r.Freed()
+				r.Freed("n1")
 			},
 		},
 		{
 			name: "a pod is poked once per time it is turned away",
 			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
-				r.Rejected(testPod("a"))
-				r.Freed()
+				r.Rejected(testPod("a"), nil)
+				r.Freed("n1")
 				clk.Step(time.Second)
-				r.Freed()
+				r.Freed("n1")
 			},
 			want: []string{"a"},
 		},
 		{
 			name: "a pod turned away again is poked again",
 			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
-				r.Rejected(testPod("a"))
-				r.Freed()
+				r.Rejected(testPod("a"), nil)
+				r.Freed("n1")
 				drain()
 				clk.Step(time.Second)
-				r.Rejected(testPod("a"))
-				r.Freed()
+				r.Rejected(testPod("a"), nil)
+				r.Freed("n1")
 			},
 			want: []string{"a", "a"},
 		},
 		{
 			name: "a bound or deleted pod is not poked",
 			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
-				r.Rejected(testPod("a"))
-				r.Rejected(testPod("b"))
+				r.Rejected(testPod("a"), nil)
+				r.Rejected(testPod("b"), nil)
 				r.Forget("uid-a")
-				r.Freed()
+				r.Freed("n1")
+			},
+			want: []string{"b"},
+		},
+		{
+			name: "only the pods the freed node could take are poked",
+			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
+				r.Rejected(testPod("a"), servedBy("n2"))
+				r.Rejected(testPod("b"), servedBy("n1", "n2"))
+				r.Freed("n1")
 			},
 			want: []string{"b"},
 		},
 		{
 			name: "nothing is poked without a rejection",
-			run:  func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) { r.Freed() },
+			run:  func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) { r.Freed("n1") },
 		},
 	}
 	for _, tc := range tests {

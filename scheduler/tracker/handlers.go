@@ -18,7 +18,7 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) {
 			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok && !t.servedByDRA(gn) {
 				t.view.SetGPUNode(gn)
-				t.freed()
+				t.freed(gn.Name)
 			}
 		},
 		UpdateFunc: func(oldObj, obj any) {
@@ -28,7 +28,7 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 			}
 			t.view.SetGPUNode(gn)
 			if old, ok := oldObj.(*gpuv1alpha1.GPUNode); !ok || mayTakeMore(old, gn) {
-				t.freed()
+				t.freed(gn.Name)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -67,7 +67,7 @@ func (t *Tracker) allocationHandler(logger klog.Logger) cache.ResourceEventHandl
 		DeleteFunc: func(obj any) {
 			if a, ok := unwrap(obj).(*gpuv1alpha1.GPUAllocation); ok {
 				if _, ok := t.view.ReleaseAllocation(a); ok {
-					t.freed()
+					t.freed(a.Spec.NodeName)
 				}
 				t.gate.ReleaseAllocation(a.Spec.NodeName, a.Spec.PodUID, a.UID)
 			}
@@ -81,7 +81,7 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 		// The device plugin gave nothing out: the GPUs are free again.
 		if _, ok := t.view.ReleaseAllocation(a); ok {
 			logger.V(2).Info("Released GPUs of failed allocation", "allocation", klog.KObj(a), "node", node, "message", a.Status.Message)
-			t.freed()
+			t.freed(node)
 		}
 		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
@@ -90,7 +90,7 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 	switch {
 	case err == nil && pod.UID == uid && podDone(pod):
 		if _, ok := t.view.ReleaseAllocation(a); ok {
-			t.freed()
+			t.freed(node)
 		}
 		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
@@ -135,7 +135,7 @@ func (t *Tracker) podHandler() cache.ResourceEventHandler {
 func (t *Tracker) releasePod(pod *corev1.Pod) {
 	if p, ok := t.view.Release(pod.UID); ok {
 		t.gate.Release(p.Node, pod.UID)
-		t.freed()
+		t.freed(p.Node)
 	}
 	if pod.Spec.NodeName != "" {
 		t.gate.Release(pod.Spec.NodeName, pod.UID)

@@ -14,7 +14,7 @@ func (t *Tracker) leaseHandler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) {
 			if l, ok := obj.(*coordinationv1.Lease); ok {
 				t.view.SetLease(l.Name, t.renewals.Observe(l))
-				t.freed()
+				t.freed(l.Name)
 			}
 		},
 		UpdateFunc: func(_, obj any) {
@@ -26,7 +26,7 @@ func (t *Tracker) leaseHandler() cache.ResourceEventHandler {
 			// view held before still tells whether the node was stale.
 			renewed := t.renewals.Observe(l)
 			if before := t.view.SetLease(l.Name, renewed); renewed.After(before) && t.clock.Since(before) > t.heartbeatMaxAge {
-				t.freed()
+				t.freed(l.Name)
 			}
 		},
 		DeleteFunc: func(obj any) {

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -11,20 +12,20 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
-// recordingRequeue counts what the tracker tells the requeuer.
+// recordingRequeue records what the tracker tells the requeuer.
 type recordingRequeue struct {
-	freed     int
+	freed     []string
 	forgotten []types.UID
 }
 
-func (r *recordingRequeue) Freed()               { r.freed++ }
+func (r *recordingRequeue) Freed(node string)    { r.freed = append(r.freed, node) }
 func (r *recordingRequeue) Forget(uid types.UID) { r.forgotten = append(r.forgotten, uid) }
 
 func TestTrackerTellsRequeue(t *testing.T) {
 	tests := []struct {
 		name       string
 		run        func(f *fixture)
-		wantFreed  bool
+		wantFreed  string // the node whose GPUs were freed
 		wantForget bool
 	}{
 		{
@@ -35,7 +36,7 @@ func TestTrackerTellsRequeue(t *testing.T) {
 				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
 				f.tracker.podHandler().OnDelete(p)
 			},
-			wantFreed: true, wantForget: true,
+			wantFreed: "n1", wantForget: true,
 		},
 		{
 			name: "pod completion frees GPUs",
@@ -44,7 +45,7 @@ func TestTrackerTellsRequeue(t *testing.T) {
 				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
 				f.tracker.podHandler().OnUpdate(nil, pod("p", "u1", corev1.PodSucceeded))
 			},
-			wantFreed: true,
+			wantFreed: "n1",
 		},
 		{
 			name: "failed allocation frees GPUs",
@@ -53,7 +54,7 @@ func TestTrackerTellsRequeue(t *testing.T) {
 				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
 				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationFailed))
 			},
-			wantFreed: true,
+			wantFreed: "n1",
 		},
 		{
 			name: "an allocation being served frees nothing",
@@ -71,7 +72,7 @@ func TestTrackerTellsRequeue(t *testing.T) {
 				f.clock.Step(10 * time.Minute)
 				f.tracker.leaseHandler().OnUpdate(old, lease("n1", epoch.Add(10*time.Minute)))
 			},
-			wantFreed: true,
+			wantFreed: "n1",
 		},
 		{
 			name: "a renewal of a fresh Lease changes nothing",
@@ -87,7 +88,7 @@ func TestTrackerTellsRequeue(t *testing.T) {
 			run: func(f *fixture) {
 				f.tracker.gpuNodeHandler().OnAdd(&gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}, false)
 			},
-			wantFreed: true,
+			wantFreed: "n2",
 		},
 	}
 	for _, tc := range tests {
@@ -96,8 +97,8 @@ func TestTrackerTellsRequeue(t *testing.T) {
 			r := &recordingRequeue{}
 			f.tracker.requeue = r
 			tc.run(f)
-			if (r.freed > 0) != tc.wantFreed {
-				t.Errorf("freed %d times, want freed: %v", r.freed, tc.wantFreed)
+			if tc.wantFreed == "" && len(r.freed) > 0 || tc.wantFreed != "" && !slices.Equal(r.freed, []string{tc.wantFreed}) {
+				t.Errorf("freed %q, want %q", r.freed, tc.wantFreed)
 			}
 			if (len(r.forgotten) > 0) != tc.wantForget {
 				t.Errorf("forgot %v, want forget: %v", r.forgotten, tc.wantForget)

@@ -66,8 +66,10 @@ type Config struct {
 
 // Requeue makes kube-scheduler retry the pods the extender turned away.
 type Requeue interface {
-	// Freed says GPUs may have become free or a GPUNode appeared.
-	Freed()
+	// Freed says GPUs may have become free on the node, or it may take
+	// more pods (its GPUNode appeared or changed, its heartbeat resumed):
+	// the view holds the node as it is now.
+	Freed(node string)
 	// Forget drops a pod that is gone.
 	Forget(uid types.UID)
 }
@@ -158,9 +160,9 @@ func (t *Tracker) Run(ctx context.Context) {
 	wait.JitterUntilWithContext(ctx, t.Sweep, t.sweepInterval, 0.1, true)
 }
 
-// freed tells the requeuer that GPUs may have become free.
-func (t *Tracker) freed() {
+// freed tells the requeuer that GPUs may have become free on the node.
+func (t *Tracker) freed(node string) {
 	if t.requeue != nil {
-		t.requeue.Freed()
+		t.requeue.Freed(node)
 	}
 }

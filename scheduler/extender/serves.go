@@ -1,0 +1,27 @@
+package extender
+
+import (
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// serves returns whether a node, as the view holds it when asked, could
+// take a request filter turned away everywhere, by filter's rules: the
+// requeuer pokes the pod only when GPUs freed on such a node. ft is
+// scratch memory the caller lends.
+func (e *Extender) serves(req *placement.Request) func(ft *placement.Fitter, node string) bool {
+	return func(ft *placement.Fitter, node string) bool {
+		fits := false
+		now := e.Clock.Now()
+		e.View.Read([]string{node}, "", func(_ string, n *view.Node) {
+			if n == nil || e.unavailable(n, now) != "" {
+				return
+			}
+			if n.Unenforced(req) != "" && e.HAMiCoreMissing != HAMiCoreWarn {
+				return
+			}
+			fits = ft.Feasible(&n.Placement, req, nil)
+		})
+		return fits
+	}
+}

@@ -1,0 +1,203 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// addNode adds a node with count GPUs of memoryMiB each, its heartbeat fresh.
+func addNode(p *Plugin, v *view.View, name string, count int, memoryMiB int64) {
+	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for i := range count {
+		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
+			UUID: fmt.Sprintf("%s-GPU-%d", name, i), Index: int32(i), Model: "H100", MemoryMiB: memoryMiB, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+		})
+	}
+	v.SetGPUNode(gn)
+	v.SetLease(name, p.clock.Now())
+}
+
+// allocationOn records in the view that the pod holds memoryMiB on a GPU of
+// a node, and returns the allocation.
+func allocationOn(v *view.View, pod *v1.Pod, nodeName, uuid string, memoryMiB int64) *gpuv1alpha1.GPUAllocation {
+	a := &gpuv1alpha1.GPUAllocation{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: types.UID("alloc-" + pod.Name)},
+		Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: pod.UID, NodeName: nodeName, Containers: []gpuv1alpha1.ContainerAllocation{{
+			Name: "main", Kind: gpuv1alpha1.ContainerApp, Devices: []gpuv1alpha1.DeviceAllocation{{UUID: uuid, MemoryMiB: memoryMiB}},
+		}}},
+	}
+	v.Place(a)
+	return a
+}
+
+// waitFor has count pods of memoryMiB wait, as after a cycle that failed,
+// each created a second after the one before; it returns them in queue order.
+func waitFor(t *testing.T, p *Plugin, prefix string, count int, memoryMiB int64) []*v1.Pod {
+	t.Helper()
+	var pods []*v1.Pod
+	for i := range count {
+		pod := gpuPod(fmt.Sprintf("%s-%04d", prefix, i), memoryMiB)
+		pod.CreationTimestamp = metav1.NewTime(time.Unix(int64(i), 0))
+		req, err := p.parser.Parse(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.requeue.waiting(pod, req.Request)
+		p.requeue.failed(pod.UID)
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
+func keys(pods []*v1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (a *activations) take() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.pods
+	a.pods = nil
+	slices.Sort(out)
+	return out
+}
+
+// TestFreedActivatesWhatFits checks that GPUs freed on a node activate only
+// the waiting pods the node could then hold, first in queue order.
+func TestFreedActivatesWhatFits(t *testing.T) {
+	tests := []struct {
+		name    string
+		usedMiB int64 // what stays held on the node's one 80 GiB GPU
+		want    int   // how many of the first waiting pods are activated
+	}{
+		{name: "a freed 10 GiB slice serves no pod of 40 GiB", usedMiB: 71680, want: 0},
+		{name: "a freed 80 GiB GPU serves two pods of 40 GiB", usedMiB: 0, want: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, v, act := newTestPlugin(t)
+			addNode(p, v, "big", 1, 81920)
+			if tc.usedMiB > 0 {
+				allocationOn(v, gpuPod("stays", tc.usedMiB), "big", "big-GPU-0", tc.usedMiB)
+			}
+			waiting := waitFor(t, p, "w", 1000, 40960)
+			act.take()
+			p.requeue.Freed("big")
+			if got, want := act.take(), keys(waiting[:tc.want]); !slices.Equal(got, want) {
+				t.Errorf("activated %d pods %v, want %v", len(got), got, want)
+			}
+		})
+	}
+}
+
+// TestFreedQueueOrder checks that a higher-priority pod takes the freed room
+// before older pods, and that pods asking for more than any GPU has free are
+// passed by for smaller ones behind them.
+func TestFreedQueueOrder(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	addNode(p, v, "big", 1, 81920)
+	allocationOn(v, gpuPod("stays", 40960), "big", "big-GPU-0", 40960)
+	old := waitFor(t, p, "old", 2, 20480)
+	large := waitFor(t, p, "large", 3, 61440)
+	high := gpuPod("high", 30720)
+	priority := int32(10)
+	high.Spec.Priority = &priority
+	req, err := p.parser.Parse(high)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.requeue.waiting(high, req.Request)
+	p.requeue.failed(high.UID)
+	act.take()
+
+	p.requeue.Freed("big")
+	// 40 GiB free: high takes 30 GiB, then neither old pod fits in 10 GiB.
+	if got, want := act.take(), keys([]*v1.Pod{high}); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want %v (large: %v, old: %v)", got, want, keys(large), keys(old))
+	}
+}
+
+// TestActivatedPodPlacedElsewhere checks that the room a pod was activated
+// for goes to the next waiting pod when the pod is placed on another node,
+// or its cycle fails.
+func TestActivatedPodPlacedElsewhere(t *testing.T) {
+	for _, outcome := range []string{"placed elsewhere", "failed"} {
+		t.Run(outcome, func(t *testing.T) {
+			p, v, act := newTestPlugin(t)
+			addNode(p, v, "big", 1, 81920)
+			waiting := waitFor(t, p, "w", 3, 40960)
+			act.take()
+			p.requeue.Freed("big")
+			if got, want := act.take(), keys(waiting[:2]); !slices.Equal(got, want) {
+				t.Fatalf("activated %v, want %v", got, want)
+			}
+			req, _ := p.parser.Parse(waiting[0])
+			p.requeue.waiting(waiting[0], req.Request)
+			if outcome == "failed" {
+				p.requeue.failed(waiting[0].UID)
+			} else {
+				p.requeue.placed(waiting[0].UID, node)
+			}
+			// The second pod takes its room again; the third the room
+			// the first left.
+			got := act.take()
+			if want := keys(waiting[1:]); !slices.Equal(got, want) {
+				t.Errorf("after the first pod's cycle activated %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestHintsQueueWhatFits checks that the queueing hints queue a waiting pod
+// only when the event frees room for it, and a pod the plugin does not
+// know always.
+func TestHintsQueueWhatFits(t *testing.T) {
+	p, v, _ := newTestPlugin(t)
+	addNode(p, v, "big", 1, 81920)
+	small := gpuPod("small", 10240)
+	allocationOn(v, gpuPod("other", 51200), "big", "big-GPU-0", 51200)
+	smallAlloc := allocationOn(v, small, "big", "big-GPU-0", 10240)
+	waiting := waitFor(t, p, "w", 3, 40960)
+	unstructuredAlloc := func(a *gpuv1alpha1.GPUAllocation) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"nodeName": a.Spec.NodeName, "podUID": string(a.Spec.PodUID)}}}
+	}
+	hints := func(fn fwk.QueueingHintFn, oldObj, newObj any) []fwk.QueueingHint {
+		var out []fwk.QueueingHint
+		for _, pod := range append(waiting, gpuPod("unknown", 40960)) {
+			h, err := fn(klog.Background(), pod, oldObj, newObj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, h)
+		}
+		return out
+	}
+	// 30 GiB stays free with small's 10 GiB back: no 40 GiB pod fits.
+	if got, want := hints(p.allocationFreed, unstructuredAlloc(smallAlloc), nil), []fwk.QueueingHint{fwk.QueueSkip, fwk.QueueSkip, fwk.QueueSkip, fwk.Queue}; !slices.Equal(got, want) {
+		t.Errorf("allocation of 10 GiB deleted: hints %v, want %v", got, want)
+	}
+	// Deleting other's pod leaves 70 GiB free: the first waiting pod fits,
+	// and leaves too little for the second.
+	other := gpuPod("other", 51200)
+	other.Spec.NodeName = "big"
+	if got, want := hints(p.assignedPodDeleted, other, nil), []fwk.QueueingHint{fwk.Queue, fwk.QueueSkip, fwk.QueueSkip, fwk.Queue}; !slices.Equal(got, want) {
+		t.Errorf("pod of 50 GiB deleted: hints %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,114 @@
+package plugin
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+)
+
+// shape is the waiting pods that ask for the same GPUs.
+type shape struct {
+	key string
+	req *placement.Request
+	// minMemoryMiB is the least memory a container asks of one GPU; 0
+	// when one asks for a share of the GPU's memory, which depends on the GPU.
+	minMemoryMiB int64
+	// pods are in queue order, with gone ones until they are compacted.
+	pods []*waiter
+	live int
+}
+
+// join adds the waiter to the shape of key, in queue order.
+func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
+	s, ok := r.byKey[key]
+	if !ok {
+		s = &shape{key: key, req: req, minMemoryMiB: minMemoryMiB(req)}
+		r.byKey[key] = s
+		i, _ := slices.BinarySearchFunc(r.shapes, s.minMemoryMiB, func(e *shape, m int64) int { return cmp.Compare(e.minMemoryMiB, m) })
+		r.shapes = slices.Insert(r.shapes, i, s)
+	}
+	w.shape = s
+	s.live++
+	// Pods mostly come in queue order: the search ends at the tail.
+	i := len(s.pods)
+	for i > 0 && before(w, s.pods[i-1]) {
+		i--
+	}
+	s.pods = slices.Insert(s.pods, i, w)
+}
+
+// remove forgets the waiter.
+func (r *requeuer) remove(w *waiter) {
+	delete(r.pods, w.pod.UID)
+	r.leave(w)
+}
+
+// leave takes the waiter out of its shape in O(1): it is marked gone, and
+// the shape's list compacted once it is half gone.
+func (r *requeuer) leave(w *waiter) {
+	s := w.shape
+	w.gone = true
+	s.live--
+	if s.live == 0 {
+		delete(r.byKey, s.key)
+		r.shapes = slices.DeleteFunc(r.shapes, func(e *shape) bool { return e == s })
+		return
+	}
+	if len(s.pods) > 2*s.live {
+		s.pods = slices.DeleteFunc(s.pods, func(e *waiter) bool { return e.gone })
+	}
+}
+
+// minMemoryMiB is the least memory a container of req asks of one GPU.
+func minMemoryMiB(req *placement.Request) int64 {
+	least := int64(-1)
+	for _, c := range req.Containers {
+		m := c.MemoryMiB
+		if c.WholeMemory() || c.MemoryPercent > 0 {
+			m = 0
+		}
+		if least < 0 || m < least {
+			least = m
+		}
+	}
+	return max(least, 0)
+}
+
+// mostFreeMemoryMiB is the most free memory of one GPU of the node that
+// takes another container.
+func mostFreeMemoryMiB(n *placement.Node) int64 {
+	var most int64
+	for i := range n.Devices {
+		d := &n.Devices[i]
+		if d.Healthy && !d.Cordoned && d.UsedShares < d.ShareLimit {
+			most = max(most, d.MemoryMiB-d.UsedMemoryMiB)
+		}
+	}
+	return most
+}
+
+// shapeKey is the same for requests that fit the same GPUs the same way.
+func shapeKey(req *placement.Request) string {
+	b := make([]byte, 0, 64)
+	for _, c := range req.Containers {
+		b = strconv.AppendQuote(b, string(c.Kind))
+		for _, v := range []int64{int64(c.Count), c.MemoryMiB, int64(c.MemoryPercent), int64(c.Cores)} {
+			b = strconv.AppendInt(append(b, ' '), v, 10)
+		}
+		b = append(b, ';')
+	}
+	sel := &req.Selection
+	for _, list := range [][]string{sel.Types, sel.ExcludeTypes, sel.UUIDs, sel.ExcludeUUIDs, sel.MIGProfiles} {
+		b = append(b, '[')
+		for _, item := range list {
+			b = strconv.AppendQuote(b, item)
+		}
+		b = append(b, ']')
+	}
+	b = strconv.AppendQuote(b, string(sel.Mode))
+	b = strconv.AppendBool(b, sel.NUMABind)
+	b = strconv.AppendQuote(b, string(req.GPUPolicy))
+	return string(b)
+}
