@@ -43,7 +43,7 @@ func (a *activations) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 
 // newTestPlugin returns a plugin over a view of one node with two 15360 MiB
 // GPUs, and the view; conditions go on the node's GPUNode.
-func newTestPlugin(t *testing.T, conditions ...metav1.Condition) (*Plugin, *view.View, *activations) {
+func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view.View, *activations) {
 	t.Helper()
 	clk := testingclock.NewFakePassiveClock(time.Now())
 	v := view.New()
