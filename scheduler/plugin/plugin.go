@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler/commit"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
@@ -84,7 +84,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	ctx = klog.NewContext(ctx, logger)
 	// kube-scheduler's configuration asks for protobuf, which custom
 	// resources do not speak.
-	restConfig := rest.CopyConfig(h.KubeConfig())
+	// Its requests wait out a restarting kube-apiserver as the extender's
+	// do: client-go alone sleeps 5 s on each 503, and the in-flight check
+	// that reads an allocation gives up sooner, holding the node's turn.
+	clk := clock.RealClock{}
+	restConfig := kubeclient.WaitForRestarts(h.KubeConfig(), clk)
 	restConfig.ContentType, restConfig.AcceptContentTypes = "application/json", "application/json"
 	restConfig.UserAgent = FieldManager
 	tessera, err := versioned.NewForConfig(restConfig)
@@ -92,7 +96,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("creating Tessera client: %w", err)
 	}
 	kube := h.ClientSet()
-	clk := clock.RealClock{}
 	trim := tracker.Trim(cfg.ResourceNames)
 	// Only the pods of this profile can hold allocations the plugin made.
 	pods := informers.NewSharedInformerFactoryWithOptions(kube, 0,
