@@ -146,7 +146,7 @@ func TestBacklogSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
-	table := BacklogTable{Rows: r.runBacklog(ctx)}
+	table := BacklogTable{Title: "backlog", Rows: r.runBacklog(ctx)}
 	if len(table.Rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(table.Rows))
 	}
