@@ -18,10 +18,9 @@ import (
 // errNotReady turns pods away while the view is still being built.
 var errNotReady = errors.New("Tessera's view of GPUs and allocations is not yet synced with the API")
 
-// PreFilter reads the pod's GPU request into the cycle state, and narrows
-// the nodes kube-scheduler looks at to the few where the pod's GPUs fit now
-// (see narrow). A pod that asks for no GPUs skips the plugin's Filter; one
-// whose request is invalid is unschedulable until it is changed.
+// PreFilter reads the pod's GPU request into the cycle state. A pod that
+// asks for no GPUs skips the plugin's Filter; one whose request is invalid
+// is unschedulable until it is changed.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	req, err := p.parser.Parse(pod)
 	if err != nil {
@@ -32,15 +31,12 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if len(req.Containers) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	narrow := p.requeue.waiting(pod, req.Request)
+	p.requeue.waiting(pod, req.Request)
 	p.tellPreempting(pod, req)
 	if !p.ready() {
 		return nil, fwk.NewStatus(fwk.Unschedulable, errNotReady.Error())
 	}
-	if !narrow {
-		return nil, nil
-	}
-	return p.narrow(ctx, state, pod, req, nodes), nil
+	return nil, nil
 }
 
 // PreFilterExtensions returns the plugin, which follows the pods that

@@ -9,7 +9,7 @@ import (
 )
 
 // nodeRules are what keep a node from taking a GPU pod whatever its GPUs'
-// usage, as the extender applies them: Filter, narrowing and the requeuer
+// usage, as the extender applies them: Filter and the requeuer
 // must agree on them.
 type nodeRules struct {
 	// heartbeatMaxAge is the oldest device-plugin heartbeat a node may

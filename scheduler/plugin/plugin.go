@@ -68,8 +68,6 @@ type Plugin struct {
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
-	// narrower is what narrowing the nodes in PreFilter reuses.
-	narrower narrower
 }
 
 // New builds the plugin from its arguments (the fields of the extender's

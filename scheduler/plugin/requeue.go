@@ -66,10 +66,6 @@ type waiter struct {
 	// heldOn is the node the pod was activated to take GPUs on, until its
 	// next cycle starts; trying is that node while the cycle runs.
 	heldOn, trying string
-	// narrowed is set while a cycle runs that was given only the nodes the
-	// pod fits now (see narrow); wide once such a cycle failed, and the
-	// pod is given every node from then on.
-	narrowed, wide bool
 	gone           bool
 }
 
@@ -80,11 +76,10 @@ func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, c
 	}
 }
 
-// waiting remembers a pod whose scheduling cycle starts, and reports
-// whether the cycle may be narrowed: not after a narrowed cycle of the pod
-// failed. A cycle that ended without placing the pod and without
-// PostFilter frees the room it was activated for.
-func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) (narrow bool) {
+// waiting remembers a pod whose scheduling cycle starts. A cycle that
+// ended without placing the pod and without PostFilter frees the room it
+// was activated for.
+func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
 	r.mu.Lock()
 	w, ok := r.pods[pod.UID]
 	key := shapeKey(req)
@@ -101,27 +96,10 @@ func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) (narrow bool) {
 		}
 	}
 	ended := w.trying
-	if w.narrowed {
-		w.wide = true
-	}
-	w.trying, w.heldOn, w.narrowed = w.heldOn, "", false
-	narrow = !w.wide
+	w.trying, w.heldOn = w.heldOn, ""
 	chosen := r.replay(pod.UID, ended)
 	r.mu.Unlock()
 	r.activate("Retrying pods for GPUs a failed cycle left", chosen)
-	return narrow
-}
-
-// narrowing records that the pod's cycle was narrowed, and activates the
-// pod, which is running: kube-scheduler retries it once this cycle fails,
-// then with every node.
-func (r *requeuer) narrowing(pod *v1.Pod) {
-	r.mu.Lock()
-	if w, ok := r.pods[pod.UID]; ok {
-		w.narrowed = true
-	}
-	r.mu.Unlock()
-	r.activator.Activate(r.logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
 }
 
 // placed drops a pod that Reserve placed on node, and plays again the
