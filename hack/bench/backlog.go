@@ -166,6 +166,14 @@ func (r *runner) measureBacklog(ctx context.Context, row string, res *BacklogRow
 	cpuBefore := sampleCPU(env.dir)
 	windowStart := time.Now()
 	tracker.start(windowStart)
+	profiles := &profiler{seconds: r.o.ProfileSeconds}
+	extenderURL := ""
+	if sched.extender != nil {
+		extenderURL = sched.extender.url
+	}
+	profiles.start(ctx, env, extenderURL)
+	profiles.startScheduler(ctx, env, scraper, sched.name)
+	defer profiles.wait()
 	finish := deletePodAndAllocation(env.cp.Kube, env.cp.Tessera)
 	if form == formClaim {
 		finish = deletePodAndDeallocate(env.cp.Kube)

@@ -156,7 +156,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "Keep every control plane's data and logs under this directory; empty uses a temporary one, removed at the end.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Longest one row may take from the scheduler's start to the last bind.")
-	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender, and an execution trace of the extender, for this many seconds, into each row's directory under --dir (which it needs): from kube-scheduler's start in the throughput rows, from the first probe in scale mode; 0 for none.")
+	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender, and an execution trace of the extender, for this many seconds, into each row's directory under --dir (which it needs): from kube-scheduler's start in the throughput rows, from the first probe in scale mode; in backlog mode also of the scheduler, from the first pod ended; 0 for none.")
 	fs.IntVar(&o.Probes, "probes", o.Probes, fmt.Sprintf("Filter calls for the probe pod in scale mode (1 to %d).", maxProbes))
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Requests in flight while the bench creates nodes, pods and allocations (1 to 256).")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "Scale mode: after the probes, every node's device plugin heartbeats at this period (the device plugin's default), and the steady state's CPU is measured; 0 skips it.")

@@ -38,36 +38,50 @@ func (p *profiler) start(ctx context.Context, env *clusterEnv, extenderURL strin
 		return
 	}
 	seconds := strconv.Itoa(p.seconds)
-	fetch := func(file string, get func(context.Context) ([]byte, error)) {
-		defer p.wg.Done()
-		logger := klog.FromContext(ctx)
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(p.seconds)*time.Second+time.Minute)
-		defer cancel()
-		data, err := get(ctx)
-		if err == nil {
-			file = filepath.Join(env.dir, file)
-			if err = os.WriteFile(file, data, 0o644); err == nil {
-				logger.Info("Wrote a profile", "file", file)
-				return
-			}
-		}
-		logger.Error(err, "Taking a profile", "file", file)
-	}
-
 	p.wg.Add(1)
-	go fetch("kube-apiserver.cpu.pprof", func(ctx context.Context) ([]byte, error) {
+	go p.fetch(ctx, env, "kube-apiserver.cpu.pprof", func(ctx context.Context) ([]byte, error) {
 		return env.cp.Kube.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", seconds).Timeout(0).DoRaw(ctx)
 	})
 	if extenderURL != "" {
 		p.wg.Add(2)
-		go fetch("tessera-scheduler.cpu.pprof", func(ctx context.Context) ([]byte, error) {
+		go p.fetch(ctx, env, "tessera-scheduler.cpu.pprof", func(ctx context.Context) ([]byte, error) {
 			return httpGet(ctx, extenderURL+"/debug/pprof/profile?seconds="+seconds)
 		})
-		go fetch("tessera-scheduler.trace", func(ctx context.Context) ([]byte, error) {
+		go p.fetch(ctx, env, "tessera-scheduler.trace", func(ctx context.Context) ([]byte, error) {
 			return httpGet(ctx, extenderURL+"/debug/pprof/trace?seconds="+seconds)
 		})
 	}
+}
+
+// startScheduler begins a profile of seconds of the scheduler process
+// into dir as <name>.cpu.pprof, read from its secure port as /metrics is.
+func (p *profiler) startScheduler(ctx context.Context, env *clusterEnv, scraper *schedulerScraper, name string) {
+	if p.seconds <= 0 {
+		return
+	}
+	p.wg.Add(1)
+	go p.fetch(ctx, env, name+".cpu.pprof", func(ctx context.Context) ([]byte, error) {
+		return httpGetWith(ctx, scraper.client, scraper.base+"/debug/pprof/profile?seconds="+strconv.Itoa(p.seconds))
+	})
+}
+
+// fetch writes what get returns into dir as file, and logs what failed;
+// it ends one of p.wg's profiles.
+func (p *profiler) fetch(ctx context.Context, env *clusterEnv, file string, get func(context.Context) ([]byte, error)) {
+	defer p.wg.Done()
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(p.seconds)*time.Second+time.Minute)
+	defer cancel()
+	data, err := get(ctx)
+	if err == nil {
+		file = filepath.Join(env.dir, file)
+		if err = os.WriteFile(file, data, 0o644); err == nil {
+			logger.Info("Wrote a profile", "file", file)
+			return
+		}
+	}
+	logger.Error(err, "Taking a profile", "file", file)
 }
 
 // wait returns once every profile started is written or failed.

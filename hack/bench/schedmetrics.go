@@ -30,7 +30,8 @@ const (
 // authentication.
 type schedulerScraper struct {
 	client *http.Client
-	url    string
+	// base is the scheduler's https://host:port.
+	base string
 }
 
 // newSchedulerScraper finds the secure port of the scheduler process pid
@@ -48,7 +49,7 @@ func newSchedulerScraper(cp *framework.ControlPlane, pid int) (*schedulerScraper
 	if err != nil {
 		return nil, fmt.Errorf("a client for the scheduler's metrics: %w", err)
 	}
-	return &schedulerScraper{client: client, url: config.Host + "/metrics"}, nil
+	return &schedulerScraper{client: client, base: config.Host}, nil
 }
 
 // securePort reads --secure-port from a process's command line.
@@ -68,6 +69,6 @@ func securePort(pid int) (int, error) {
 
 // scrape reads the scheduler's metrics.
 func (s *schedulerScraper) scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	families, _, err := scrapeWith(ctx, s.client, s.url)
+	families, _, err := scrapeWith(ctx, s.client, s.base+"/metrics")
 	return families, err
 }

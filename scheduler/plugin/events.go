@@ -40,34 +40,37 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 // deleted, newObj nil, or its phase became Failed) and the node, without
 // them, could serve the pod.
 func (p *Plugin) allocationFreed(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	freed := oldObj
-	if newObj != nil {
-		if phase(newObj) != string(gpuv1alpha1.AllocationFailed) || phase(oldObj) == string(gpuv1alpha1.AllocationFailed) {
-			return fwk.QueueSkip, nil
+	return p.requeue.hint(pod, event{oldObj, newObj}, func() freed {
+		gone := oldObj
+		if newObj != nil {
+			if phase(newObj) != string(gpuv1alpha1.AllocationFailed) || phase(oldObj) == string(gpuv1alpha1.AllocationFailed) {
+				return freed{nothing: true}
+			}
+			gone = newObj
 		}
-		logger.V(5).Info("GPU allocation failed; its GPUs are free", "pod", klog.KObj(pod))
-		freed = newObj
-	}
-	a, ok := freed.(*unstructured.Unstructured)
-	if !ok {
-		return fwk.Queue, nil
-	}
-	node, _, _ := unstructured.NestedString(a.Object, "spec", "nodeName")
-	holder, _, _ := unstructured.NestedString(a.Object, "spec", "podUID")
-	if node == "" {
-		return fwk.Queue, nil
-	}
-	return p.requeue.hint(pod, a, node, types.UID(holder)), nil
+		a, ok := gone.(*unstructured.Unstructured)
+		if !ok {
+			return freed{}
+		}
+		if newObj != nil {
+			logger.V(5).Info("GPU allocation failed; its GPUs are free", "allocation", klog.KObj(a))
+		}
+		node, _, _ := unstructured.NestedString(a.Object, "spec", "nodeName")
+		holder, _, _ := unstructured.NestedString(a.Object, "spec", "podUID")
+		return freed{node: node, without: types.UID(holder)}
+	}), nil
 }
 
 // assignedPodDeleted queues a pod when a deleted pod's node, without the
 // GPUs it held, could serve the pod.
 func (p *Plugin) assignedPodDeleted(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
-	deleted, ok := oldObj.(*v1.Pod)
-	if !ok || deleted.Spec.NodeName == "" {
-		return fwk.Queue, nil
-	}
-	return p.requeue.hint(pod, deleted, deleted.Spec.NodeName, deleted.UID), nil
+	return p.requeue.hint(pod, event{oldObj, nil}, func() freed {
+		deleted, ok := oldObj.(*v1.Pod)
+		if !ok {
+			return freed{}
+		}
+		return freed{node: deleted.Spec.NodeName, without: deleted.UID}
+	}), nil
 }
 
 // gpuNodeChanged queues a pod when a GPUNode appears or changes in what
@@ -78,14 +81,16 @@ func (p *Plugin) assignedPodDeleted(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (
 // away, and tell each again why it waits. The view may not hold the
 // change yet; the tracker tells the requeuer once it does.
 func (p *Plugin) gpuNodeChanged(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	newNode, okNew := newObj.(*unstructured.Unstructured)
-	if !okNew {
-		return fwk.Queue, nil
-	}
-	if oldNode, ok := oldObj.(*unstructured.Unstructured); ok && !gpuNodeMayTakeMore(oldNode, newNode) {
-		return fwk.QueueSkip, nil
-	}
-	return p.requeue.hint(pod, newNode, newNode.GetName(), ""), nil
+	return p.requeue.hint(pod, event{oldObj, newObj}, func() freed {
+		newNode, ok := newObj.(*unstructured.Unstructured)
+		if !ok {
+			return freed{}
+		}
+		if oldNode, ok := oldObj.(*unstructured.Unstructured); ok && !gpuNodeMayTakeMore(oldNode, newNode) {
+			return freed{nothing: true}
+		}
+		return freed{node: newNode.GetName()}
+	}), nil
 }
 
 // gpuNodeMayTakeMore reports whether a GPUNode's update changed what

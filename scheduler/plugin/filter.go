@@ -34,7 +34,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	p.requeue.waiting(pod, req.Request)
 	p.tellPreempting(pod, req)
 	if !p.ready() {
-		return nil, fwk.NewStatus(fwk.Unschedulable, errNotReady.Error())
+		// An error, not unschedulable: kube-scheduler retries the pod after
+		// its back-off, where an unschedulable pod would wait for a GPU
+		// event that the view's first sync does not send.
+		return nil, fwk.AsStatus(errNotReady)
 	}
 	return nil, nil
 }

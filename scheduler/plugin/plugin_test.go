@@ -253,6 +253,17 @@ func TestPreFilterSkipsPodsWithoutGPUs(t *testing.T) {
 	wantCode(t, "Bind", p.Bind(context.Background(), state, pod, node), fwk.Skip)
 }
 
+// TestPreFilterBeforeSync checks that a pod that comes while the view is
+// still being built fails with an error, which kube-scheduler retries
+// after its back-off, not as unschedulable, which would wait for a GPU
+// event that the first sync does not send.
+func TestPreFilterBeforeSync(t *testing.T) {
+	p, _, _ := newTestPlugin(t)
+	p.ready = func() bool { return false }
+	_, st := p.PreFilter(context.Background(), framework.NewCycleState(), gpuPod("early", 1024), nil)
+	wantCode(t, "PreFilter", st, fwk.Error)
+}
+
 // TestNoHAMiCore checks the extender's rule for a node whose HAMi-core
 // library is missing: a pod asking for a slice is kept off it, under
 // Refuse for good (no preemption helps), and placed under Warn.

@@ -52,9 +52,11 @@ type requeuer struct {
 	shapes []*shape
 	byKey  map[string]*shape
 	ft     placement.Fitter
-	// hinted is the last event the queueing hints played, and the pods it
-	// chose: kube-scheduler asks for every waiting pod in turn.
-	hinted       any
+	// hinted is the last event the queueing hints read, what it freed,
+	// and the pods it chose: kube-scheduler asks about one event for every
+	// waiting pod in turn, so the event is read and played once.
+	hinted       event
+	hintedFreed  freed
 	hintedChosen map[types.UID]bool
 }
 
@@ -150,23 +152,41 @@ func (r *requeuer) Freed(node string) {
 	r.activate("GPUs freed; retrying pods", chosen, "node", node)
 }
 
-// hint tells kube-scheduler whether an event on node, which frees what the
-// pod with UID without holds there (if anything), may let the waiting pod
-// fit: whether playing the node after the event activates it. A pod the
-// requeuer does not know is queued.
-func (r *requeuer) hint(pod *v1.Pod, event any, node string, without types.UID) fwk.QueueingHint {
+// event names one event kube-scheduler hands the queueing hints: the
+// objects before and after it, pointers that a later event never reuses
+// as the same pair.
+type event struct{ before, after any }
+
+// freed is what an event frees, read once per event by the hint's decide.
+type freed struct {
+	// node is where room may have freed: what the pod with UID without
+	// holds there, if anything, and whatever else the view says is free.
+	node    string
+	without types.UID
+	// nothing is true when the event changed nothing placement reads.
+	nothing bool
+}
+
+// hint tells kube-scheduler whether event may let the waiting pod fit:
+// whether playing the node the event freed room on activates it. decide
+// reads the event; a node it cannot tell ("") queues every pod, as does a
+// pod the requeuer does not know.
+func (r *requeuer) hint(pod *v1.Pod, e event, decide func() freed) fwk.QueueingHint {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.pods[pod.UID]; !ok {
-		return fwk.Queue
-	}
-	if event == nil || event != r.hinted {
-		r.hinted, r.hintedChosen = event, map[types.UID]bool{}
-		for _, p := range r.play(node, without, "") {
-			r.hintedChosen[p.UID] = true
+	if e != r.hinted {
+		r.hinted, r.hintedFreed, r.hintedChosen = e, decide(), map[types.UID]bool{}
+		if f := r.hintedFreed; !f.nothing && f.node != "" {
+			for _, p := range r.play(f.node, f.without, "") {
+				r.hintedChosen[p.UID] = true
+			}
 		}
 	}
-	if r.hintedChosen[pod.UID] {
+	f := r.hintedFreed
+	if f.nothing {
+		return fwk.QueueSkip
+	}
+	if _, ok := r.pods[pod.UID]; !ok || f.node == "" || r.hintedChosen[pod.UID] {
 		return fwk.Queue
 	}
 	return fwk.QueueSkip

@@ -44,7 +44,7 @@ func allocationOn(v *view.View, pod *v1.Pod, nodeName, uuid string, memoryMiB in
 
 // waitFor has count pods of memoryMiB wait, as after a cycle that failed,
 // each created a second after the one before; it returns them in queue order.
-func waitFor(t *testing.T, p *Plugin, prefix string, count int, memoryMiB int64) []*v1.Pod {
+func waitFor(t testing.TB, p *Plugin, prefix string, count int, memoryMiB int64) []*v1.Pod {
 	t.Helper()
 	var pods []*v1.Pod
 	for i := range count {
@@ -199,5 +199,35 @@ func TestHintsQueueWhatFits(t *testing.T) {
 	other.Spec.NodeName = "big"
 	if got, want := hints(p.assignedPodDeleted, other, nil), []fwk.QueueingHint{fwk.Queue, fwk.QueueSkip, fwk.QueueSkip, fwk.Queue}; !slices.Equal(got, want) {
 		t.Errorf("pod of 50 GiB deleted: hints %v, want %v", got, want)
+	}
+}
+
+// BenchmarkHintsPerEvent measures what one GPUNode update costs the queueing
+// hints when 10,000 pods wait: kube-scheduler asks about the event once for
+// each of them.
+func BenchmarkHintsPerEvent(b *testing.B) {
+	p, v, _ := newTestPlugin(b)
+	addNode(p, v, "big", 8, 81920)
+	waiting := waitFor(b, p, "w", 10000, 40960)
+	gpuNode := func(memoryMiB int64) *unstructured.Unstructured {
+		var devices []any
+		for i := range 8 {
+			devices = append(devices, map[string]any{"uuid": fmt.Sprintf("big-GPU-%d", i), "memoryMiB": memoryMiB, "cores": int64(100), "shareLimit": int64(10), "health": "Healthy"})
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": "big"},
+			"spec":     map[string]any{},
+			"status": map[string]any{"devices": devices,
+				"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+		}}
+	}
+	for b.Loop() {
+		// Only the published free memory changes, as most updates do.
+		before, after := gpuNode(81920), gpuNode(81920)
+		for _, pod := range waiting {
+			if _, err := p.gpuNodeChanged(klog.Background(), pod, before, after); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
