@@ -95,7 +95,8 @@ func EachContainer(pod *corev1.Pod, visit func(c *corev1.Container, kind gpuv1al
 // every rule that protects a node; both the webhook and the extender call
 // it, so that a pod the webhook never saw is held to the same rules. ok is
 // false when the container asks for none of the resources, or only for a
-// count of 0 (which charts often write to mean no GPU). errs names each
+// count of 0 (which charts often write to mean no GPU); a gpucores of 0 is
+// read as no cores, as HAMi reads it (see Lookup). errs names each
 // invalid field and its limit; path is the container's path in the pod.
 func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, names ResourceNames, path *field.Path) (req ContainerRequest, ok bool, errs field.ErrorList) {
 	req = ContainerRequest{Name: c.Name, Kind: kind}
@@ -103,7 +104,7 @@ func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, nam
 		return req, false, nil
 	}
 	read := func(name corev1.ResourceName, max int64) (int64, bool) {
-		q, fldPath, found := quantity(c, name, path)
+		q, fldPath, found := names.quantity(c, name, path)
 		if !found {
 			return 0, false
 		}
@@ -123,7 +124,7 @@ func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, nam
 		return req, false, nil
 	}
 	if memorySet && percentSet {
-		_, fldPath, _ := quantity(c, names.MemoryPercentage, path)
+		_, fldPath, _ := names.quantity(c, names.MemoryPercentage, path)
 		errs = append(errs, field.Forbidden(fldPath,
 			fmt.Sprintf("may not be set together with %s: ask for memory in MiB or as a percentage, not both", names.Memory)))
 	}
@@ -152,7 +153,7 @@ func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, nam
 func missingCount(c *corev1.Container, names ResourceNames, path *field.Path) *field.Error {
 	asked := names.Memory
 	for _, name := range []corev1.ResourceName{names.Memory, names.MemoryPercentage, names.Cores} {
-		if _, _, found := quantity(c, name, path); found {
+		if _, _, found := names.quantity(c, name, path); found {
 			asked = name
 			break
 		}
@@ -170,28 +171,52 @@ func privileged(c *corev1.Container) bool {
 // zeroCountOnly reports whether the container's only GPU resource is a
 // count of exactly 0.
 func zeroCountOnly(c *corev1.Container, names ResourceNames, path *field.Path) bool {
-	q, _, found := quantity(c, names.Count, path)
+	q, _, found := names.quantity(c, names.Count, path)
 	if !found || !q.IsZero() {
 		return false
 	}
 	for _, name := range []corev1.ResourceName{names.Memory, names.MemoryPercentage, names.Cores} {
-		if _, _, found := quantity(c, name, path); found {
+		if _, _, found := names.quantity(c, name, path); found {
 			return false
 		}
 	}
 	return true
 }
 
-// quantity finds a resource in the container's limits, or else its requests,
-// with the path of the field it came from.
-func quantity(c *corev1.Container, name corev1.ResourceName, path *field.Path) (resource.Quantity, *field.Path, bool) {
-	if q, found := c.Resources.Limits[name]; found {
-		return q, path.Child("resources", "limits").Key(string(name)), true
+// Lookup finds a resource in the container's limits, or else its requests.
+// An explicit 0 of n.Cores is not found: HAMi reads gpucores: 0 as it reads
+// no cores at all, and pod templates often set every resource, zeros
+// included. Every reader of a pod's request looks resources up here, so
+// that all front ends read such a pod alike.
+func (n ResourceNames) Lookup(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
+	q, _, found := n.lookup(c, name)
+	return q, found
+}
+
+// lookup is Lookup that also says whether the resource is in the limits.
+func (n ResourceNames) lookup(c *corev1.Container, name corev1.ResourceName) (q resource.Quantity, inLimits, found bool) {
+	if q, found = c.Resources.Limits[name]; found {
+		inLimits = true
+	} else {
+		q, found = c.Resources.Requests[name]
 	}
-	if q, found := c.Resources.Requests[name]; found {
-		return q, path.Child("resources", "requests").Key(string(name)), true
+	if found && name == n.Cores && q.IsZero() {
+		return resource.Quantity{}, false, false
 	}
-	return resource.Quantity{}, nil, false
+	return q, inLimits, found
+}
+
+// quantity is Lookup with the path of the field the resource came from.
+func (n ResourceNames) quantity(c *corev1.Container, name corev1.ResourceName, path *field.Path) (resource.Quantity, *field.Path, bool) {
+	q, inLimits, found := n.lookup(c, name)
+	if !found {
+		return resource.Quantity{}, nil, false
+	}
+	list := "requests"
+	if inLimits {
+		list = "limits"
+	}
+	return q, path.Child("resources", list).Key(string(name)), true
 }
 
 // boundedWholeNumber returns q as a whole number from 1 to max. The bounds

@@ -115,6 +115,41 @@ func TestPodRequests(t *testing.T) {
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "0", "nvidia.com/gpumem", "10")}}}},
 		wantErr: []string{"limits[nvidia.com/gpu]", "must be greater than 0"},
 	}, {
+		// HAMi reads an explicit gpucores: 0 as no cores at all; templates
+		// that set every resource, zeros included, are common.
+		name: "zero cores with a count reads as the count alone",
+		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpucores", "0")}}}},
+		want: []ContainerRequest{{Name: "a", Kind: gpuv1alpha1.ContainerApp, Count: 1}},
+	}, {
+		name: "zero cores with memory asks for memory only",
+		pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a",
+			Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000", "nvidia.com/gpucores", "0")}}}},
+		want: []ContainerRequest{{Name: "a", Kind: gpuv1alpha1.ContainerApp, Count: 1, MemoryMiB: 3000}},
+	}, {
+		name: "zero cores in requests read as no cores too",
+		pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/gpucores": resource.MustParse("0")}}}}}},
+		want: []ContainerRequest{{Name: "a", Kind: gpuv1alpha1.ContainerApp, Count: 1}},
+	}, {
+		name: "zero cores alone ask for no GPU",
+		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpucores", "0")}}}},
+	}, {
+		name: "zero cores with a count of zero ask for no GPU",
+		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "0", "nvidia.com/gpucores", "0")}}}},
+	}, {
+		name: "a privileged container may have whole GPUs with zero cores",
+		pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+			Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpucores", "0")}}}},
+		want: []ContainerRequest{{Name: "a", Kind: gpuv1alpha1.ContainerApp, Count: 1}},
+	}, {
+		name:    "zero memory with zero cores is still refused",
+		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "0", "nvidia.com/gpucores", "0")}}}},
+		wantErr: []string{"limits[nvidia.com/gpumem]", "must be greater than 0"},
+	}, {
+		name:    "zero percentage is refused",
+		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0")}}}},
+		wantErr: []string{"limits[nvidia.com/gpumem-percentage]", "must be greater than 0"},
+	}, {
 		name:    "a count over the maximum is refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "65")}}}},
 		wantErr: []string{"must be at most 64"},

@@ -190,6 +190,18 @@ func TestMutateForDRAClaims(t *testing.T) {
 			}
 		},
 	}, {
+		name:      "zero cores with a count take whole GPUs as a bare count does",
+		pod:       pod(limited("cuda", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0")),
+		templates: 1,
+		check: func(t *testing.T, out *corev1.Pod, templates map[string]*resourceapi.ResourceClaimTemplate) {
+			if c := claimOf(t, out, &out.Spec.Containers[0], templates).Spec.Spec.Devices.Requests[0].Exactly.Capacity; c != nil {
+				t.Errorf("capacity %+v, want none (the defaults: all memory)", c)
+			}
+			if l := out.Spec.Containers[0].Resources.Limits; len(l) != 0 {
+				t.Errorf("limits %v, want the GPU resources removed", l)
+			}
+		},
+	}, {
 		name:      "containers with the same request share a template, each with its own claim; init containers and sidecars too",
 		pod:       &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: testNamespace}, Spec: corev1.PodSpec{InitContainers: []corev1.Container{sidecar}, Containers: []corev1.Container{limited("a", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), limited("b", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), limited("plain", "cpu", "1")}}},
 		templates: 1,

@@ -138,6 +138,16 @@ func TestMutate(t *testing.T) {
 			pod:  pod(limited("main", "nvidia.com/gpu", "0")),
 		},
 		{
+			// HAMi reads gpucores: 0 as no cores at all.
+			name: "zero cores alone ask for no GPU and are untouched",
+			pod:  pod(limited("main", "nvidia.com/gpucores", "0")),
+		},
+		{
+			name: "zero cores with a count read as the count alone",
+			pod:  pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0")),
+			want: func(p *corev1.Pod) { p.Spec.SchedulerName = DefaultSchedulerName },
+		},
+		{
 			name: "pod labelled opted out is untouched",
 			pod: func() *corev1.Pod {
 				p := pod(limited("main", "nvidia.com/gpumem", "4000"))

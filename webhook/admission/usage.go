@@ -2,11 +2,10 @@ package admission
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // gpuUse says which of Tessera's resources a container names, in its limits
-// or its requests.
+// or its requests, as gpurequest reads them: a gpucores of 0 is not named.
 type gpuUse struct {
 	// count is set when the container names the GPU count.
 	count bool
@@ -27,12 +26,12 @@ func (u gpuUse) asks() bool {
 func (a *Admitter) useOf(c *corev1.Container) gpuUse {
 	names := a.cfg.ResourceNames
 	var u gpuUse
-	if q, ok := lookup(c, names.Count); ok {
+	if q, ok := names.Lookup(c, names.Count); ok {
 		u.count = true
 		u.zeroCount = q.IsZero()
 	}
 	for _, name := range []corev1.ResourceName{names.Memory, names.MemoryPercentage, names.Cores} {
-		if _, ok := lookup(c, name); ok {
+		if _, ok := names.Lookup(c, name); ok {
 			u.slice = true
 		}
 	}
@@ -52,14 +51,4 @@ func (a *Admitter) podAsks(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// lookup finds a resource in the container's limits, or else its requests,
-// the same order gpurequest reads them in.
-func lookup(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
-	if q, found := c.Resources.Limits[name]; found {
-		return q, true
-	}
-	q, found := c.Resources.Requests[name]
-	return q, found
 }

@@ -224,6 +224,17 @@ func TestValidateAdmits(t *testing.T) {
 		},
 		{name: "count of zero alone", pod: pod(limited("main", "nvidia.com/gpu", "0"))},
 		{
+			// HAMi reads gpucores: 0 as no cores at all: whole GPUs, which a
+			// privileged container may have.
+			name: "privileged container with whole GPUs and zero cores",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0"))
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+				return p
+			}(),
+		},
+		{name: "memory with zero cores", pod: pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000", "nvidia.com/gpucores", "0"))},
+		{
 			name: "well-formed annotations under both keys",
 			pod: func() *corev1.Pod {
 				p := pod(limited("main", "nvidia.com/gpu", "1"))
