@@ -76,6 +76,21 @@ func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
 	return 0, true
 }
 
+// Largest returns the GPU of the node with the most memory among those
+// the request lets the pod use (healthy, not cordoned, of its types, UUIDs
+// and mode), or nil when it may use none. Usage does not count: it names
+// a limit that no eviction moves.
+func Largest(n *Node, req *Request) *Device {
+	var largest *Device
+	for i := range n.Devices {
+		d := &n.Devices[i]
+		if _, ok := staticReason(d, &req.Selection); ok && (largest == nil || d.MemoryMiB > largest.MemoryMiB) {
+			largest = d
+		}
+	}
+	return largest
+}
+
 // check decides whether container c fits device d, which already carries
 // the node's usage (ignored when free) and the pod's own use p of the same
 // phase.

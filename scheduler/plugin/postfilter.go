@@ -23,8 +23,9 @@ const maxNodesNamed = 3
 // that found nothing to evict. It says why no eviction of GPU pods makes
 // room, in the status that kube-scheduler's FailedScheduling event and the
 // pod's PodScheduled condition carry: the pod may not preempt, no node
-// where its GPUs are short has lower-priority GPU pods, or evicting every
-// one of them still leaves no room (and what is short then).
+// where its GPUs are short has lower-priority GPU pods, evicting every
+// one of them still leaves no room (and what is short then), or no node
+// could ever take them (and the limit, such as the largest GPU's memory).
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	// DefaultPreemption evicts nothing: its dry run's victims are moot.
 	p.dryRuns.take(pod.UID, "")
@@ -38,9 +39,13 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "GPU preemption: none, the pod's preemptionPolicy is Never")
 	}
-	nodes, err := m.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), fwk.Unschedulable)
-	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("listing the nodes the pod's GPUs did not fit: %w", err))
+	var nodes []fwk.NodeInfo
+	for _, code := range []fwk.Code{fwk.Unschedulable, fwk.UnschedulableAndUnresolvable} {
+		found, err := m.NodesForStatusCode(p.handle.SnapshotSharedLister().NodeInfos(), code)
+		if err != nil {
+			return nil, fwk.AsStatus(fmt.Errorf("listing the nodes the pod's GPUs did not fit: %w", err))
+		}
+		nodes = append(nodes, found...)
 	}
 	why := p.whyNoPreemption(pod, s.req, nodes, m)
 	klog.FromContext(ctx).V(4).Info("No GPU preemption helps", "pod", klog.KObj(pod), "reason", why)
@@ -49,15 +54,21 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 
 // whyNoPreemption words, for the nodes on which the pod's GPUs did not fit
 // (Tessera's Filter failed them), why evicting lower-priority pods there
-// does not make room.
+// does not make room, or why the node could never take them (see
+// whyNever).
 func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fwk.NodeInfo, m fwk.NodeToStatusReader) string {
 	priority := preemption.Priority(pod)
-	var short []string
+	var short, never []string
 	var none, wouldFit int
 	for _, ni := range nodes {
 		name := ni.Node().Name
-		if st := m.Get(name); st == nil || st.Plugin() != Name {
+		st := m.Get(name)
+		if st == nil || st.Plugin() != Name {
 			// Not a node where the pod's GPUs were what did not fit.
+			continue
+		}
+		if st.Code() == fwk.UnschedulableAndUnresolvable {
+			never = append(never, name)
 			continue
 		}
 		lower := map[types.UID]bool{}
@@ -98,6 +109,7 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 		short = append(short[:maxNodesNamed], fmt.Sprintf("%d more nodes alike", len(short)-maxNodesNamed))
 	}
 	parts = append(parts, short...)
+	parts = append(parts, p.whyNever(pod, req, never)...)
 	if none > 0 {
 		parts = append(parts, fmt.Sprintf("%d node(s) had no lower-priority pods holding GPUs", none))
 	}

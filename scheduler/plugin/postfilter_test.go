@@ -7,11 +7,14 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 )
 
@@ -111,5 +114,80 @@ func TestPostFilterPreemptNever(t *testing.T) {
 	_, st := p.PostFilter(context.Background(), state, pod, framework.NewDefaultNodeToStatus())
 	if st.Code() != fwk.Unschedulable || st.Message() != "GPU preemption: none, the pod's preemptionPolicy is Never" {
 		t.Errorf("PostFilter: %v %q", st.Code(), st.Message())
+	}
+}
+
+// snapshotHandle is a framework handle of which only kube-scheduler's
+// snapshot of the nodes is read.
+type snapshotHandle struct {
+	fwk.Handle
+	snapshot fwk.SharedLister
+}
+
+func (h snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
+
+// TestPostFilterUnresolvable checks that a pod whose GPUs no node could
+// ever take, so that kube-scheduler's preemption passed every node by, is
+// told what no eviction changes, naming the limit.
+func TestPostFilterUnresolvable(t *testing.T) {
+	tests := []struct {
+		name    string
+		memory  int64
+		gpuType string
+		// a10 adds node-2 with one NVIDIA A10.
+		a10  bool
+		want string
+	}{{
+		name:   "more memory than any GPU of the node has names the largest",
+		memory: 20000,
+		want:   "GPU preemption: none; no GPU on node node-1 has the 20000 MiB the pod asks for: the largest (Tesla T4) has 15360 MiB",
+	}, {
+		name:   "of several nodes, the largest GPU is named with its node",
+		memory: 30000,
+		a10:    true,
+		want:   "GPU preemption: none; no GPU on 2 nodes has the 30000 MiB the pod asks for: the largest (NVIDIA A10, on node node-2) has 23028 MiB",
+	}, {
+		name:    "a node with none of the pod's GPU type is counted",
+		memory:  1000,
+		gpuType: "A100",
+		want:    "GPU preemption: none; 1 node(s) could not take the pod's GPUs even with no pods on them",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, v, _ := newTestPlugin(t)
+			low := withPriority(gpuPod("low", 5120), 10)
+			place(v, low, "GPU-0", 5120)
+			preemptor := withPriority(gpuPod("preemptor", tc.memory), 100)
+			if tc.gpuType != "" {
+				preemptor.Annotations = map[string]string{"tessera.dev/gpu-type": tc.gpuType}
+			}
+			nodes := []fwk.NodeInfo{nodeInfo(low)}
+			if tc.a10 {
+				gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}
+				gn.Status.Devices = []gpuv1alpha1.GPUDevice{{
+					UUID: "GPU-A10", Model: "NVIDIA A10", MemoryMiB: 23028, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+				}}
+				v.SetGPUNode(gn)
+				v.SetLease("node-2", p.clock.Now())
+				ni := framework.NewNodeInfo()
+				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}})
+				nodes = append(nodes, ni)
+			}
+			ctx := context.Background()
+			state := preFilter(t, p, preemptor)
+			statuses := framework.NewDefaultNodeToStatus()
+			var snapshot []*v1.Node
+			for _, ni := range nodes {
+				st := p.Filter(ctx, state, preemptor, ni)
+				wantCode(t, "Filter", st, fwk.UnschedulableAndUnresolvable)
+				statuses.Set(ni.Node().Name, st.WithPlugin(Name))
+				snapshot = append(snapshot, ni.Node())
+			}
+			p.handle = snapshotHandle{snapshot: cache.NewSnapshot(nil, snapshot)}
+			_, got := p.PostFilter(ctx, state, preemptor, statuses)
+			if got.Code() != fwk.Unschedulable || got.Message() != tc.want {
+				t.Errorf("PostFilter: %v %q, want %q", got.Code(), got.Message(), tc.want)
+			}
+		})
 	}
 }
