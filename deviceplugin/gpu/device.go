@@ -36,6 +36,32 @@ type MIG struct {
 	ComputeInstanceID int
 	// ComputePercent is its share of the GPU's compute.
 	ComputePercent int
+	// CapsProblem, when set, says why the instance's capability device
+	// files (/dev/nvidia-caps/nvidia-cap*) are not known. A container that
+	// gets the instance through CDI then lacks them and cannot open it;
+	// the NVIDIA container toolkit finds them itself otherwise.
+	CapsProblem *CapsProblem
+}
+
+// MIGMinorsFile is the driver's table of MIG capability device minor
+// numbers, relative to the proc file system's root.
+const MIGMinorsFile = "driver/nvidia-caps/mig-minors"
+
+// CapsProblem says why a MIG instance's capability device files could not
+// be found.
+type CapsProblem struct {
+	// File is the file they were looked up in: the driver's table of
+	// their minor numbers.
+	File string
+	// Reason says what went wrong, such as the file being unreadable or
+	// not listing the instance.
+	Reason string
+}
+
+// Message is the problem as a person reads it on the GPUNode.
+func (p *CapsProblem) Message() string {
+	return "capability devices not found in " + p.File + ": " + p.Reason +
+		"; a container given this instance through CDI cannot open it"
 }
 
 // HealthOf reports whether an event about the GPU with this UUID concerns

@@ -46,12 +46,16 @@ func statusApply(name string, s *gpuv1alpha1.GPUNodeStatus) *gpuac.GPUNodeApplyC
 			dev.WithHealthMessage(d.HealthMessage)
 		}
 		if m := d.MIG; m != nil {
-			dev.WithMIG(gpuac.MIGInstance().
+			mig := gpuac.MIGInstance().
 				WithParentUUID(m.ParentUUID).
 				WithProfile(m.Profile).
 				WithGPUInstanceID(m.GPUInstanceID).
 				WithComputeInstanceID(m.ComputeInstanceID).
-				WithComputePercent(m.ComputePercent))
+				WithComputePercent(m.ComputePercent)
+			if m.CapabilityProblem != "" {
+				mig.WithCapabilityProblem(m.CapabilityProblem)
+			}
+			dev.WithMIG(mig)
 		}
 		status.WithDevices(dev)
 	}

@@ -45,11 +45,15 @@ func (s Scaling) Device(d gpu.Device) gpuv1alpha1.GPUDevice {
 			ComputeInstanceID: int32(d.MIG.ComputeInstanceID),
 			ComputePercent:    int32(d.MIG.ComputePercent),
 		}
+		if p := d.MIG.CapsProblem; p != nil {
+			out.MIG.CapabilityProblem = truncate(p.Message(), maxHealthMessage)
+		}
 	}
 	return out
 }
 
-// maxHealthMessage is the API's bound on a device's health message.
+// maxHealthMessage is the API's bound on a device's health message and a
+// MIG instance's capability problem.
 const maxHealthMessage = 1024
 
 func truncate(s string, n int) string {

@@ -43,6 +43,14 @@ func TestScalingDevice(t *testing.T) {
 			want: gpuv1alpha1.GPUDevice{UUID: "MIG-a", Index: 2, Model: "A100 MIG 1g.10gb", MemoryMiB: 9856, Cores: 100, ShareLimit: 1, Health: gpuv1alpha1.GPUHealthy,
 				MIG: &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-p", Profile: "1g.10gb", GPUInstanceID: 9, ComputePercent: 14}},
 		},
+		{
+			name: "a MIG instance without its capability devices says which file and why", scaling: Scaling{SplitCount: 1, MemoryScaling: 1, CoreScaling: 1},
+			device: gpu.Device{UUID: "MIG-b", Model: "A100 MIG 1g.10gb", MemoryMiB: 9856, Health: gpu.Healthy(),
+				MIG: &gpu.MIG{ParentUUID: "GPU-p", Profile: "1g.10gb", CapsProblem: &gpu.CapsProblem{File: "/proc/driver/nvidia-caps/mig-minors", Reason: "permission denied"}}},
+			want: gpuv1alpha1.GPUDevice{UUID: "MIG-b", Model: "A100 MIG 1g.10gb", MemoryMiB: 9856, Cores: 100, ShareLimit: 1, Health: gpuv1alpha1.GPUHealthy,
+				MIG: &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-p", Profile: "1g.10gb",
+					CapabilityProblem: "capability devices not found in /proc/driver/nvidia-caps/mig-minors: permission denied; a container given this instance through CDI cannot open it"}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ func NewBackend(cfg *config.Configuration, clk clock.WithTicker) gpu.Backend {
 	return nvmlgpu.New(nvml.New(opts...), nvmlgpu.Options{
 		IgnoredXIDs:    cfg.IgnoredXIDs,
 		RecoveryPeriod: cfg.HealthRecoveryPeriod.Duration,
+		ProcRoot:       cfg.ProcRoot,
 		Clock:          clk,
 	})
 }

@@ -201,6 +201,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: "the GPU driver reports no GPU on this node"})
 	default:
 		logger.Info("Found GPUs", "count", len(found.Devices), "driverVersion", found.DriverVersion)
+		inventory.LogMIGProblems(logger, found.Devices)
 		if err := p.writePreloadFile(); err != nil {
 			return err
 		}

@@ -794,6 +794,13 @@ func schema_tessera_apis_gpu_v1alpha1_MIGInstance(ref common.ReferenceCallback) 
 							Format:      "int32",
 						},
 					},
+					"capabilityProblem": {
+						SchemaProps: spec.SchemaProps{
+							Description: "capabilityProblem, when set, says why the node's daemon could not find the instance's capability device files (/dev/nvidia-caps/*): the file it read and what went wrong. A container given the instance through CDI (device-list strategy cdi, in either kubelet API) then lacks them and cannot open the instance; with the other strategies the NVIDIA container toolkit finds them itself. It is read again with the MIG layout.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"parentUUID", "profile"},
 			},

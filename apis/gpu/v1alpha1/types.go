@@ -257,6 +257,17 @@ type MIGInstance struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	ComputePercent int32 `json:"computePercent,omitempty"`
+
+	// capabilityProblem, when set, says why the node's daemon could not
+	// find the instance's capability device files (/dev/nvidia-caps/*):
+	// the file it read and what went wrong. A container given the
+	// instance through CDI (device-list strategy cdi, in either kubelet
+	// API) then lacks them and cannot open the instance; with the other
+	// strategies the NVIDIA container toolkit finds them itself. It is
+	// read again with the MIG layout.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	CapabilityProblem string `json:"capabilityProblem,omitempty"`
 }
 
 // GPUNodeList is a list of GPUNodes.

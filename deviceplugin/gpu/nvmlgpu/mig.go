@@ -2,10 +2,13 @@ package nvmlgpu
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,12 +74,10 @@ func (b *Backend) describeMIG(parent gpu.Device, mh nvml.Device, slots, minor in
 		return gpu.Device{}, fmt.Errorf("compute instance: %v", ret)
 	}
 	profile := ProfileName(attrs, parent.MemoryMiB)
-	nodes := []string{gpu.DeviceNode(minor)}
 	// The instance's capability devices let a container open it; a
 	// runtime reading the CDI spec needs them, the toolkit finds its own.
-	if caps, err := migCaps(b.opts.ProcRoot, minor, gi, ci); err == nil {
-		nodes = append(nodes, caps...)
-	}
+	// Without them the instance is still served, and the problem reported.
+	caps, problem := migCaps(b.opts.ProcRoot, minor, gi, ci)
 	return gpu.Device{
 		UUID:        uuid,
 		Index:       parent.Index,
@@ -84,13 +85,14 @@ func (b *Backend) describeMIG(parent gpu.Device, mh nvml.Device, slots, minor in
 		MemoryMiB:   int64(attrs.MemorySizeMB),
 		NUMANode:    parent.NUMANode,
 		Health:      parent.Health,
-		DeviceNodes: nodes,
+		DeviceNodes: append([]string{gpu.DeviceNode(minor)}, caps...),
 		MIG: &gpu.MIG{
 			ParentUUID:        parent.UUID,
 			Profile:           profile,
 			GPUInstanceID:     gi,
 			ComputeInstanceID: ci,
 			ComputePercent:    int(math.Round(100 * float64(attrs.ComputeInstanceSliceCount) / float64(max(slots, 1)))),
+			CapsProblem:       problem,
 		},
 	}, nil
 }
@@ -114,27 +116,44 @@ func ProfileName(attrs nvml.DeviceAttributes, parentMemoryMiB int64) string {
 }
 
 // migCaps returns the capability device files of a GPU instance and its
-// compute instance, from the driver's table of their minor numbers.
-func migCaps(procRoot string, gpuMinor, gi, ci int) ([]string, error) {
-	f, err := os.Open(filepath.Join(procRoot, "driver", "nvidia-caps", "mig-minors"))
+// compute instance, from the driver's table of their minor numbers, or
+// why they could not be found there.
+func migCaps(procRoot string, gpuMinor, gi, ci int) ([]string, *gpu.CapsProblem) {
+	path := filepath.Join(procRoot, gpu.MIGMinorsFile)
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return nil, &gpu.CapsProblem{File: path, Reason: err.Error()}
 	}
 	defer f.Close()
-	want := map[string]bool{
-		fmt.Sprintf("gpu%d/gi%d/access", gpuMinor, gi):          true,
-		fmt.Sprintf("gpu%d/gi%d/ci%d/access", gpuMinor, gi, ci): true,
+	want := []string{
+		fmt.Sprintf("gpu%d/gi%d/access", gpuMinor, gi),
+		fmt.Sprintf("gpu%d/gi%d/ci%d/access", gpuMinor, gi, ci),
 	}
-	var caps []string
+	minors := map[string]string{}
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		name, minor, ok := strings.Cut(strings.TrimSpace(scanner.Text()), " ")
-		if _, err := strconv.Atoi(minor); ok && err == nil && want[name] {
-			caps = append(caps, "/dev/nvidia-caps/nvidia-cap"+minor)
+		if _, err := strconv.Atoi(minor); ok && err == nil && slices.Contains(want, name) {
+			minors[name] = minor
 		}
 	}
-	if len(caps) != len(want) {
-		return nil, fmt.Errorf("capabilities of GPU %d instance %d/%d not found", gpuMinor, gi, ci)
+	if err := scanner.Err(); err != nil {
+		return nil, &gpu.CapsProblem{File: path, Reason: err.Error()}
 	}
-	return caps, scanner.Err()
+	var caps, missing []string
+	for _, name := range want {
+		if minor, ok := minors[name]; ok {
+			caps = append(caps, "/dev/nvidia-caps/nvidia-cap"+minor)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &gpu.CapsProblem{File: path, Reason: "no entry " + strings.Join(missing, ", ")}
+	}
+	return caps, nil
 }

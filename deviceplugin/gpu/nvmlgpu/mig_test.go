@@ -48,21 +48,51 @@ func TestDiscoverMixedMIGNode(t *testing.T) {
 			DeviceNodes: []string{"/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap48", "/dev/nvidia-caps/nvidia-cap49"},
 			MIG:         &gpu.MIG{ParentUUID: node.UUID(0), Profile: "1g.5gb", GPUInstanceID: 5, ComputePercent: 14}},
 		// Its capabilities are not in the driver's table: the device file
-		// alone, as for the toolkit, which finds them itself.
+		// alone, as for the toolkit, which finds them itself, and the
+		// problem said.
 		{UUID: "MIG-c", Index: 0, Model: model + " MIG 1c.2g.10gb", MemoryMiB: 9984, Health: gpu.Healthy(),
 			DeviceNodes: []string{"/dev/nvidia0"},
-			MIG:         &gpu.MIG{ParentUUID: node.UUID(0), Profile: "1c.2g.10gb", GPUInstanceID: 2, ComputeInstanceID: 1, ComputePercent: 14}},
+			MIG: &gpu.MIG{ParentUUID: node.UUID(0), Profile: "1c.2g.10gb", GPUInstanceID: 2, ComputeInstanceID: 1, ComputePercent: 14,
+				CapsProblem: &gpu.CapsProblem{File: filepath.Join(proc, gpu.MIGMinorsFile), Reason: "no entry gpu0/gi2/access, gpu0/gi2/ci1/access"}}},
 		{UUID: node.UUID(1), Index: 1, Model: model, MemoryMiB: 40960, Health: gpu.Healthy(), DeviceNodes: []string{"/dev/nvidia1"}},
 	}
 	if !reflect.DeepEqual(inv.Devices, want) {
 		t.Errorf("devices\n%+v\nwant\n%+v", inv.Devices, want)
-		for i := range inv.Devices {
-			t.Logf("%d: %+v %+v", i, inv.Devices[i], inv.Devices[i].MIG)
-		}
+		logDevices(t, inv.Devices)
 	}
 	// Health is watched on the physical GPUs; their instances follow.
 	if got := b.snapshot(); len(got) != 2 || got[0].uuid != node.UUID(0) || got[1].uuid != node.UUID(1) {
 		t.Errorf("watched GPUs %+v, want the two physical GPUs", got)
+	}
+}
+
+// TestDiscoverMIGWithAnUnreadableCapabilityTable serves every instance
+// when the driver's table of capability devices cannot be read, each
+// saying which file and why.
+func TestDiscoverMIGWithAnUnreadableCapabilityTable(t *testing.T) {
+	node := newFakeNode(t, gpus.A100_SXM4_40GB)
+	node.SetMIG(0, nvmlfake.MIGInstance{UUID: "MIG-a", GPUInstanceID: 1, GPUSlices: 3, ComputeSlices: 3, MemoryMB: 19968})
+	proc := t.TempDir() // no driver/nvidia-caps
+	inv, err := New(node, Options{ProcRoot: proc}).Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gpu.Device{{UUID: "MIG-a", Index: 0, Model: "Mock NVIDIA A100-SXM4-40GB MIG 3g.20gb", MemoryMiB: 19968, Health: gpu.Healthy(),
+		DeviceNodes: []string{"/dev/nvidia0"},
+		MIG: &gpu.MIG{ParentUUID: node.UUID(0), Profile: "3g.20gb", GPUInstanceID: 1, ComputePercent: 43,
+			CapsProblem: &gpu.CapsProblem{File: filepath.Join(proc, gpu.MIGMinorsFile), Reason: "no such file or directory"}}}}
+	if !reflect.DeepEqual(inv.Devices, want) {
+		t.Errorf("devices\n%+v\nwant\n%+v", inv.Devices, want)
+		logDevices(t, inv.Devices)
+	}
+}
+
+func logDevices(t *testing.T, devices []gpu.Device) {
+	t.Helper()
+	for i, d := range devices {
+		if d.MIG != nil {
+			t.Logf("%d: %+v %+v %+v", i, d, *d.MIG, d.MIG.CapsProblem)
+		}
 	}
 }
 

@@ -17,6 +17,10 @@ const DriverVersion = "simulated"
 // maxGPUs is the most GPUs a GPUNode can list.
 const maxGPUs = 64
 
+// maxCapabilityError leaves room in the GPUNode's 1024-character message
+// for the file and what the problem means.
+const maxCapabilityError = 512
+
 // File is the simulated-GPU file: YAML or JSON.
 //
 //	gpus:
@@ -34,6 +38,8 @@ const maxGPUs = 64
 //	    gpuInstanceID: 7     # optional
 //	    computeInstanceID: 0 # optional
 //	    computePercent: 14   # optional
+//	    capabilityError: permission denied # optional: the instance's
+//	                         # capability devices cannot be read
 type File struct {
 	// GPUs are the node's simulated GPUs.
 	GPUs []FileGPU `json:"gpus"`
@@ -80,6 +86,10 @@ type FileMIGInstance struct {
 	ComputeInstanceID int `json:"computeInstanceID,omitempty"`
 	// ComputePercent is its share of the GPU's compute, 0 to 100.
 	ComputePercent int `json:"computePercent,omitempty"`
+	// CapabilityError, when set, plays a driver table of MIG capability
+	// devices that cannot be read or lacks the instance: the reason the
+	// plugin reports, as it does for NVML.
+	CapabilityError string `json:"capabilityError,omitempty"`
 }
 
 // ReadFile reads and checks a simulated-GPU file. The error names the file,
@@ -160,6 +170,9 @@ func (f *File) Validate() error {
 			if m.ComputePercent < 0 || m.ComputePercent > 100 {
 				errs = append(errs, field.Invalid(mp.Child("computePercent"), m.ComputePercent, "must be between 0 and 100"))
 			}
+			if len(m.CapabilityError) > maxCapabilityError {
+				errs = append(errs, field.TooLong(mp.Child("capabilityError"), m.CapabilityError, maxCapabilityError))
+			}
 			if m.GPUInstanceID < 0 || m.ComputeInstanceID < 0 {
 				errs = append(errs, field.Invalid(mp, fmt.Sprintf("%d/%d", m.GPUInstanceID, m.ComputeInstanceID), "instance IDs must be 0 or greater"))
 			}
@@ -225,6 +238,11 @@ func (f *File) Devices() []gpu.Device {
 			continue
 		}
 		for _, m := range g.MIGInstances {
+			mig := &gpu.MIG{ParentUUID: d.UUID, Profile: m.Profile, GPUInstanceID: m.GPUInstanceID,
+				ComputeInstanceID: m.ComputeInstanceID, ComputePercent: m.ComputePercent}
+			if m.CapabilityError != "" {
+				mig.CapsProblem = &gpu.CapsProblem{File: "/proc/" + gpu.MIGMinorsFile, Reason: m.CapabilityError}
+			}
 			devices = append(devices, gpu.Device{
 				UUID:        m.UUID,
 				Index:       d.Index,
@@ -233,8 +251,7 @@ func (f *File) Devices() []gpu.Device {
 				NUMANode:    d.NUMANode,
 				Health:      d.Health,
 				DeviceNodes: d.DeviceNodes,
-				MIG: &gpu.MIG{ParentUUID: d.UUID, Profile: m.Profile, GPUInstanceID: m.GPUInstanceID,
-					ComputeInstanceID: m.ComputeInstanceID, ComputePercent: m.ComputePercent},
+				MIG:         mig,
 			})
 		}
 	}

@@ -43,6 +43,8 @@ func TestReadFileErrors(t *testing.T) {
 		{name: "MIG instance bigger than its GPU", content: "gpus:\n- {uuid: a, model: m, memoryMiB: 10, migInstances: [{uuid: m1, profile: 1g.10gb, memoryMiB: 11}]}\n", want: []string{"gpus[0].migInstances[0].memoryMiB"}},
 		{name: "MIG instance without a profile", content: "gpus:\n- {uuid: a, model: m, memoryMiB: 10, migInstances: [{uuid: m1, memoryMiB: 5}]}\n", want: []string{"gpus[0].migInstances[0].profile: Required value"}},
 		{name: "MIG instance with its GPU's UUID", content: "gpus:\n- {uuid: a, model: m, memoryMiB: 10, migInstances: [{uuid: a, profile: 1g.5gb, memoryMiB: 5}]}\n", want: []string{"gpus[0].migInstances[0].uuid: Duplicate value"}},
+		{name: "MIG capability error too long for the GPUNode", content: "gpus:\n- {uuid: a, model: m, memoryMiB: 10, migInstances: [{uuid: m1, profile: 1g.5gb, memoryMiB: 5, capabilityError: " + strings.Repeat("x", 513) + "}]}\n",
+			want: []string{"gpus[0].migInstances[0].capabilityError: Too long"}},
 		{name: "utilisation above 100", content: "gpus:\n- {uuid: a, model: m, memoryMiB: 1, utilizationPercent: 101}\n", want: []string{"gpus[0].utilizationPercent"}},
 	}
 	for _, tt := range tests {
@@ -116,7 +118,7 @@ gpus:
   numaNode: 1
   migInstances:
   - {uuid: MIG-1, profile: 3g.40gb, memoryMiB: 40192, gpuInstanceID: 2, computePercent: 43}
-  - {uuid: MIG-2, profile: 1g.10gb, memoryMiB: 9856, gpuInstanceID: 9, computeInstanceID: 0, computePercent: 14}
+  - {uuid: MIG-2, profile: 1g.10gb, memoryMiB: 9856, gpuInstanceID: 9, computeInstanceID: 0, computePercent: 14, capabilityError: permission denied}
 - uuid: GPU-whole
   model: NVIDIA A100-SXM4-80GB
   memoryMiB: 81920
@@ -129,7 +131,8 @@ gpus:
 		{UUID: "MIG-1", Index: 0, Model: "NVIDIA A100-SXM4-80GB MIG 3g.40gb", MemoryMiB: 40192, NUMANode: 1, Health: gpu.Healthy(), DeviceNodes: []string{"/dev/nvidia0"},
 			MIG: &gpu.MIG{ParentUUID: "GPU-mig", Profile: "3g.40gb", GPUInstanceID: 2, ComputePercent: 43}},
 		{UUID: "MIG-2", Index: 0, Model: "NVIDIA A100-SXM4-80GB MIG 1g.10gb", MemoryMiB: 9856, NUMANode: 1, Health: gpu.Healthy(), DeviceNodes: []string{"/dev/nvidia0"},
-			MIG: &gpu.MIG{ParentUUID: "GPU-mig", Profile: "1g.10gb", GPUInstanceID: 9, ComputePercent: 14}},
+			MIG: &gpu.MIG{ParentUUID: "GPU-mig", Profile: "1g.10gb", GPUInstanceID: 9, ComputePercent: 14,
+				CapsProblem: &gpu.CapsProblem{File: "/proc/driver/nvidia-caps/mig-minors", Reason: "permission denied"}}},
 		{UUID: "GPU-whole", Index: 1, Model: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, NUMANode: -1, Health: gpu.Healthy(), DeviceNodes: []string{"/dev/nvidia1"}},
 	}
 	if got := f.Devices(); !reflect.DeepEqual(got, want) {

@@ -253,6 +253,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGInstance
   map:
     fields:
+    - name: capabilityProblem
+      type:
+        scalar: string
     - name: computeInstanceID
       type:
         scalar: numeric

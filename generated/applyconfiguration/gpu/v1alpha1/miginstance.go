@@ -35,6 +35,14 @@ type MIGInstanceApplyConfiguration struct {
 	// computePercent is the instance's share of its GPU's compute, in
 	// percent (14 for one of seven slices).
 	ComputePercent *int32 `json:"computePercent,omitempty"`
+	// capabilityProblem, when set, says why the node's daemon could not
+	// find the instance's capability device files (/dev/nvidia-caps/*):
+	// the file it read and what went wrong. A container given the
+	// instance through CDI (device-list strategy cdi, in either kubelet
+	// API) then lacks them and cannot open the instance; with the other
+	// strategies the NVIDIA container toolkit finds them itself. It is
+	// read again with the MIG layout.
+	CapabilityProblem *string `json:"capabilityProblem,omitempty"`
 }
 
 // MIGInstanceApplyConfiguration constructs a declarative configuration of the MIGInstance type for use with
@@ -80,5 +88,13 @@ func (b *MIGInstanceApplyConfiguration) WithComputeInstanceID(value int32) *MIGI
 // If called multiple times, the ComputePercent field is set to the value of the last call.
 func (b *MIGInstanceApplyConfiguration) WithComputePercent(value int32) *MIGInstanceApplyConfiguration {
 	b.ComputePercent = &value
+	return b
+}
+
+// WithCapabilityProblem sets the CapabilityProblem field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CapabilityProblem field is set to the value of the last call.
+func (b *MIGInstanceApplyConfiguration) WithCapabilityProblem(value string) *MIGInstanceApplyConfiguration {
+	b.CapabilityProblem = &value
 	return b
 }
