@@ -50,6 +50,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.LeaseNamespace, "lease-namespace", c.LeaseNamespace, "namespace of the node's Lease (named like the node); the scheduler extender must watch the same")
 	fs.StringVar(&c.SimulatedGPUFile, "simulated-gpu-file", c.SimulatedGPUFile, "read GPUs from this YAML/JSON file instead of NVML")
 	fs.DurationVar(&c.SimulatedReloadPeriod.Duration, "simulated-reload-period", c.SimulatedReloadPeriod.Duration, "how often the simulated GPU file is read for health changes")
+	fs.DurationVar(&c.RescanPeriod.Duration, "rescan-period", c.RescanPeriod.Duration, "how often the node's GPUs are listed again, so that a MIG layout changed while the plugin runs is served")
 	fs.StringVar(&c.MetricsAddress, "metrics-address", c.MetricsAddress, "host:port serving /metrics and /healthz, and nothing else; empty turns it off. Loopback by default; in a pod, set the pod's address (such as :9401) for Prometheus")
 	fs.StringVar(&c.ProcRoot, "proc-root", c.ProcRoot, "proc file system used to map GPU processes to pods")
 	fs.DurationVar(&c.HealthRecoveryPeriod.Duration, "health-recovery-period", c.HealthRecoveryPeriod.Duration, "how long an unhealthy GPU must stay quiet before it is healthy again")

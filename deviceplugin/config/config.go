@@ -65,6 +65,11 @@ type Configuration struct {
 	// SimulatedReloadPeriod is how often the simulated-GPU file is read
 	// again to pick up health changes.
 	SimulatedReloadPeriod metav1.Duration `json:"simulatedReloadPeriod"`
+	// RescanPeriod is how often the node's GPUs are listed again, so that
+	// a MIG layout changed while the plugin runs (instances created or
+	// destroyed with nvidia-smi) is served: the kubelet, the
+	// ResourceSlice and the GPUNode get the new devices.
+	RescanPeriod metav1.Duration `json:"rescanPeriod"`
 	// MetricsAddress is the host:port serving /metrics and /healthz;
 	// empty turns it off. Loopback by default; the Helm chart sets the
 	// pod's address so that Prometheus reaches it. It serves nothing else.
@@ -141,6 +146,7 @@ const (
 	DefaultLibraryContainerPath = "/usr/local/vgpu/libvgpu.so"
 	DefaultHeartbeatPeriod      = 15 * time.Second
 	DefaultSimulatedReload      = 5 * time.Second
+	DefaultRescanPeriod         = 30 * time.Second
 	DefaultMetricsAddress       = "127.0.0.1:9401"
 	DefaultProcRoot             = "/proc"
 	DefaultHealthRecovery       = 5 * time.Minute
@@ -171,6 +177,7 @@ func Default() Configuration {
 		HeartbeatPeriod:         metav1.Duration{Duration: DefaultHeartbeatPeriod},
 		LeaseNamespace:          nodelease.DefaultNamespace,
 		SimulatedReloadPeriod:   metav1.Duration{Duration: DefaultSimulatedReload},
+		RescanPeriod:            metav1.Duration{Duration: DefaultRescanPeriod},
 		MetricsAddress:          DefaultMetricsAddress,
 		ProcRoot:                DefaultProcRoot,
 		IgnoredXIDs:             DefaultIgnoredXIDs(),

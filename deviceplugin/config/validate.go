@@ -17,6 +17,9 @@ const (
 	MaxMemoryScaling = 100
 	MaxCoreScaling   = 100
 	minPeriod        = 100 * time.Millisecond
+	// MinRescanPeriod bounds how often NVML is asked for every GPU and
+	// MIG instance again.
+	MinRescanPeriod = time.Second
 )
 
 // Validate returns every invalid field, each named and with its limit.
@@ -78,6 +81,7 @@ func (c *Configuration) Validate() error {
 	}
 	errs = append(errs, period(field.NewPath("simulatedReloadPeriod"), c.SimulatedReloadPeriod.Duration)...)
 	errs = append(errs, period(field.NewPath("healthRecoveryPeriod"), c.HealthRecoveryPeriod.Duration)...)
+	errs = append(errs, atLeast(field.NewPath("rescanPeriod"), c.RescanPeriod.Duration, MinRescanPeriod)...)
 	errs = append(errs, period(field.NewPath("allocationLookupTimeout"), c.AllocationLookupTimeout.Duration)...)
 	return errs.ToAggregate()
 }
@@ -93,8 +97,12 @@ func absolute(path *field.Path, value string, required bool) field.ErrorList {
 }
 
 func period(path *field.Path, d time.Duration) field.ErrorList {
-	if d < minPeriod {
-		return field.ErrorList{field.Invalid(path, d.String(), fmt.Sprintf("must be at least %s", minPeriod))}
+	return atLeast(path, d, minPeriod)
+}
+
+func atLeast(path *field.Path, d, least time.Duration) field.ErrorList {
+	if d < least {
+		return field.ErrorList{field.Invalid(path, d.String(), fmt.Sprintf("must be at least %s", least))}
 	}
 	return nil
 }

@@ -43,6 +43,8 @@ func TestValidate(t *testing.T) {
 		{name: "lease namespace required", mutate: func(c *Configuration) { c.LeaseNamespace = "" }, want: "leaseNamespace: Required value"},
 		{name: "lease namespace must be a DNS label", mutate: func(c *Configuration) { c.LeaseNamespace = "Tessera.System" }, want: "leaseNamespace: Invalid value: \"Tessera.System\""},
 		{name: "heartbeat not too short", mutate: func(c *Configuration) { c.HeartbeatPeriod.Duration = time.Millisecond }, want: "heartbeatPeriod: Invalid value: \"1ms\": must be at least 100ms"},
+		{name: "rescan not so often that NVML is asked all the time", mutate: func(c *Configuration) { c.RescanPeriod.Duration = 500 * time.Millisecond },
+			want: "rescanPeriod: Invalid value: \"500ms\": must be at least 1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -229,6 +230,41 @@ func TestRegistersAndStreamsDevices(t *testing.T) {
 		if d.Health != wantHealth {
 			t.Errorf("after GPU-b failed, %s is %s, want %s", d.ID, d.Health, wantHealth)
 		}
+	}
+}
+
+// TestListAndWatchSendsANewMIGLayout pins that the kubelet hears of MIG
+// instances made and destroyed while the plugin runs: the inventory takes
+// a new layout, and the stream sends the new devices.
+func TestListAndWatchSendsANewMIGLayout(t *testing.T) {
+	h := startServer(t)
+	startFakeKubelet(t, h.dir).expectRegistration(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := h.dial(t).ListAndWatch(ctx, &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	// GPU-b goes into MIG mode with two instances.
+	h.inv.SetDevices([]gpu.Device{
+		{UUID: "GPU-a", Index: 0, NUMANode: 1, Health: gpu.Healthy()},
+		{UUID: "MIG-b1", Index: 1, NUMANode: -1, Health: gpu.Healthy(), MIG: &gpu.MIG{ParentUUID: "GPU-b", Profile: "3g.20gb"}},
+		{UUID: "MIG-b2", Index: 1, NUMANode: -1, Health: gpu.Healthy(), MIG: &gpu.MIG{ParentUUID: "GPU-b", Profile: "3g.20gb", GPUInstanceID: 2}},
+	})
+	next, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range next.Devices {
+		got = append(got, d.ID)
+	}
+	want := []string{"GPU-a::0", "GPU-a::1", "GPU-a::2", "MIG-b1::0", "MIG-b1::1", "MIG-b1::2", "MIG-b2::0", "MIG-b2::1", "MIG-b2::2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("devices after the new layout %v, want %v", got, want)
 	}
 }
 

@@ -120,8 +120,8 @@ func (p *Plugin) Run(ctx context.Context) error {
 	// a driver that lists no GPU fails only readiness, as a restart would
 	// list none again.
 	p.health.Set(health.Discovery, true, discoverErr)
-	if discoverErr == nil && len(found.Devices) == 0 {
-		p.health.Set(health.GPUs, false, errors.New("the GPU driver reports no GPU on this node"))
+	if discoverErr == nil {
+		p.checkGPUs(len(found.Devices))
 	}
 	inv := inventory.New(found)
 	var claims *dra.Claims
@@ -192,41 +192,87 @@ func (p *Plugin) Run(ctx context.Context) error {
 		g.Go(func() error { return p.serveMetrics(ctx, reg) })
 	}
 
-	switch {
-	case discoverErr != nil:
+	if discoverErr != nil {
 		logger.Error(discoverErr, "No GPUs found; the node offers none")
 		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: discoverErr.Error()})
-	case len(found.Devices) == 0:
-		logger.Info("No GPUs found; the node offers none")
-		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: "the GPU driver reports no GPU on this node"})
-	default:
-		logger.Info("Found GPUs", "count", len(found.Devices), "driverVersion", found.DriverVersion)
-		inventory.LogMIGProblems(logger, found.Devices)
-		if err := p.writePreloadFile(); err != nil {
-			return err
-		}
-		if p.cfg.DeviceListStrategy == config.StrategyCDI {
-			w := cdispec.Writer{Dir: p.cfg.CDISpecDir}
-			if p.cfg.DriverRoot != "" {
-				w.DriverRoot = driver.Root{Path: p.cfg.DriverRoot, HostPath: p.cfg.HostDriverRoot}
-			}
-			if err := w.Write(ctx, found); err != nil {
-				return err
-			}
-		}
-		p.watchHealth(ctx, g, inv, publisher)
-		if p.cfg.Mode == config.ModeDRA {
-			if err := p.serveDRA(ctx, g, inv, caches, publisher); err != nil {
-				return err
-			}
-		} else {
-			p.serveKubelet(ctx, g, inv, caches, publisher)
-		}
+	} else if err := p.serveGPUs(ctx, g, found, inv, caches, publisher); err != nil {
+		return err
 	}
 
 	err = g.Wait()
 	p.markStopped(ctx, publisher)
 	return err
+}
+
+// serveGPUs follows the GPUs' health and layout, and serves the kubelet
+// once the node has a GPU: a GPU in MIG mode has no device until the
+// administrator makes an instance.
+func (p *Plugin) serveGPUs(ctx context.Context, g *errgroup.Group, found gpu.Inventory, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher) error {
+	logger := klog.FromContext(ctx)
+	if len(found.Devices) == 0 {
+		logger.Info("No GPUs found; the node offers none until a rescan finds one", "rescanPeriod", p.cfg.RescanPeriod.Duration)
+		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: noGPUs.Error()})
+	} else {
+		logger.Info("Found GPUs", "count", len(found.Devices), "driverVersion", found.DriverVersion)
+	}
+	inventory.LogMIGProblems(logger, found.Devices)
+	if err := p.writePreloadFile(); err != nil {
+		return err
+	}
+	if err := p.writeCDISpec(ctx, found); err != nil {
+		return err
+	}
+	p.watchHealth(ctx, g, inv, publisher)
+	rescanner := &inventory.Rescanner{
+		Discoverer: p.deps.Backend,
+		Inventory:  inv,
+		Clock:      p.deps.Clock,
+		Period:     p.cfg.RescanPeriod.Duration,
+		Prepare:    p.writeCDISpec,
+		OnChange: func() {
+			p.checkGPUs(len(inv.Devices()))
+			publisher.Trigger()
+		},
+	}
+	g.Go(func() error { rescanner.Run(ctx); return nil })
+	g.Go(func() error {
+		if !inv.WaitForDevices(ctx) {
+			return nil
+		}
+		if p.cfg.Mode == config.ModeDRA {
+			return p.serveDRA(ctx, g, inv, caches, publisher)
+		}
+		p.serveKubelet(ctx, g, inv, caches, publisher)
+		return nil
+	})
+	return nil
+}
+
+// noGPUs is why a node whose driver lists no GPU is not ready.
+var noGPUs = errors.New("the GPU driver reports no GPU on this node")
+
+// checkGPUs fails readiness while the node has no GPU; a restart would
+// find none either, so liveness holds.
+func (p *Plugin) checkGPUs(devices int) {
+	if devices == 0 {
+		p.health.Set(health.GPUs, false, noGPUs)
+		return
+	}
+	p.health.Set(health.GPUs, false, nil)
+}
+
+// writeCDISpec writes the spec naming each GPU, with the cdi device-list
+// strategy. CDI allows no spec without a device: with none, the spec
+// stays as it was, naming devices no one is offered.
+func (p *Plugin) writeCDISpec(ctx context.Context, found gpu.Inventory) error {
+	if p.cfg.DeviceListStrategy != config.StrategyCDI || len(found.Devices) == 0 {
+		return nil
+	}
+	w := cdispec.Writer{Dir: p.cfg.CDISpecDir}
+	if p.cfg.DriverRoot != "" {
+		w.DriverRoot = driver.Root{Path: p.cfg.DriverRoot, HostPath: p.cfg.HostDriverRoot}
+	}
+	return w.Write(ctx, found)
 }
 
 // serveKubelet starts the device-plugin server.
@@ -247,7 +293,6 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 			MemoryOversubscribed: p.cfg.MemoryScaling > 1,
 		},
 	})
-	devices := len(inv.Devices())
 	p.health.Set(health.Registration, true, errors.New("not registered with the kubelet yet"))
 	server := dpserver.New(dpserver.Config{
 		ResourceName: p.cfg.ResourceName,
@@ -265,6 +310,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 				publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNotRegistered, Message: err.Error()})
 				return
 			}
+			devices := len(inv.Devices())
 			publisher.SetReadiness(nodestatus.Readiness{Ready: true, Reason: nodestatus.ReasonRegistered,
 				Message: fmt.Sprintf("serving %d GPUs as %d %s devices", devices, devices*int(p.cfg.SplitCount), p.cfg.ResourceName)})
 		},
@@ -288,7 +334,6 @@ func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory
 	if err != nil {
 		return err
 	}
-	devices := len(inv.Devices())
 	// The kubelet-plugin helper registers with the kubelet itself; started
 	// is as far as the probes can see.
 	p.health.Set(health.Registration, true, errors.New("the DRA kubelet plugin has not started yet"))
@@ -303,7 +348,7 @@ func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory
 		OnStarted: func() {
 			p.health.Set(health.Registration, true, nil)
 			publisher.SetReadiness(nodestatus.Readiness{Ready: true, Reason: nodestatus.ReasonRegistered,
-				Message: fmt.Sprintf("serving %d GPUs as devices of DRA driver %s", devices, dradriver.DriverName)})
+				Message: fmt.Sprintf("serving %d GPUs as devices of DRA driver %s", len(inv.Devices()), dradriver.DriverName)})
 		},
 	}, driver)
 	if err := caches.onSpecChange(server.Trigger); err != nil {

@@ -52,6 +52,14 @@ type device struct {
 
 var _ gpu.Backend = (*Backend)(nil)
 
+// health is the device's health as the watch last saw it; b.mu is held.
+func (d *device) health() gpu.Health {
+	if d.healthy {
+		return gpu.Healthy()
+	}
+	return gpu.Unhealthy(d.reason)
+}
+
 // New returns a backend over lib: nvml.New() on a real node, a mock in tests.
 func New(lib nvml.Interface, opts Options) *Backend {
 	if opts.Clock == nil {

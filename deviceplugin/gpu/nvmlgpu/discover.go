@@ -14,7 +14,11 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 )
 
-// Discover initialises NVML and lists the GPUs.
+// Discover initialises NVML and lists the GPUs. It may be called again
+// while health is watched, as the plugin does to find a changed MIG
+// layout: a GPU found before keeps the health the watch gave it, and so do
+// its MIG instances, old or new. A GPU found only then is probed but not
+// registered for health events until the plugin restarts.
 func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 	logger := klog.FromContext(ctx)
 	b.mu.Lock()
@@ -30,8 +34,12 @@ func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 	if ret != nvml.SUCCESS {
 		return gpu.Inventory{}, fmt.Errorf("counting GPUs: %v", ret)
 	}
+	known := make(map[string]*device, len(b.devices))
+	for _, d := range b.devices {
+		known[d.uuid] = d
+	}
 	inv := gpu.Inventory{DriverVersion: version}
-	b.devices = nil
+	var watched []*device
 	for i := range count {
 		handle, ret := b.lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
@@ -42,13 +50,18 @@ func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 			return gpu.Inventory{}, fmt.Errorf("reading GPU %d: %w", i, err)
 		}
 		// The health watch follows the physical GPU, MIG mode or not.
-		b.devices = append(b.devices, &device{uuid: d.UUID, handle: handle, healthy: true})
+		w, ok := known[d.UUID]
+		if !ok {
+			w = &device{uuid: d.UUID, handle: handle, healthy: true}
+		}
+		d.Health = w.health()
+		watched = append(watched, w)
 		mig, err := migEnabled(handle)
 		if err != nil {
 			return gpu.Inventory{}, fmt.Errorf("reading GPU %d: %w", i, err)
 		}
 		if !mig {
-			logger.V(2).Info("Found GPU", "uuid", d.UUID, "index", d.Index, "model", d.Model, "memoryMiB", d.MemoryMiB, "numaNode", d.NUMANode)
+			logger.V(4).Info("Found GPU", "uuid", d.UUID, "index", d.Index, "model", d.Model, "memoryMiB", d.MemoryMiB, "numaNode", d.NUMANode)
 			inv.Devices = append(inv.Devices, d)
 			continue
 		}
@@ -58,12 +71,13 @@ func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 		if err != nil {
 			return gpu.Inventory{}, fmt.Errorf("reading the MIG instances of GPU %d: %w", i, err)
 		}
-		logger.V(2).Info("Found GPU in MIG mode", "uuid", d.UUID, "index", d.Index, "model", d.Model, "instances", len(instances))
+		logger.V(4).Info("Found GPU in MIG mode", "uuid", d.UUID, "index", d.Index, "model", d.Model, "instances", len(instances))
 		for _, m := range instances {
-			logger.V(2).Info("Found MIG instance", "uuid", m.UUID, "parent", d.UUID, "profile", m.MIG.Profile, "memoryMiB", m.MemoryMiB)
+			logger.V(4).Info("Found MIG instance", "uuid", m.UUID, "parent", d.UUID, "profile", m.MIG.Profile, "memoryMiB", m.MemoryMiB)
 		}
 		inv.Devices = append(inv.Devices, instances...)
 	}
+	b.devices = watched
 	return inv, nil
 }
 

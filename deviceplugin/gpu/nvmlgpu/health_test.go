@@ -24,6 +24,8 @@ const (
 // healthHarness runs WatchHealth over a four-GPU fake node.
 type healthHarness struct {
 	t       *testing.T
+	ctx     context.Context
+	backend *Backend
 	node    *nvmlfake.Node
 	clock   *testingclock.FakeClock
 	reports chan gpu.HealthEvent
@@ -45,6 +47,7 @@ func startHealth(t *testing.T) *healthHarness {
 		ProbePeriod:    probePeriod,
 		Clock:          h.clock,
 	})
+	h.ctx, h.backend = ctx, b
 	if _, err := b.Discover(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -215,4 +218,26 @@ func TestHealthRegistrationFailureMarksUnhealthy(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a GPU that cannot be watched was not marked unhealthy")
 	}
+}
+
+// TestDiscoverAgainKeepsTheWatchedHealth pins that listing the GPUs again,
+// as the plugin does to find a changed MIG layout, neither forgets a
+// failure the watch saw nor stops following the GPU.
+func TestDiscoverAgainKeepsTheWatchedHealth(t *testing.T) {
+	h := startHealth(t)
+	failed := gpu.Unhealthy("XID 79 critical error")
+	h.send(1, nvml.EventTypeXidCriticalError, 79)
+	h.expect(gpu.HealthEvent{UUID: h.node.UUID(1), Health: failed})
+	inv, err := h.backend.Discover(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := inv.Devices[1].Health; got != failed {
+		t.Errorf("GPU 1 discovered again with health %+v, want %+v", got, failed)
+	}
+	if got := inv.Devices[0].Health; got != gpu.Healthy() {
+		t.Errorf("GPU 0 discovered again with health %+v, want healthy", got)
+	}
+	h.probe(recoveryPeriod)
+	h.expect(gpu.HealthEvent{UUID: h.node.UUID(1), Health: gpu.Healthy()})
 }

@@ -46,10 +46,15 @@ func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 
 // WatchHealth reads the file every reload period and reports each GPU
 // whose health changed. A file that has become unreadable or invalid is
-// logged and the last good content kept; GPUs added or removed are logged
-// and take effect only when the plugin restarts.
+// logged and the last good content kept. It compares with what it read
+// itself, not with what Discover last read: the plugin calls Discover again
+// to find a changed layout, and an edit that changes health and layout at
+// once must still be reported.
 func (b *Backend) WatchHealth(ctx context.Context, report func(gpu.HealthEvent)) error {
 	logger := klog.FromContext(ctx)
+	b.mu.Lock()
+	seen := b.file
+	b.mu.Unlock()
 	ticker := b.clock.NewTicker(b.reloadPeriod)
 	defer ticker.Stop()
 	for {
@@ -64,15 +69,12 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(gpu.HealthEvent))
 			continue
 		}
 		b.mu.Lock()
-		old := b.file.Devices()
 		b.file = f
 		b.mu.Unlock()
-		for _, ev := range healthChanges(old, f.Devices()) {
+		for _, ev := range healthChanges(seen.Devices(), f.Devices()) {
 			report(ev)
 		}
-		if !sameUUIDs(old, f.Devices()) {
-			logger.Info("Simulated GPU file lists other GPUs; restart the plugin to publish them", "path", b.path)
-		}
+		seen = f
 	}
 }
 
@@ -107,16 +109,4 @@ func healthChanges(old, cur []gpu.Device) []gpu.HealthEvent {
 		}
 	}
 	return events
-}
-
-func sameUUIDs(a, b []gpu.Device) bool {
-	uuids := func(ds []gpu.Device) []string {
-		out := make([]string, 0, len(ds))
-		for _, d := range ds {
-			out = append(out, d.UUID)
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(uuids(a), uuids(b))
 }

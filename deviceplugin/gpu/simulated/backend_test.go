@@ -32,19 +32,35 @@ func TestDiscoverOrdersByIndexAndSaysSimulated(t *testing.T) {
 	}
 }
 
-func TestWatchHealthFollowsTheFile(t *testing.T) {
+// watch is a health watch over a simulated-GPU file, started after a
+// first Discover.
+type watch struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	path   string
+	b      *Backend
+	clk    *testingclock.FakeClock
+	events chan gpu.HealthEvent
+	done   chan error
+}
+
+func startWatch(t *testing.T, content string) *watch {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	path := writeFile(t, twoGPUs)
-	clk := testingclock.NewFakeClock(time.Now())
-	b := New(path, time.Second, clk)
-	if _, err := b.Discover(ctx); err != nil {
+	w := &watch{path: writeFile(t, content), clk: testingclock.NewFakeClock(time.Now()), events: make(chan gpu.HealthEvent, 10), done: make(chan error)}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	t.Cleanup(w.cancel)
+	w.b = New(w.path, time.Second, w.clk)
+	if _, err := w.b.Discover(w.ctx); err != nil {
 		t.Fatal(err)
 	}
-	events := make(chan gpu.HealthEvent, 10)
-	done := make(chan error)
-	go func() { done <- b.WatchHealth(ctx, func(e gpu.HealthEvent) { events <- e }) }()
+	go func() { w.done <- w.b.WatchHealth(w.ctx, func(e gpu.HealthEvent) { w.events <- e }) }()
+	return w
+}
+
+func TestWatchHealthFollowsTheFile(t *testing.T) {
+	w := startWatch(t, twoGPUs)
+	ctx, cancel, path, b, clk, events, done := w.ctx, w.cancel, w.path, w.b, w.clk, w.events, w.done
 
 	step := func(content string) {
 		t.Helper()
@@ -98,5 +114,34 @@ gpus:
 	case e := <-events:
 		t.Errorf("unexpected event %+v", e)
 	default:
+	}
+}
+
+// TestWatchHealthAfterARediscovery pins that an edit changing a GPU's
+// health and the MIG layout at once is reported by the health watch even
+// when the plugin's rescan read the file first.
+func TestWatchHealthAfterARediscovery(t *testing.T) {
+	w := startWatch(t, twoGPUs)
+	for !w.clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	if err := os.WriteFile(w.path, []byte(`
+gpus:
+- {uuid: GPU-a, model: A100, memoryMiB: 40960, health: Unhealthy, healthMessage: XID 79}
+- {uuid: GPU-b, model: A100, memoryMiB: 40960, migInstances: [{uuid: MIG-b1, profile: 1g.5gb, memoryMiB: 4864}]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.b.Discover(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.clk.Step(time.Second)
+	select {
+	case got := <-w.events:
+		if want := (gpu.HealthEvent{UUID: "GPU-a", Health: gpu.Unhealthy("XID 79")}); got != want {
+			t.Errorf("event %+v, want %+v", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("GPU-a's failure was not reported")
 	}
 }

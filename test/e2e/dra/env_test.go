@@ -136,6 +136,7 @@ func (c *cluster) startDaemon(n *simNode) {
 	cfg.CDISpecDir = n.cdiDir
 	cfg.SimulatedGPUFile = n.gpuFile
 	cfg.SimulatedReloadPeriod.Duration = 200 * time.Millisecond
+	cfg.RescanPeriod.Duration = config.MinRescanPeriod
 	cfg.MetricsAddress = "127.0.0.1:0"
 	p, err := plugin.New(cfg, plugin.Dependencies{Kube: c.cp.Kube, Tessera: c.cp.Tessera})
 	if err != nil {
