@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -289,37 +288,6 @@ func TestNoHAMiCore(t *testing.T) {
 			wantCode(t, "Filter", p.Filter(context.Background(), state, pod, nodeInfo()), tc.want)
 			wantCode(t, "Reserve", p.Reserve(context.Background(), state, pod, node), map[fwk.Code]fwk.Code{
 				fwk.Success: fwk.Success, fwk.UnschedulableAndUnresolvable: fwk.Unschedulable}[tc.want])
-		})
-	}
-}
-
-func TestGPUNodeMayTakeMore(t *testing.T) {
-	gpuNode := func(free int64, cordoned []any, memory int64, ready string) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{
-			"spec": map[string]any{"cordonedDevices": cordoned},
-			"status": map[string]any{
-				"freeMemoryMiB": free,
-				"devices":       []any{map[string]any{"uuid": "GPU-0", "memoryMiB": memory}},
-				"conditions":    []any{map[string]any{"type": "Ready", "status": ready, "lastTransitionTime": "t" + ready}},
-			},
-		}}
-	}
-	base := gpuNode(1000, nil, 15360, "True")
-	tests := []struct {
-		name     string
-		old, new *unstructured.Unstructured
-		want     bool
-	}{
-		{"only the published free memory changed", base, gpuNode(500, nil, 15360, "True"), false},
-		{"a GPU uncordoned", gpuNode(1000, []any{"GPU-0"}, 15360, "True"), base, true},
-		{"a GPU's memory changed", base, gpuNode(1000, nil, 16000, "True"), true},
-		{"the node became ready", gpuNode(1000, nil, 15360, "Unknown"), base, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := gpuNodeMayTakeMore(tc.old, tc.new); got != tc.want {
-				t.Errorf("gpuNodeMayTakeMore = %v, want %v", got, tc.want)
-			}
 		})
 	}
 }

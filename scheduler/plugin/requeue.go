@@ -23,12 +23,12 @@ import (
 // the node with placement's rules, and activates those that fit, each
 // taking its room, until nothing more fits.
 //
-// The queueing hints (EventsToRegister) come from kube-scheduler's own
-// informers, which may deliver an event before the plugin's informers have
-// changed the view; the tracker tells the requeuer again after the view
-// changed (Freed), so a pod the hint passed by is activated then. A pod is
-// remembered from its first PreFilter until Reserve places it or it is
-// deleted.
+// The tracker tells the requeuer whenever GPUs may have freed on a node,
+// once its view holds the change (Freed); kube-scheduler's queueing hints
+// ask only about added Nodes (see EventsToRegister). A pod is remembered
+// from its first PreFilter until Reserve places it or it is deleted. A
+// pod activated while its cycle runs is retried when the cycle fails:
+// kube-scheduler records the activation.
 //
 // A pod activated to take room on a node may end up elsewhere, or nowhere
 // (another plugin turns it away); that room would then wait for the next
@@ -147,7 +147,7 @@ func (r *requeuer) Forget(uid types.UID) {
 // now, could serve.
 func (r *requeuer) Freed(node string) {
 	r.mu.Lock()
-	chosen := r.play(node, "", "")
+	chosen := r.play(node, "")
 	r.mu.Unlock()
 	r.activate("GPUs freed; retrying pods", chosen, "node", node)
 }
@@ -159,34 +159,26 @@ type event struct{ before, after any }
 
 // freed is what an event frees, read once per event by the hint's decide.
 type freed struct {
-	// node is where room may have freed: what the pod with UID without
-	// holds there, if anything, and whatever else the view says is free.
-	node    string
-	without types.UID
-	// nothing is true when the event changed nothing placement reads.
-	nothing bool
+	// node is where room may have freed.
+	node string
 }
 
 // hint tells kube-scheduler whether event may let the waiting pod fit:
-// whether playing the node the event freed room on activates it. decide
-// reads the event; a node it cannot tell ("") queues every pod, as does a
-// pod the requeuer does not know.
+// whether playing the node the event concerns activates it. decide reads
+// the event; a node it cannot tell ("") queues every pod, as does a pod
+// the requeuer does not know.
 func (r *requeuer) hint(pod *v1.Pod, e event, decide func() freed) fwk.QueueingHint {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e != r.hinted {
 		r.hinted, r.hintedFreed, r.hintedChosen = e, decide(), map[types.UID]bool{}
-		if f := r.hintedFreed; !f.nothing && f.node != "" {
-			for _, p := range r.play(f.node, f.without, "") {
+		if node := r.hintedFreed.node; node != "" {
+			for _, p := range r.play(node, "") {
 				r.hintedChosen[p.UID] = true
 			}
 		}
 	}
-	f := r.hintedFreed
-	if f.nothing {
-		return fwk.QueueSkip
-	}
-	if _, ok := r.pods[pod.UID]; !ok || f.node == "" || r.hintedChosen[pod.UID] {
+	if _, ok := r.pods[pod.UID]; !ok || r.hintedFreed.node == "" || r.hintedChosen[pod.UID] {
 		return fwk.Queue
 	}
 	return fwk.QueueSkip
@@ -198,7 +190,7 @@ func (r *requeuer) replay(except types.UID, node string) []*v1.Pod {
 	if node == "" {
 		return nil
 	}
-	return r.play(node, "", except)
+	return r.play(node, except)
 }
 
 // replayAll plays again the nodes the waiter was activated for, but the
@@ -214,18 +206,17 @@ func (r *requeuer) replayAll(uid types.UID, placedOn string, w *waiter) []*v1.Po
 	return chosen
 }
 
-// play walks the waiting pods in queue order, fits each on the node (the
-// view's, without the pod without's GPUs) and returns those that fit, each
-// taking its room, marking them held on the node. Pods held on another
-// node are passed by; those held on this one take their room again. It
-// runs under r.mu.
-func (r *requeuer) play(node string, without, except types.UID) []*v1.Pod {
+// play walks the waiting pods in queue order, fits each on the node as
+// the view holds it and returns those that fit, each taking its room,
+// marking them held on the node. Pods held on another node are passed by;
+// those held on this one take their room again. It runs under r.mu.
+func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 	if len(r.pods) == 0 {
 		return nil
 	}
 	var chosen []*v1.Pod
 	now := r.clock.Now()
-	r.view.Read([]string{node}, without, func(_ string, n *view.Node) {
+	r.view.Read([]string{node}, "", func(_ string, n *view.Node) {
 		if n == nil || n.Unavailable(now, r.rules.heartbeatMaxAge) != "" {
 			return
 		}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -8,7 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -165,23 +165,19 @@ func TestActivatedPodPlacedElsewhere(t *testing.T) {
 	}
 }
 
-// TestHintsQueueWhatFits checks that the queueing hints queue a waiting pod
-// only when the event frees room for it, and a pod the plugin does not
-// know always.
+// TestHintsQueueWhatFits checks that the one event the plugin registers,
+// a Node added, queues a waiting pod only when the node, as the view holds
+// it, has room for it, and a pod the plugin does not know always; and that
+// the GPU events, which the tracker reports, are not registered.
 func TestHintsQueueWhatFits(t *testing.T) {
 	p, v, _ := newTestPlugin(t)
 	addNode(p, v, "big", 1, 81920)
-	small := gpuPod("small", 10240)
 	allocationOn(v, gpuPod("other", 51200), "big", "big-GPU-0", 51200)
-	smallAlloc := allocationOn(v, small, "big", "big-GPU-0", 10240)
-	waiting := waitFor(t, p, "w", 3, 40960)
-	unstructuredAlloc := func(a *gpuv1alpha1.GPUAllocation) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"nodeName": a.Spec.NodeName, "podUID": string(a.Spec.PodUID)}}}
-	}
-	hints := func(fn fwk.QueueingHintFn, oldObj, newObj any) []fwk.QueueingHint {
+	waiting := waitFor(t, p, "w", 2, 20480)
+	hints := func(added *v1.Node) []fwk.QueueingHint {
 		var out []fwk.QueueingHint
-		for _, pod := range append(waiting, gpuPod("unknown", 40960)) {
-			h, err := fn(klog.Background(), pod, oldObj, newObj)
+		for _, pod := range append(waiting, gpuPod("unknown", 20480)) {
+			h, err := p.nodeAdded(klog.Background(), pod, nil, added)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,43 +185,37 @@ func TestHintsQueueWhatFits(t *testing.T) {
 		}
 		return out
 	}
-	// 30 GiB stays free with small's 10 GiB back: no 40 GiB pod fits.
-	if got, want := hints(p.allocationFreed, unstructuredAlloc(smallAlloc), nil), []fwk.QueueingHint{fwk.QueueSkip, fwk.QueueSkip, fwk.QueueSkip, fwk.Queue}; !slices.Equal(got, want) {
-		t.Errorf("allocation of 10 GiB deleted: hints %v, want %v", got, want)
+	// 30 GiB free: the first 20 GiB pod fits, the second no longer.
+	if got, want := hints(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "big"}}), []fwk.QueueingHint{fwk.Queue, fwk.QueueSkip, fwk.Queue}; !slices.Equal(got, want) {
+		t.Errorf("node big added: hints %v, want %v", got, want)
 	}
-	// Deleting other's pod leaves 70 GiB free: the first waiting pod fits,
-	// and leaves too little for the second.
-	other := gpuPod("other", 51200)
-	other.Spec.NodeName = "big"
-	if got, want := hints(p.assignedPodDeleted, other, nil), []fwk.QueueingHint{fwk.Queue, fwk.QueueSkip, fwk.QueueSkip, fwk.Queue}; !slices.Equal(got, want) {
-		t.Errorf("pod of 50 GiB deleted: hints %v, want %v", got, want)
+	// A node without a GPUNode holds no GPU pod.
+	if got, want := hints(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-only"}}), []fwk.QueueingHint{fwk.QueueSkip, fwk.QueueSkip, fwk.Queue}; !slices.Equal(got, want) {
+		t.Errorf("node cpu-only added: hints %v, want %v", got, want)
+	}
+
+	events, err := p.EventsToRegister(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Event.Resource != fwk.Node {
+			t.Errorf("the plugin registers %s events: kube-scheduler would walk every unschedulable pod on each", e.Event.Resource)
+		}
 	}
 }
 
-// BenchmarkHintsPerEvent measures what one GPUNode update costs the queueing
+// BenchmarkHintsPerEvent measures what one added Node costs the queueing
 // hints when 10,000 pods wait: kube-scheduler asks about the event once for
 // each of them.
 func BenchmarkHintsPerEvent(b *testing.B) {
 	p, v, _ := newTestPlugin(b)
 	addNode(p, v, "big", 8, 81920)
 	waiting := waitFor(b, p, "w", 10000, 40960)
-	gpuNode := func(memoryMiB int64) *unstructured.Unstructured {
-		var devices []any
-		for i := range 8 {
-			devices = append(devices, map[string]any{"uuid": fmt.Sprintf("big-GPU-%d", i), "memoryMiB": memoryMiB, "cores": int64(100), "shareLimit": int64(10), "health": "Healthy"})
-		}
-		return &unstructured.Unstructured{Object: map[string]any{
-			"metadata": map[string]any{"name": "big"},
-			"spec":     map[string]any{},
-			"status": map[string]any{"devices": devices,
-				"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
-		}}
-	}
 	for b.Loop() {
-		// Only the published free memory changes, as most updates do.
-		before, after := gpuNode(81920), gpuNode(81920)
+		added := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "big"}}
 		for _, pod := range waiting {
-			if _, err := p.gpuNodeChanged(klog.Background(), pod, before, after); err != nil {
+			if _, err := p.nodeAdded(klog.Background(), pod, nil, added); err != nil {
 				b.Fatal(err)
 			}
 		}
