@@ -71,21 +71,17 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	}
 
 	now := e.Clock.Now()
-	var warning string
+	var warning view.Reason
 	containers, _, err := e.View.Reserve(pod.UID, pod.Namespace, pod.Name, args.Node, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
-		if reason := e.unavailable(n, now); reason != "" {
-			return nil, errors.New(reason)
-		}
-		if reason := n.Unenforced(req.Request); reason != "" {
-			if e.HAMiCoreMissing != HAMiCoreWarn {
-				return nil, errors.New(reason)
-			}
-			warning = reason
+		closed, unenforced := e.rules().Closed(n, now, req.Request)
+		if !closed.OK() {
+			return nil, errors.New(string(closed))
 		}
 		assignment, failure := placement.Fit(&n.Placement, req.Request)
 		if failure != nil {
 			return nil, errors.New(failure.Of("it"))
 		}
+		warning = unenforced
 		return assignment, nil
 	})
 	if err != nil {
@@ -102,8 +98,8 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	if e.Requeue != nil {
 		e.Requeue.Forget(pod.UID)
 	}
-	if warning != "" {
-		e.event(pod, corev1.EventTypeWarning, ReasonLimitsNotEnforced, fmt.Sprintf("placed on node %s, where %s", args.Node, warning))
+	if !warning.OK() {
+		e.event(pod, corev1.EventTypeWarning, view.ReasonLimitsNotEnforced, fmt.Sprintf("placed on node %s, where %s", args.Node, warning))
 	}
 	// The GPUAllocation is the record of what the pod got; an event per
 	// bind would double the API server's writes for it.

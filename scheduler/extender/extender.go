@@ -62,7 +62,7 @@ type Config struct {
 	BindWaitTimeout time.Duration
 	// HAMiCoreMissing is what happens to pods asking for GPU slices on a
 	// node without the HAMi-core library; empty means HAMiCoreRefuse.
-	HAMiCoreMissing HAMiCorePolicy
+	HAMiCoreMissing view.HAMiCorePolicy
 
 	// Ready reports whether the view holds everything the API does; until
 	// it does, the extender refuses to decide.
@@ -131,10 +131,10 @@ func (e *Extender) request(pod *corev1.Pod) (podrequest.Request, error) {
 	return p.Parse(pod)
 }
 
-// unavailable says why a node takes no new GPU pods at all, or "" when it
-// may. Such a node is unresolvable: evicting pods would not help.
-func (e *Extender) unavailable(n *view.Node, now time.Time) string {
-	return n.Unavailable(now, e.HeartbeatMaxAge)
+// rules are what keep a node from taking a pod whatever its GPUs' usage:
+// such a node is unresolvable, since evicting pods would not help.
+func (e *Extender) rules() view.Rules {
+	return view.Rules{HeartbeatMaxAge: e.HeartbeatMaxAge, HAMiCoreMissing: e.HAMiCoreMissing}
 }
 
 // errNotReady is the answer while the view is still being built.

@@ -38,7 +38,7 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 		// Nothing to place: every node fits.
 		out.feasible = append(out.feasible, names...)
 	} else {
-		now := e.Clock.Now()
+		now, rules := e.Clock.Now(), e.rules()
 		workers := e.workers()
 		out.parts = resize(out.parts, workers)
 		for w := range out.parts {
@@ -46,12 +46,8 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 		}
 		e.View.ReadParallel(&out.lookup, names, pod.UID, workers, func(w, i int, n *view.Node) {
 			part, name := &out.parts[w], names[i]
-			if reason := e.unavailable(n, now); reason != "" {
-				part.unresolvable = append(part.unresolvable, nodeReason{name, reason})
-				return
-			}
-			if reason := n.Unenforced(req.Request); reason != "" && e.HAMiCoreMissing != HAMiCoreWarn {
-				part.unresolvable = append(part.unresolvable, nodeReason{name, reason})
+			if closed, _ := rules.Closed(n, now, req.Request); !closed.OK() {
+				part.unresolvable = append(part.unresolvable, nodeReason{name, string(closed)})
 				return
 			}
 			f := &part.failure

@@ -10,6 +10,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 // withoutHAMiCore marks a100-2 as its device plugin does when the HAMi-core
@@ -38,15 +39,15 @@ func TestPodsAskingForSlicesOnANodeWithoutHAMiCore(t *testing.T) {
 	slice := []string{"nvidia.com/gpu=1", "nvidia.com/gpumem=10000", "nvidia.com/gpucores=30"}
 	tests := []struct {
 		name         string
-		policy       HAMiCorePolicy
+		policy       view.HAMiCorePolicy
 		resources    []string
 		wantFeasible []string
 		wantRefusal  bool
 		wantWarning  bool
 	}{
 		{name: "refused by default, with the reason", resources: slice, wantFeasible: []string{"a100-1"}, wantRefusal: true},
-		{name: "refused when asked", policy: HAMiCoreRefuse, resources: slice, wantFeasible: []string{"a100-1"}, wantRefusal: true},
-		{name: "placed with a warning when asked", policy: HAMiCoreWarn, resources: slice, wantFeasible: names, wantWarning: true},
+		{name: "refused when asked", policy: view.HAMiCoreRefuse, resources: slice, wantFeasible: []string{"a100-1"}, wantRefusal: true},
+		{name: "placed with a warning when asked", policy: view.HAMiCoreWarn, resources: slice, wantFeasible: names, wantWarning: true},
 		{name: "a whole GPU needs no library", resources: []string{"nvidia.com/gpu=1"}, wantFeasible: names},
 		{name: "all of a GPU's compute needs no library", resources: []string{"nvidia.com/gpu=1", "nvidia.com/gpucores=100"}, wantFeasible: names},
 	}
@@ -76,7 +77,7 @@ func TestPodsAskingForSlicesOnANodeWithoutHAMiCore(t *testing.T) {
 				t.Fatalf("Bind = %s, %v", outcome, err)
 			}
 			events := f.events()
-			warned := len(events) == 1 && strings.Contains(events[0], ReasonLimitsNotEnforced) && strings.Contains(events[0], "libvgpu.so")
+			warned := len(events) == 1 && strings.Contains(events[0], view.ReasonLimitsNotEnforced) && strings.Contains(events[0], "libvgpu.so")
 			if warned != tt.wantWarning {
 				t.Errorf("events %v, warning wanted: %v", events, tt.wantWarning)
 			}

@@ -66,7 +66,7 @@ func (e *Extender) Preempt(ctx context.Context, args *extenderv1.ExtenderPreempt
 	}
 	slices.Sort(names)
 	decisions := make([]nodeDecision, len(names))
-	now := e.Clock.Now()
+	now, rules := e.Clock.Now(), e.rules()
 	e.View.Read(names, pod.UID, func(name string, n *view.Node) {
 		i, _ := slices.BinarySearch(names, name)
 		d := &decisions[i]
@@ -74,10 +74,8 @@ func (e *Extender) Preempt(ctx context.Context, args *extenderv1.ExtenderPreempt
 			d.why = "it has no GPUNode"
 			return
 		}
-		if d.why = e.unavailable(n, now); d.why != "" {
-			return
-		}
-		if d.why = n.Unenforced(req.Request); d.why != "" && e.HAMiCoreMissing != HAMiCoreWarn {
+		if closed, _ := rules.Closed(n, now, req.Request); !closed.OK() {
+			d.why = string(closed)
 			return
 		}
 		uids := candidates[name].Pods

@@ -35,13 +35,13 @@ func (e *Extender) prioritize(ctx context.Context, args *extenderargs.Args, out 
 	if len(req.Containers) == 0 {
 		return metrics.ResultSuccess, nil
 	}
-	now := e.Clock.Now()
+	now, rules := e.Clock.Now(), e.rules()
 	workers := e.workers()
 	out.fitters = resize(out.fitters, workers)
 	out.loads, out.fits = resize(out.loads, len(names)), resize(out.fits, len(names))
 	e.View.ReadParallel(&out.lookup, names, pod.UID, workers, func(w, i int, n *view.Node) {
 		var load float64
-		ok := e.unavailable(n, now) == ""
+		ok := rules.Unavailable(n, now).OK()
 		if ok {
 			load, ok = out.fitters[w].Load(&n.Placement, req.Request)
 		}

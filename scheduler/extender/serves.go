@@ -14,10 +14,7 @@ func (e *Extender) serves(req *placement.Request) func(ft *placement.Fitter, nod
 		fits := false
 		now := e.Clock.Now()
 		e.View.Read([]string{node}, "", func(_ string, n *view.Node) {
-			if n == nil || e.unavailable(n, now) != "" {
-				return
-			}
-			if n.Unenforced(req) != "" && e.HAMiCoreMissing != HAMiCoreWarn {
+			if closed, _ := e.rules().Closed(n, now, req); !closed.OK() {
 				return
 			}
 			fits = ft.Feasible(&n.Placement, req, nil)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/nodelease"
-	"github.com/tessera-gpu/tessera/scheduler/extender"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 // Config is the extender's configuration, as read from the --config file
@@ -57,7 +57,7 @@ type Config struct {
 	// HAMiCoreMissing is what happens to a pod asking for GPU slices on a
 	// node whose device plugin reports the HAMi-core library missing:
 	// Refuse keeps it off the node, Warn places it with a warning event.
-	HAMiCoreMissing extender.HAMiCorePolicy `json:"hamiCoreMissing"`
+	HAMiCoreMissing view.HAMiCorePolicy `json:"hamiCoreMissing"`
 	// InFlightTTL is how long an allocation that the device plugin has not
 	// yet served blocks the next bind to its node.
 	InFlightTTL metav1.Duration `json:"inFlightTTL"`
@@ -104,7 +104,7 @@ func NewConfig() *Config {
 		HeartbeatMaxAge:     metav1.Duration{Duration: DefaultHeartbeatMaxAge},
 		LeaseNamespace:      nodelease.DefaultNamespace,
 		BindWaitTimeout:     metav1.Duration{Duration: DefaultBindWaitTimeout},
-		HAMiCoreMissing:     extender.HAMiCoreRefuse,
+		HAMiCoreMissing:     view.HAMiCoreRefuse,
 		InFlightTTL:         metav1.Duration{Duration: DefaultInFlightTTL},
 		OrphanSweepInterval: metav1.Duration{Duration: DefaultOrphanSweepInterval},
 		ClientQPS:           DefaultClientQPS,

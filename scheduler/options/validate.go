@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
-	"github.com/tessera-gpu/tessera/scheduler/extender"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 // Limits on the configuration.
@@ -50,8 +50,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, field.NotSupported(field.NewPath(p.name), p.value, []gpurequest.Policy{gpurequest.Binpack, gpurequest.Spread}))
 		}
 	}
-	if !slices.Contains(extender.HAMiCorePolicies(), c.HAMiCoreMissing) {
-		errs = append(errs, field.NotSupported(field.NewPath("hamiCoreMissing"), c.HAMiCoreMissing, extender.HAMiCorePolicies()))
+	if !slices.Contains(view.HAMiCorePolicies(), c.HAMiCoreMissing) {
+		errs = append(errs, field.NotSupported(field.NewPath("hamiCoreMissing"), c.HAMiCoreMissing, view.HAMiCorePolicies()))
 	}
 	errs = append(errs, durationAtLeast("heartbeatMaxAge", c.HeartbeatMaxAge.Duration, MinHeartbeatMaxAge)...)
 	if c.LeaseNamespace == "" {

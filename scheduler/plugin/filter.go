@@ -118,8 +118,8 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	defer p.fitters.Put(ft)
 	var status *fwk.Status
 	p.view.Read([]string{name}, pod.UID, func(_ string, n *view.Node) {
-		if reason := p.rules.closed(n, now, s.req.Request); reason != "" {
-			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+		if closed, _ := p.rules.Closed(n, now, s.req.Request); !closed.OK() {
+			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(closed))
 			return
 		}
 		var f placement.Failure

@@ -55,7 +55,7 @@ type Plugin struct {
 	requeue   *requeuer
 	ready     func() bool
 	// rules keep nodes from taking pods whatever their GPUs' usage.
-	rules nodeRules
+	rules view.Rules
 	// recorder records warning events on pods; nil records none.
 	recorder events.EventRecorder
 	// notifier tells a preemptor which pods go for it, once per decision.
@@ -110,7 +110,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	// The tracker and the marker age the nodes' Leases alike.
 	renewals := liveness.NewRenewals(clk)
 	gate := inflight.NewGate(clk, cfg.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(v, kube, tessera))
-	rules := nodeRules{heartbeatMaxAge: cfg.HeartbeatMaxAge.Duration, hamiCoreMissing: cfg.HAMiCoreMissing}
+	rules := view.Rules{HeartbeatMaxAge: cfg.HeartbeatMaxAge.Duration, HAMiCoreMissing: cfg.HAMiCoreMissing}
 	rq := newRequeuer(h, logger, v, clk, rules)
 	t, err := tracker.New(ctx, tracker.Config{
 		View:              v,

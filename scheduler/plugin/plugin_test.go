@@ -18,7 +18,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
-	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -56,7 +55,7 @@ func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view
 	v.SetGPUNode(gn)
 	v.SetLease(node, clk.Now())
 	act := &activations{}
-	rules := nodeRules{heartbeatMaxAge: time.Minute, hamiCoreMissing: extender.HAMiCoreRefuse}
+	rules := view.Rules{HeartbeatMaxAge: time.Minute, HAMiCoreMissing: view.HAMiCoreRefuse}
 	p := &Plugin{
 		view: v,
 		parser: podrequest.Parser{
@@ -273,16 +272,16 @@ func TestNoHAMiCore(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		policy extender.HAMiCorePolicy
+		policy view.HAMiCorePolicy
 		want   fwk.Code
 	}{
-		{"Refuse", extender.HAMiCoreRefuse, fwk.UnschedulableAndUnresolvable},
-		{"Warn", extender.HAMiCoreWarn, fwk.Success},
+		{"Refuse", view.HAMiCoreRefuse, fwk.UnschedulableAndUnresolvable},
+		{"Warn", view.HAMiCoreWarn, fwk.Success},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _, _ := newTestPlugin(t, missing)
-			p.rules.hamiCoreMissing = tc.policy
+			p.rules.HAMiCoreMissing = tc.policy
 			pod := gpuPod("slice", 1000)
 			state := preFilter(t, p, pod)
 			wantCode(t, "Filter", p.Filter(context.Background(), state, pod, nodeInfo()), tc.want)

@@ -40,7 +40,7 @@ type requeuer struct {
 	logger    klog.Logger
 	view      *view.View
 	clock     clock.PassiveClock
-	rules     nodeRules
+	rules     view.Rules
 
 	mu   sync.Mutex
 	pods map[types.UID]*waiter
@@ -71,7 +71,7 @@ type waiter struct {
 	gone           bool
 }
 
-func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules nodeRules) *requeuer {
+func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules view.Rules) *requeuer {
 	return &requeuer{
 		activator: activator, logger: logger, view: v, clock: clk, rules: rules,
 		pods: map[types.UID]*waiter{}, byKey: map[string]*shape{},
@@ -217,7 +217,7 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 	var chosen []*v1.Pod
 	now := r.clock.Now()
 	r.view.Read([]string{node}, "", func(_ string, n *view.Node) {
-		if n == nil || n.Unavailable(now, r.rules.heartbeatMaxAge) != "" {
+		if n == nil || !r.rules.Unavailable(n, now).OK() {
 			return
 		}
 		room := placement.Node{Name: node, Devices: slices.Clone(n.Placement.Devices)}
@@ -231,7 +231,7 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 			if s.minMemoryMiB > most {
 				break
 			}
-			if r.rules.closed(n, now, s.req) == "" && r.ft.Feasible(&room, s.req, nil) {
+			if closed, _ := r.rules.Closed(n, now, s.req); closed.OK() && r.ft.Feasible(&room, s.req, nil) {
 				cands = append(cands, candidate{s: s})
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/scheduler/extender"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -26,21 +25,17 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		return nil
 	}
 	now := p.clock.Now()
-	var warning string
+	var warning view.Reason
 	containers, _, err := p.view.Reserve(pod.UID, pod.Namespace, pod.Name, nodeName, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
-		if reason := n.Unavailable(now, p.rules.heartbeatMaxAge); reason != "" {
-			return nil, errors.New(reason)
-		}
-		if reason := n.Unenforced(s.req.Request); reason != "" {
-			if p.rules.hamiCoreMissing != extender.HAMiCoreWarn {
-				return nil, errors.New(reason)
-			}
-			warning = reason
+		closed, unenforced := p.rules.Closed(n, now, s.req.Request)
+		if !closed.OK() {
+			return nil, errors.New(string(closed))
 		}
 		assignment, failure := placement.Fit(&n.Placement, s.req.Request)
 		if failure != nil {
 			return nil, failure
 		}
+		warning = unenforced
 		return assignment, nil
 	})
 	if err != nil {
@@ -48,8 +43,8 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	s.reservedAt, s.containers = now, containers
 	p.requeue.placed(pod.UID, nodeName)
-	if warning != "" && p.recorder != nil {
-		p.recorder.Eventf(pod, nil, v1.EventTypeWarning, extender.ReasonLimitsNotEnforced, "Scheduling", "placed on node %s, where %s", nodeName, warning)
+	if !warning.OK() && p.recorder != nil {
+		p.recorder.Eventf(pod, nil, v1.EventTypeWarning, view.ReasonLimitsNotEnforced, "Scheduling", "placed on node %s, where %s", nodeName, warning)
 	}
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		logger.Info("Reserved GPUs", "pod", klog.KObj(pod), "node", nodeName, "containers", len(containers))

@@ -49,7 +49,7 @@ func TestLeaseAgeIgnoresNodeClock(t *testing.T) {
 			}
 			unavailable := func() string {
 				var reason string
-				f.view.Read([]string{"n1"}, "", func(_ string, n *view.Node) { reason = n.Unavailable(f.clock.Now(), maxAge) })
+				f.view.Read([]string{"n1"}, "", func(_ string, n *view.Node) { reason = string(n.Unavailable(f.clock.Now(), maxAge)) })
 				return reason
 			}
 			renew()

@@ -8,13 +8,20 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
-// Unavailable says why the node takes no new GPU pods at all, or "" when it
-// may: it has no GPUNode, its Lease (its device plugin's heartbeat) is
+// Reason is why a node does not take a pod, in words for the pod's events
+// and kube-scheduler's status. The empty Reason means it does: see OK.
+type Reason string
+
+// OK reports whether r is no reason at all: the node may take the pod.
+func (r Reason) OK() bool { return r == "" }
+
+// Unavailable says why the node takes no new GPU pods at all, or an OK
+// Reason when it may: it has no GPUNode, its Lease (its device plugin's heartbeat) is
 // missing or was last seen renewed longer than heartbeatMaxAge before now,
 // both by the scheduler's clock, or its device plugin is not ready.
 // Evicting pods would not help such a node. n may be nil, for a node the
 // view does not know.
-func (n *Node) Unavailable(now time.Time, heartbeatMaxAge time.Duration) string {
+func (n *Node) Unavailable(now time.Time, heartbeatMaxAge time.Duration) Reason {
 	if n == nil || !n.HasGPUNode {
 		return "node has no GPUNode: no Tessera device plugin reports its GPUs"
 	}
@@ -23,9 +30,9 @@ func (n *Node) Unavailable(now time.Time, heartbeatMaxAge time.Duration) string 
 	case renewed.IsZero():
 		return "device plugin has sent no heartbeat: the node has no Lease"
 	case now.Sub(renewed) > heartbeatMaxAge:
-		return fmt.Sprintf("device plugin heartbeat is stale (Lease last renewed %s ago)", roughly(now.Sub(renewed)))
+		return Reason(fmt.Sprintf("device plugin heartbeat is stale (Lease last renewed %s ago)", roughly(now.Sub(renewed))))
 	case n.NotReady != "":
-		return "device plugin is not ready: " + n.NotReady
+		return Reason("device plugin is not ready: " + n.NotReady)
 	}
 	return ""
 }
@@ -41,13 +48,13 @@ func roughly(d time.Duration) time.Duration {
 }
 
 // Unenforced returns why the node cannot enforce the request's GPU slices
-// (its device plugin reports the HAMi-core library missing), or "" when it
-// can or the request asks for none. n may be nil.
-func (n *Node) Unenforced(req *placement.Request) string {
+// (its device plugin reports the HAMi-core library missing), or an OK
+// Reason when it can or the request asks for none. n may be nil.
+func (n *Node) Unenforced(req *placement.Request) Reason {
 	if n == nil || n.NoHAMiCore == "" || !asksForSlices(req) {
 		return ""
 	}
-	return "HAMi-core is missing, so GPU slice limits cannot be enforced: " + n.NoHAMiCore
+	return Reason("HAMi-core is missing, so GPU slice limits cannot be enforced: " + n.NoHAMiCore)
 }
 
 // asksForSlices reports whether a container asks for a memory or compute

@@ -3,4 +3,9 @@
 // incrementally. Informer handlers and binds change it; filter, prioritize
 // and the metrics collector read it under a shared lock, so a read costs
 // O(nodes asked about × GPUs) and never recounts pods.
+//
+// Rules are what keep a node from taking a GPU pod whatever its GPUs'
+// usage (a stale heartbeat, HAMi-core missing under HAMiCoreRefuse), in
+// the one order the extender's filter, bind and preempt verbs and the
+// plugin's Filter, Reserve and requeuer all follow.
 package view
