@@ -3,6 +3,7 @@ package dra
 import (
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/dradriver"
 )
 
@@ -12,18 +13,13 @@ type DeviceKey struct {
 	Pool, Device string
 }
 
-// Usage is what allocated claims consume of one device.
-type Usage struct {
-	MemoryBytes, Cores, Shares int64
-}
-
 // Allocated sums what the allocated claims consume of each of the driver's
 // devices, as kube-scheduler counted it: the consumed capacity of every
 // allocation result, which it rounds up to the device's request policy.
 // This is how a program that is not kube-scheduler sees DRA allocations,
 // which no ResourceSlice records.
-func Allocated(claims []*resourceapi.ResourceClaim) map[DeviceKey]Usage {
-	out := map[DeviceKey]Usage{}
+func Allocated(claims []*resourceapi.ResourceClaim) map[DeviceKey]metrics.Usage {
+	out := map[DeviceKey]metrics.Usage{}
 	for _, c := range claims {
 		if c.Status.Allocation == nil {
 			continue

@@ -12,6 +12,7 @@ import (
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 	"github.com/tessera-gpu/tessera/dradriver"
 )
@@ -94,13 +95,13 @@ func (c *Claims) OnChange(f func()) error {
 
 // ByUUID returns what the allocated claims consume of each of the node's
 // GPUs, by UUID, as kube-scheduler counted it.
-func (c *Claims) ByUUID() map[string]Usage {
+func (c *Claims) ByUUID() map[string]metrics.Usage {
 	claims, err := c.lister.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
 	byDevice := Allocated(claims)
-	out := map[string]Usage{}
+	out := map[string]metrics.Usage{}
 	for _, g := range c.devices.Devices() {
 		if u, ok := byDevice[DeviceKey{Pool: c.node, Device: DeviceName(c.scaling.Device(g))}]; ok {
 			out[g.UUID] = u

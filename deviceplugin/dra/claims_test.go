@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 )
 
@@ -35,7 +36,7 @@ func TestClaimsSumTheNodesAllocationsByGPU(t *testing.T) {
 	}
 
 	got := c.ByUUID()
-	want := map[string]Usage{
+	want := map[string]metrics.Usage{
 		"GPU-a": {MemoryBytes: 40 << 30, Cores: 50, Shares: 2},
 		"GPU-b": {MemoryBytes: 1 << 30, Shares: 2},
 	}

@@ -21,7 +21,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu/nvmlgpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu/nvmlgpu/nvmlfake"
@@ -152,7 +151,7 @@ func TestMetricNamesPassPromlint(t *testing.T) {
 		NewStateCollector("n", func() []gpuv1alpha1.GPUDevice {
 			return []gpuv1alpha1.GPUDevice{{UUID: "GPU-a", Health: gpuv1alpha1.GPUHealthy}}
 		},
-			func() []string { return nil }, func() map[string]dra.Usage { return nil }))...)
+			func() []string { return nil }, func() map[string]Usage { return nil }))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 )
 
 // StateCollector exports, on a node in DRA mode, each GPU's capacity and
@@ -19,44 +18,51 @@ type StateCollector struct {
 	node      string
 	devices   func() []gpuv1alpha1.GPUDevice
 	cordoned  func() []string
-	allocated func() map[string]dra.Usage
+	allocated func() map[string]Usage
 	families  []stateFamily
 }
 
 var _ prometheus.Collector = (*StateCollector)(nil)
 
+// Usage is what the allocated claims hold of one GPU. The DRA driver
+// (deviceplugin/dra) counts it from the claims; the collector only reads
+// it.
+type Usage struct {
+	MemoryBytes, Cores, Shares int64
+}
+
 // stateFamily is one per-GPU series family and its value.
 type stateFamily struct {
 	desc  *prometheus.Desc
-	value func(d gpuv1alpha1.GPUDevice, u dra.Usage, cordoned bool) float64
+	value func(d gpuv1alpha1.GPUDevice, u Usage, cordoned bool) float64
 }
 
 // NewStateCollector returns the collector of the node's GPUs as published
 // (after scaling), the GPUs the administrator cordoned, and what the
 // allocated claims hold of each GPU by UUID.
-func NewStateCollector(node string, devices func() []gpuv1alpha1.GPUDevice, cordoned func() []string, allocated func() map[string]dra.Usage) *StateCollector {
-	family := func(name, help string, value func(d gpuv1alpha1.GPUDevice, u dra.Usage, cordoned bool) float64) stateFamily {
+func NewStateCollector(node string, devices func() []gpuv1alpha1.GPUDevice, cordoned func() []string, allocated func() map[string]Usage) *StateCollector {
+	family := func(name, help string, value func(d gpuv1alpha1.GPUDevice, u Usage, cordoned bool) float64) stateFamily {
 		return stateFamily{prometheus.NewDesc("tessera_gpu_"+name, help, gpuLabels, nil), value}
 	}
 	return &StateCollector{node: node, devices: devices, cordoned: cordoned, allocated: allocated, families: []stateFamily{
 		family("memory_capacity_bytes", "Memory of the GPU that may be allocated, after the node daemon's scaling.",
-			func(d gpuv1alpha1.GPUDevice, _ dra.Usage, _ bool) float64 { return float64(d.MemoryMiB) * (1 << 20) }),
+			func(d gpuv1alpha1.GPUDevice, _ Usage, _ bool) float64 { return float64(d.MemoryMiB) * (1 << 20) }),
 		family("memory_allocated_bytes", "Memory of the GPU held by the ResourceClaims allocated on it.",
-			func(_ gpuv1alpha1.GPUDevice, u dra.Usage, _ bool) float64 { return float64(u.MemoryBytes) }),
+			func(_ gpuv1alpha1.GPUDevice, u Usage, _ bool) float64 { return float64(u.MemoryBytes) }),
 		family("cores_capacity", "Compute of the GPU that may be allocated, in percent of one GPU.",
-			func(d gpuv1alpha1.GPUDevice, _ dra.Usage, _ bool) float64 { return float64(d.Cores) }),
+			func(d gpuv1alpha1.GPUDevice, _ Usage, _ bool) float64 { return float64(d.Cores) }),
 		family("cores_allocated", "Compute of the GPU held by the ResourceClaims allocated on it, in percent of one GPU.",
-			func(_ gpuv1alpha1.GPUDevice, u dra.Usage, _ bool) float64 { return float64(u.Cores) }),
+			func(_ gpuv1alpha1.GPUDevice, u Usage, _ bool) float64 { return float64(u.Cores) }),
 		family("share_limit", "Number of allocations that may share the GPU at once.",
-			func(d gpuv1alpha1.GPUDevice, _ dra.Usage, _ bool) float64 { return float64(d.ShareLimit) }),
+			func(d gpuv1alpha1.GPUDevice, _ Usage, _ bool) float64 { return float64(d.ShareLimit) }),
 		family("shares_in_use", "Shares of the GPU held by the ResourceClaims allocated on it.",
-			func(_ gpuv1alpha1.GPUDevice, u dra.Usage, _ bool) float64 { return float64(u.Shares) }),
+			func(_ gpuv1alpha1.GPUDevice, u Usage, _ bool) float64 { return float64(u.Shares) }),
 		family("healthy", "1 when the GPU is healthy, 0 when it reported an error.",
-			func(d gpuv1alpha1.GPUDevice, _ dra.Usage, _ bool) float64 {
+			func(d gpuv1alpha1.GPUDevice, _ Usage, _ bool) float64 {
 				return boolValue(d.Health == gpuv1alpha1.GPUHealthy)
 			}),
 		family("cordoned", "1 when the administrator cordoned the GPU from new allocations.",
-			func(_ gpuv1alpha1.GPUDevice, _ dra.Usage, cordoned bool) float64 { return boolValue(cordoned) }),
+			func(_ gpuv1alpha1.GPUDevice, _ Usage, cordoned bool) float64 { return boolValue(cordoned) }),
 	}}
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 )
 
 func TestStateCollectorExportsWhatTheClaimsHold(t *testing.T) {
@@ -16,8 +15,8 @@ func TestStateCollectorExportsWhatTheClaimsHold(t *testing.T) {
 		{UUID: "GPU-b", Index: 1, Model: "NVIDIA H100", MemoryMiB: 81920, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUUnhealthy},
 	}
 	c := NewStateCollector("n1", func() []gpuv1alpha1.GPUDevice { return devices }, func() []string { return []string{"GPU-b"} },
-		func() map[string]dra.Usage {
-			return map[string]dra.Usage{"GPU-a": {MemoryBytes: 30 << 30, Cores: 40, Shares: 2}}
+		func() map[string]Usage {
+			return map[string]Usage{"GPU-a": {MemoryBytes: 30 << 30, Cores: 40, Shares: 2}}
 		})
 	want := `
 # HELP tessera_gpu_memory_allocated_bytes Memory of the GPU held by the ResourceClaims allocated on it.
