@@ -32,7 +32,7 @@ func TestRulesClosed(t *testing.T) {
 		{name: "a live node with HAMi-core is open", node: live(""), req: slice},
 		{name: "a node the view does not know is closed", node: nil, req: slice, wantClosed: "no GPUNode"},
 		{name: "a stale heartbeat closes the node before HAMi-core is looked at",
-			node: &Node{HasGPUNode: true, NoHAMiCore: "no libvgpu.so", renewed: renewedAt(now.Add(-time.Hour))},
+			node:   &Node{HasGPUNode: true, NoHAMiCore: "no libvgpu.so", renewed: renewedAt(now.Add(-time.Hour))},
 			policy: HAMiCoreWarn, req: slice, wantClosed: "heartbeat is stale"},
 		{name: "slices without HAMi-core are refused by default", node: live("no libvgpu.so"), req: slice, wantClosed: "no libvgpu.so"},
 		{name: "slices without HAMi-core are refused under Refuse", node: live("no libvgpu.so"), policy: HAMiCoreRefuse, req: slice, wantClosed: "no libvgpu.so"},
