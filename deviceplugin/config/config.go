@@ -5,8 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
-	"github.com/tessera-gpu/tessera/nodelease"
 )
 
 // Configuration is everything the device plugin can be told. Durations are
@@ -175,7 +175,7 @@ func Default() Configuration {
 		LibraryContainerPath:    DefaultLibraryContainerPath,
 		PluginDir:               DefaultPluginDir,
 		HeartbeatPeriod:         metav1.Duration{Duration: DefaultHeartbeatPeriod},
-		LeaseNamespace:          nodelease.DefaultNamespace,
+		LeaseNamespace:          gpuv1alpha1.DefaultNodeLeaseNamespace,
 		SimulatedReloadPeriod:   metav1.Duration{Duration: DefaultSimulatedReload},
 		RescanPeriod:            metav1.Duration{Duration: DefaultRescanPeriod},
 		MetricsAddress:          DefaultMetricsAddress,

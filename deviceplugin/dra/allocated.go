@@ -3,8 +3,8 @@ package dra
 import (
 	resourceapi "k8s.io/api/resource/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // DeviceKey names one of the driver's devices: its pool (the node) and its
@@ -25,15 +25,15 @@ func Allocated(claims []*resourceapi.ResourceClaim) map[DeviceKey]metrics.Usage 
 			continue
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.Driver != dradriver.DriverName {
+			if r.Driver != gpuv1alpha1.DRADriverName {
 				continue
 			}
 			key := DeviceKey{Pool: r.Pool, Device: r.Device}
 			u := out[key]
-			memory, cores := r.ConsumedCapacity[dradriver.CapacityMemory], r.ConsumedCapacity[dradriver.CapacityCores]
+			memory, cores := r.ConsumedCapacity[gpuv1alpha1.DRACapacityMemory], r.ConsumedCapacity[gpuv1alpha1.DRACapacityCores]
 			u.MemoryBytes += memory.Value()
 			u.Cores += cores.Value()
-			if shares, ok := r.ConsumedCapacity[dradriver.CapacityShares]; ok {
+			if shares, ok := r.ConsumedCapacity[gpuv1alpha1.DRACapacityShares]; ok {
 				u.Shares += shares.Value()
 			} else {
 				u.Shares++

@@ -12,9 +12,9 @@ import (
 	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // Claims follows what kube-scheduler allocated on the node's GPUs: the
@@ -62,7 +62,7 @@ func (c *Claims) trim(obj any) (any, error) {
 	if a := claim.Status.Allocation; a != nil {
 		var results []resourceapi.DeviceRequestAllocationResult
 		for _, r := range a.Devices.Results {
-			if r.Driver == dradriver.DriverName && r.Pool == c.node {
+			if r.Driver == gpuv1alpha1.DRADriverName && r.Pool == c.node {
 				results = append(results, r)
 			}
 		}

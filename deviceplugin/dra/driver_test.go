@@ -16,10 +16,10 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -89,12 +89,12 @@ func allocatedClaim(uid, name string, results ...result) *resourceapi.ResourceCl
 	}
 	for i, r := range results {
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
-			Request: r.request, Driver: dradriver.DriverName, Pool: testNode, Device: r.device,
+			Request: r.request, Driver: gpuv1alpha1.DRADriverName, Pool: testNode, Device: r.device,
 			ShareID: ptr.To(types.UID(uid + "-share-" + string(rune('0'+i)))),
 			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
-				dradriver.CapacityMemory: resource.MustParse(r.memory),
-				dradriver.CapacityCores:  *resource.NewQuantity(r.cores, resource.DecimalSI),
-				dradriver.CapacityShares: *resource.NewQuantity(r.shares, resource.DecimalSI),
+				gpuv1alpha1.DRACapacityMemory: resource.MustParse(r.memory),
+				gpuv1alpha1.DRACapacityCores:  *resource.NewQuantity(r.cores, resource.DecimalSI),
+				gpuv1alpha1.DRACapacityShares: *resource.NewQuantity(r.shares, resource.DecimalSI),
 			},
 		})
 	}

@@ -9,7 +9,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // prepare turns a claim's allocation on this node into prepared requests
@@ -34,7 +33,7 @@ func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (*preparedClaim, erro
 	p := &preparedClaim{Namespace: claim.Namespace, Name: claim.Name}
 	byRequest := map[string]int{}
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver != dradriver.DriverName {
+		if r.Driver != gpuv1alpha1.DRADriverName {
 			continue
 		}
 		if r.Pool != d.cfg.NodeName {
@@ -98,13 +97,13 @@ func consumed(g gpuv1alpha1.GPUDevice, r resourceapi.DeviceRequestAllocationResu
 	if r.ConsumedCapacity == nil {
 		return dev
 	}
-	if q, ok := r.ConsumedCapacity[dradriver.CapacityMemory]; ok {
+	if q, ok := r.ConsumedCapacity[gpuv1alpha1.DRACapacityMemory]; ok {
 		dev.MemoryMB = q.Value() / mebibyte
 	}
-	if q, ok := r.ConsumedCapacity[dradriver.CapacityCores]; ok {
+	if q, ok := r.ConsumedCapacity[gpuv1alpha1.DRACapacityCores]; ok {
 		dev.Cores = q.Value()
 	}
-	if q, ok := r.ConsumedCapacity[dradriver.CapacityShares]; ok {
+	if q, ok := r.ConsumedCapacity[gpuv1alpha1.DRACapacityShares]; ok {
 		dev.Shares = q.Value()
 	}
 	return dev

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/tessera-gpu/tessera/dradriver"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // Reconcile brings the checkpoint and the CDI spec directory in line with
@@ -88,7 +88,7 @@ func (d *Driver) allocatedHere(claim *resourceapi.ResourceClaim) bool {
 		return false
 	}
 	for _, r := range claim.Status.Allocation.Devices.Results {
-		if r.Driver == dradriver.DriverName && r.Pool == d.cfg.NodeName {
+		if r.Driver == gpuv1alpha1.DRADriverName && r.Pool == d.cfg.NodeName {
 			return true
 		}
 	}

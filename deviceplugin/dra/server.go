@@ -8,8 +8,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // ServerConfig is what a Server needs.
@@ -67,7 +67,7 @@ func (s *Server) Run(ctx context.Context) error {
 		logger.Error(err, "Reconciling prepared claims with the API failed")
 	}
 	helper, err := kubeletplugin.Start(ctx, s.driver,
-		kubeletplugin.DriverName(dradriver.DriverName),
+		kubeletplugin.DriverName(gpuv1alpha1.DRADriverName),
 		kubeletplugin.KubeClient(s.cfg.Kube),
 		kubeletplugin.NodeName(s.cfg.NodeName),
 		kubeletplugin.PluginDataDirectoryPath(s.cfg.PluginDir),
@@ -86,7 +86,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := helper.PublishResources(ctx, resources); err != nil {
 			return fmt.Errorf("publishing ResourceSlices: %w", err)
 		}
-		logger.V(2).Info("Published the node's GPUs", "driver", dradriver.DriverName, "devices", len(resources.Pools[s.cfg.NodeName].Slices[0].Devices))
+		logger.V(2).Info("Published the node's GPUs", "driver", gpuv1alpha1.DRADriverName, "devices", len(resources.Pools[s.cfg.NodeName].Slices[0].Devices))
 		select {
 		case <-ctx.Done():
 			return nil

@@ -11,7 +11,6 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // mebibyte is the step of memory requests: HAMi-core limits are in MiB.
@@ -48,20 +47,20 @@ func Device(g gpuv1alpha1.GPUDevice) resourceapi.Device {
 		Name:                     DeviceName(g),
 		AllowMultipleAllocations: ptr.To(true),
 		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-			dradriver.AttributeUUID:     {StringValue: ptr.To(g.UUID)},
-			dradriver.AttributeIndex:    {IntValue: ptr.To(int64(g.Index))},
-			dradriver.AttributeModel:    {StringValue: ptr.To(g.Model)},
-			dradriver.AttributeNUMANode: {IntValue: ptr.To(int64(g.NUMANode))},
+			gpuv1alpha1.DRAAttributeUUID:     {StringValue: ptr.To(g.UUID)},
+			gpuv1alpha1.DRAAttributeIndex:    {IntValue: ptr.To(int64(g.Index))},
+			gpuv1alpha1.DRAAttributeModel:    {StringValue: ptr.To(g.Model)},
+			gpuv1alpha1.DRAAttributeNUMANode: {IntValue: ptr.To(int64(g.NUMANode))},
 		},
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			dradriver.CapacityMemory: capacity(memory, memory, mebibyte, mebibyte, resource.BinarySI),
-			dradriver.CapacityCores:  capacity(int64(g.Cores), 0, 0, 1, resource.DecimalSI),
-			dradriver.CapacityShares: capacity(int64(g.ShareLimit), 1, 1, 1, resource.DecimalSI),
+			gpuv1alpha1.DRACapacityMemory: capacity(memory, memory, mebibyte, mebibyte, resource.BinarySI),
+			gpuv1alpha1.DRACapacityCores:  capacity(int64(g.Cores), 0, 0, 1, resource.DecimalSI),
+			gpuv1alpha1.DRACapacityShares: capacity(int64(g.ShareLimit), 1, 1, 1, resource.DecimalSI),
 		},
 	}
 	if g.MIG != nil {
-		dev.Attributes[dradriver.AttributeMIGProfile] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.Profile)}
-		dev.Attributes[dradriver.AttributeParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.ParentUUID)}
+		dev.Attributes[gpuv1alpha1.DRAAttributeMIGProfile] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.Profile)}
+		dev.Attributes[gpuv1alpha1.DRAAttributeParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(g.MIG.ParentUUID)}
 	}
 	return dev
 }

@@ -5,9 +5,9 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 func TestResourcesOfferHealthyUncordonedGPUs(t *testing.T) {
@@ -43,10 +43,10 @@ func TestDeviceCapacities(t *testing.T) {
 	if d.AllowMultipleAllocations == nil || !*d.AllowMultipleAllocations {
 		t.Error("the GPU is not shareable")
 	}
-	if got := *d.Attributes[dradriver.AttributeUUID].StringValue; got != "GPU-b" {
+	if got := *d.Attributes[gpuv1alpha1.DRAAttributeUUID].StringValue; got != "GPU-b" {
 		t.Errorf("uuid %s", got)
 	}
-	if got := *d.Attributes[dradriver.AttributeNUMANode].IntValue; got != 1 {
+	if got := *d.Attributes[gpuv1alpha1.DRAAttributeNUMANode].IntValue; got != 1 {
 		t.Errorf("NUMA node %d", got)
 	}
 	tests := []struct {
@@ -54,11 +54,11 @@ func TestDeviceCapacities(t *testing.T) {
 		value, def, lowest, highest int64
 	}{
 		// A request naming no memory takes the whole GPU's.
-		{name: dradriver.CapacityMemory, value: 81920 << 20, def: 81920 << 20, lowest: 1 << 20, highest: 81920 << 20},
+		{name: gpuv1alpha1.DRACapacityMemory, value: 81920 << 20, def: 81920 << 20, lowest: 1 << 20, highest: 81920 << 20},
 		// ... and sets no compute limit.
-		{name: dradriver.CapacityCores, value: 100, def: 0, lowest: 0, highest: 100},
+		{name: gpuv1alpha1.DRACapacityCores, value: 100, def: 0, lowest: 0, highest: 100},
 		// Each allocation takes one of the split count's shares.
-		{name: dradriver.CapacityShares, value: 4, def: 1, lowest: 1, highest: 4},
+		{name: gpuv1alpha1.DRACapacityShares, value: 4, def: 1, lowest: 1, highest: 4},
 	}
 	for _, tt := range tests {
 		c, ok := d.Capacity[tt.name]
@@ -88,13 +88,13 @@ func TestMIGInstancesAreDevicesOfTheirOwnNeverShared(t *testing.T) {
 		t.Fatalf("devices %+v, want one per MIG instance", got)
 	}
 	d := got[0]
-	if shares := d.Capacity[dradriver.CapacityShares].Value; shares.Value() != 1 {
+	if shares := d.Capacity[gpuv1alpha1.DRACapacityShares].Value; shares.Value() != 1 {
 		t.Errorf("shares %v, want 1: a MIG instance is never shared", shares.String())
 	}
-	if mem := d.Capacity[dradriver.CapacityMemory].Value; mem.Value() != 9856*mebibyte {
+	if mem := d.Capacity[gpuv1alpha1.DRACapacityMemory].Value; mem.Value() != 9856*mebibyte {
 		t.Errorf("memory %v, want the instance's, unscaled", mem.String())
 	}
-	if p := d.Attributes[dradriver.AttributeMIGProfile].StringValue; p == nil || *p != "1g.10gb" {
+	if p := d.Attributes[gpuv1alpha1.DRAAttributeMIGProfile].StringValue; p == nil || *p != "1g.10gb" {
 		t.Errorf("profile attribute %v", p)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/tessera-gpu/tessera/nodelease"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -23,9 +23,9 @@ func TestLeaseRenewer(t *testing.T) {
 	defer cancel()
 	node := framework.CreateReadyNode(ctx, t, cp.Kube, "gpu-node-1", nil)
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	r := NewLeaseRenewer(LeaseConfig{NodeName: node.Name, Namespace: nodelease.DefaultNamespace, Holder: "plugin-pod",
+	r := NewLeaseRenewer(LeaseConfig{NodeName: node.Name, Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace, Holder: "plugin-pod",
 		Kube: cp.Kube, Clock: clk, Period: 15 * time.Second})
-	leases := cp.Kube.CoordinationV1().Leases(nodelease.DefaultNamespace)
+	leases := cp.Kube.CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace)
 	renewedAt := func(want time.Time) {
 		t.Helper()
 		if err := r.Renew(ctx); err != nil {

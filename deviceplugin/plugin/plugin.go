@@ -30,7 +30,6 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 	"github.com/tessera-gpu/tessera/deviceplugin/podproc"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/internal/httpserver"
 )
@@ -348,7 +347,7 @@ func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory
 		OnStarted: func() {
 			p.health.Set(health.Registration, true, nil)
 			publisher.SetReadiness(nodestatus.Readiness{Ready: true, Reason: nodestatus.ReasonRegistered,
-				Message: fmt.Sprintf("serving %d GPUs as devices of DRA driver %s", len(inv.Devices()), dradriver.DriverName)})
+				Message: fmt.Sprintf("serving %d GPUs as devices of DRA driver %s", len(inv.Devices()), gpuv1alpha1.DRADriverName)})
 		},
 	}, driver)
 	if err := caches.onSpecChange(server.Trigger); err != nil {

@@ -15,7 +15,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
-	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -105,10 +104,10 @@ func createNodes(ctx context.Context, env *clusterEnv, o *Options, form podForm)
 			return fmt.Errorf("publishing the status of GPUNode %s: %w", name, err)
 		}
 		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: nodelease.DefaultNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(fieldManager), RenewTime: &metav1.MicroTime{Time: time.Now()}},
 		}
-		if _, err := env.cp.Kube.CoordinationV1().Leases(nodelease.DefaultNamespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+		if _, err := env.cp.Kube.CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
 			return fmt.Errorf("creating the Lease of node %s: %w", name, err)
 		}
 		return nil

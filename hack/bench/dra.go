@@ -10,7 +10,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
@@ -31,9 +30,9 @@ func resourceSlice(node string, gpus []gpuv1alpha1.GPUDevice) *resourceapi.Resou
 		devices[i] = dra.Device(g)
 	}
 	return &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + dradriver.DriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + gpuv1alpha1.DRADriverName},
 		Spec: resourceapi.ResourceSliceSpec{
-			Driver:   dradriver.DriverName,
+			Driver:   gpuv1alpha1.DRADriverName,
 			NodeName: ptr.To(node),
 			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
 			Devices:  devices,
@@ -47,16 +46,16 @@ func resourceSlice(node string, gpus []gpuv1alpha1.GPUDevice) *resourceapi.Resou
 // capacity's default), as a count alone does in the other rows.
 func resourceClaim(name string, s Shape) *resourceapi.ResourceClaim {
 	exact := &resourceapi.ExactDeviceRequest{
-		DeviceClassName: dradriver.DriverName,
+		DeviceClassName: gpuv1alpha1.DRADriverName,
 		AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
 		Count:           s.Count,
 	}
 	requests := map[resourceapi.QualifiedName]resource.Quantity{}
 	if s.MemoryMiB > 0 {
-		requests[dradriver.CapacityMemory] = *resource.NewQuantity(s.MemoryMiB<<20, resource.BinarySI)
+		requests[gpuv1alpha1.DRACapacityMemory] = *resource.NewQuantity(s.MemoryMiB<<20, resource.BinarySI)
 	}
 	if s.Cores > 0 {
-		requests[dradriver.CapacityCores] = *resource.NewQuantity(s.Cores, resource.DecimalSI)
+		requests[gpuv1alpha1.DRACapacityCores] = *resource.NewQuantity(s.Cores, resource.DecimalSI)
 	}
 	if len(requests) > 0 {
 		exact.Capacity = &resourceapi.CapacityRequirements{Requests: requests}
@@ -64,7 +63,7 @@ func resourceClaim(name string, s Shape) *resourceapi.ResourceClaim {
 	claim := resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: claimRequest, Exactly: exact}}}
 	if s.Count > 1 {
 		// Without it, kube-scheduler may give two shares of one GPU.
-		uuid := resourceapi.FullyQualifiedName(dradriver.DriverName + "/" + string(dradriver.AttributeUUID))
+		uuid := resourceapi.FullyQualifiedName(gpuv1alpha1.DRADriverName + "/" + string(gpuv1alpha1.DRAAttributeUUID))
 		claim.Constraints = []resourceapi.DeviceConstraint{{DistinctAttribute: &uuid}}
 	}
 	return &resourceapi.ResourceClaim{
@@ -83,14 +82,14 @@ func claimAllocation(node string, devices []gpuv1alpha1.DeviceAllocation) *resou
 	for i, d := range devices {
 		results[i] = resourceapi.DeviceRequestAllocationResult{
 			Request: claimRequest,
-			Driver:  dradriver.DriverName,
+			Driver:  gpuv1alpha1.DRADriverName,
 			Pool:    node,
 			Device:  dra.DeviceName(gpuv1alpha1.GPUDevice{Index: d.Index}),
 			ShareID: ptr.To(uuid.NewUUID()),
 			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
-				dradriver.CapacityMemory: *resource.NewQuantity(d.MemoryMiB<<20, resource.BinarySI),
-				dradriver.CapacityCores:  *resource.NewQuantity(int64(d.Cores), resource.DecimalSI),
-				dradriver.CapacityShares: *resource.NewQuantity(1, resource.DecimalSI),
+				gpuv1alpha1.DRACapacityMemory: *resource.NewQuantity(d.MemoryMiB<<20, resource.BinarySI),
+				gpuv1alpha1.DRACapacityCores:  *resource.NewQuantity(int64(d.Cores), resource.DecimalSI),
+				gpuv1alpha1.DRACapacityShares: *resource.NewQuantity(1, resource.DecimalSI),
 			},
 		}
 	}
@@ -124,15 +123,15 @@ func claimHolds(claim *resourceapi.ResourceClaim, indexes map[string]int) (strin
 	)
 	for _, r := range claim.Status.Allocation.Devices.Results {
 		index, ok := indexes[r.Device]
-		if !ok || r.Driver != dradriver.DriverName {
+		if !ok || r.Driver != gpuv1alpha1.DRADriverName {
 			continue
 		}
 		node = r.Pool
 		h := placement.Hold{UUID: gpuUUID(r.Pool, index), Shares: 1}
-		if q, ok := r.ConsumedCapacity[dradriver.CapacityMemory]; ok {
+		if q, ok := r.ConsumedCapacity[gpuv1alpha1.DRACapacityMemory]; ok {
 			h.MemoryMiB = q.Value() >> 20
 		}
-		if q, ok := r.ConsumedCapacity[dradriver.CapacityCores]; ok {
+		if q, ok := r.ConsumedCapacity[gpuv1alpha1.DRACapacityCores]; ok {
 			h.Cores = int32(q.Value())
 		}
 		holds = append(holds, h)

@@ -9,7 +9,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
@@ -33,8 +32,8 @@ func TestResourceClaim(t *testing.T) {
 				t.Fatalf("claim %s/%s with %d requests", claim.Namespace, claim.Name, len(claim.Spec.Devices.Requests))
 			}
 			exact := claim.Spec.Devices.Requests[0].Exactly
-			if exact == nil || exact.DeviceClassName != dradriver.DriverName || exact.Count != tt.shape.Count || exact.AllocationMode != resourceapi.DeviceAllocationModeExactCount {
-				t.Fatalf("request %+v, want %d of class %s", exact, tt.shape.Count, dradriver.DriverName)
+			if exact == nil || exact.DeviceClassName != gpuv1alpha1.DRADriverName || exact.Count != tt.shape.Count || exact.AllocationMode != resourceapi.DeviceAllocationModeExactCount {
+				t.Fatalf("request %+v, want %d of class %s", exact, tt.shape.Count, gpuv1alpha1.DRADriverName)
 			}
 			requests := map[resourceapi.QualifiedName]string{}
 			if exact.Capacity != nil {
@@ -42,11 +41,11 @@ func TestResourceClaim(t *testing.T) {
 					requests[k] = v.String()
 				}
 			}
-			if requests[dradriver.CapacityMemory] != tt.wantMemory || requests[dradriver.CapacityCores] != tt.wantCores || len(requests) != countSet(tt.wantMemory, tt.wantCores) {
+			if requests[gpuv1alpha1.DRACapacityMemory] != tt.wantMemory || requests[gpuv1alpha1.DRACapacityCores] != tt.wantCores || len(requests) != countSet(tt.wantMemory, tt.wantCores) {
 				t.Errorf("capacity requests %v, want memory %q cores %q", requests, tt.wantMemory, tt.wantCores)
 			}
 			distinct := len(claim.Spec.Devices.Constraints) == 1 && claim.Spec.Devices.Constraints[0].DistinctAttribute != nil &&
-				string(*claim.Spec.Devices.Constraints[0].DistinctAttribute) == dradriver.DriverName+"/"+string(dradriver.AttributeUUID)
+				string(*claim.Spec.Devices.Constraints[0].DistinctAttribute) == gpuv1alpha1.DRADriverName+"/"+string(gpuv1alpha1.DRAAttributeUUID)
 			if distinct != tt.wantDistinct || (!tt.wantDistinct && len(claim.Spec.Devices.Constraints) > 0) {
 				t.Errorf("constraints %+v, want distinct UUIDs %v", claim.Spec.Devices.Constraints, tt.wantDistinct)
 			}
@@ -67,7 +66,7 @@ func countSet(values ...string) int {
 func TestResourceSliceIsTheDaemons(t *testing.T) {
 	status := gpuNodeStatus("n1", 8, 10, metav1.Now())
 	slice := resourceSlice("n1", status.Devices)
-	if slice.Spec.Driver != dradriver.DriverName || slice.Spec.NodeName == nil || *slice.Spec.NodeName != "n1" ||
+	if slice.Spec.Driver != gpuv1alpha1.DRADriverName || slice.Spec.NodeName == nil || *slice.Spec.NodeName != "n1" ||
 		slice.Spec.Pool.Name != "n1" || slice.Spec.Pool.ResourceSliceCount != 1 {
 		t.Fatalf("slice spec %+v", slice.Spec)
 	}
@@ -76,7 +75,7 @@ func TestResourceSliceIsTheDaemons(t *testing.T) {
 	}
 	for i, d := range slice.Spec.Devices {
 		want := dra.Device(status.Devices[i])
-		memory, shares := d.Capacity[dradriver.CapacityMemory].Value, d.Capacity[dradriver.CapacityShares].Value
+		memory, shares := d.Capacity[gpuv1alpha1.DRACapacityMemory].Value, d.Capacity[gpuv1alpha1.DRACapacityShares].Value
 		if d.Name != want.Name || !*d.AllowMultipleAllocations || memory.Value() != gpuMemoryMiB<<20 || shares.Value() != 10 {
 			t.Errorf("device %d: %+v", i, d)
 		}

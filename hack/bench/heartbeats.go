@@ -13,8 +13,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
-	"github.com/tessera-gpu/tessera/nodelease"
 )
 
 // Heartbeats is what every node's device plugin heartbeating at its
@@ -63,7 +63,7 @@ func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *e
 		// The device plugin's heartbeat is its Lease; its GPUNode status
 		// is written only when it changes, which it does not here.
 		p := nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
-			NodeName: nodeName(i), Namespace: nodelease.DefaultNamespace, Holder: fieldManager,
+			NodeName: nodeName(i), Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace, Holder: fieldManager,
 			Kube: kube, Clock: clock.RealClock{}, Period: o.HeartbeatPeriod,
 		})
 		delay := o.HeartbeatPeriod * time.Duration(i) / time.Duration(o.Nodes)

@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -68,16 +67,16 @@ func TestInventoryAgainstAPIServer(t *testing.T) {
 	claim, err := cp.Kube.ResourceV1().ResourceClaims("default").Create(ctx, &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "dra"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: dradriver.DriverName},
+			Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: gpuv1alpha1.DRADriverName},
 		}}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	claim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
-		Request: "gpu", Driver: dradriver.DriverName, Pool: "gpu-node-1", Device: "gpu-0", ShareID: ptr.To(types.UID("3f2a0c1e-0000-4000-8000-000000000001")),
+		Request: "gpu", Driver: gpuv1alpha1.DRADriverName, Pool: "gpu-node-1", Device: "gpu-0", ShareID: ptr.To(types.UID("3f2a0c1e-0000-4000-8000-000000000001")),
 		ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{
-			dradriver.CapacityMemory: resource.MustParse("5Gi"), dradriver.CapacityCores: resource.MustParse("25"), dradriver.CapacityShares: resource.MustParse("1"),
+			gpuv1alpha1.DRACapacityMemory: resource.MustParse("5Gi"), gpuv1alpha1.DRACapacityCores: resource.MustParse("25"), gpuv1alpha1.DRACapacityShares: resource.MustParse("1"),
 		},
 	}}}}
 	if _, err := cp.Kube.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, claim, metav1.UpdateOptions{}); err != nil {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
-	"github.com/tessera-gpu/tessera/dradriver"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // printClaimPlacements prints, in DRA mode, one line per GPU share of every
@@ -46,16 +46,16 @@ func (c *cluster) printClaimPlacements(ctx context.Context, out io.Writer) error
 		env := c.cdiEnv(&pod)
 		for podClaim, claim := range claims {
 			for _, r := range claim.Status.Allocation.Devices.Results {
-				if r.Driver != dradriver.DriverName {
+				if r.Driver != gpuv1alpha1.DRADriverName {
 					continue
 				}
 				d := devices[r.Pool+"/"+r.Device]
-				memory := r.ConsumedCapacity[dradriver.CapacityMemory]
-				cores := r.ConsumedCapacity[dradriver.CapacityCores]
+				memory := r.ConsumedCapacity[gpuv1alpha1.DRACapacityMemory]
+				cores := r.ConsumedCapacity[gpuv1alpha1.DRACapacityCores]
 				for _, ct := range usingContainers(&pod, podClaim, r.Request) {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d (%s)\t%s\t%d\t%d\t%s\n",
-						pod.Name, pod.Status.Phase, pod.Spec.NodeName, ct, *d.Attributes[dradriver.AttributeIndex].IntValue,
-						*d.Attributes[dradriver.AttributeUUID].StringValue, *d.Attributes[dradriver.AttributeModel].StringValue,
+						pod.Name, pod.Status.Phase, pod.Spec.NodeName, ct, *d.Attributes[gpuv1alpha1.DRAAttributeIndex].IntValue,
+						*d.Attributes[gpuv1alpha1.DRAAttributeUUID].StringValue, *d.Attributes[gpuv1alpha1.DRAAttributeModel].StringValue,
 						memory.Value()>>20, cores.Value(), env[ct])
 				}
 			}

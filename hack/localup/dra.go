@@ -6,8 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // stockSchedulerConfig is kube-scheduler's default configuration: its
@@ -27,7 +27,7 @@ func (c *cluster) startDRAScheduler(ctx context.Context) error {
 	c.daemons = append(c.daemons, p)
 	_, err = c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("creating the DeviceClass %s: %w", dradriver.DriverName, err)
+		return fmt.Errorf("creating the DeviceClass %s: %w", gpuv1alpha1.DRADriverName, err)
 	}
 	return nil
 }
@@ -35,7 +35,7 @@ func (c *cluster) startDRAScheduler(ctx context.Context) error {
 // daemonKind names what serves each node's kubelet.
 func (c *cluster) daemonKind() string {
 	if c.o.dra() {
-		return "node daemon as DRA driver " + dradriver.DriverName
+		return "node daemon as DRA driver " + gpuv1alpha1.DRADriverName
 	}
 	return "device plugin"
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -67,7 +66,7 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		}
 		if c.o.dra() {
 			cfg["mode"] = "dra"
-			cfg["draPluginDir"] = filepath.Join(dir, "plugins", dradriver.DriverName)
+			cfg["draPluginDir"] = filepath.Join(dir, "plugins", gpuv1alpha1.DRADriverName)
 			cfg["pluginRegistryDir"] = registryDir
 			cfg["cdiSpecDir"] = c.cdiDir(n.name)
 		}
@@ -123,7 +122,7 @@ func (c *cluster) waitNodesReady(ctx context.Context) error {
 // Tessera's driver.
 func (c *cluster) publishedGPUs(ctx context.Context, node string) int {
 	list, err := c.cp.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
-		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + dradriver.DriverName,
+		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + gpuv1alpha1.DRADriverName,
 	})
 	if err != nil {
 		return 0

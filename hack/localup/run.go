@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tessera-gpu/tessera/dradriver"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -94,7 +94,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.dra() {
-		say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", dradriver.DriverName)
+		say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", gpuv1alpha1.DRADriverName)
 		if err := c.startDRAScheduler(ctx); err != nil {
 			return err
 		}

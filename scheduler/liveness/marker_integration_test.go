@@ -14,7 +14,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
-	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -60,11 +59,11 @@ func TestMarkerAgainstAPIServer(t *testing.T) {
 	gpuNode("stopped", metav1.ConditionFalse, "Stopped")
 
 	tf := externalversions.NewSharedInformerFactory(cp.Tessera, 0)
-	kf := informers.NewSharedInformerFactoryWithOptions(cp.Kube, 0, informers.WithNamespace(nodelease.DefaultNamespace))
+	kf := informers.NewSharedInformerFactoryWithOptions(cp.Kube, 0, informers.WithNamespace(gpuv1alpha1.DefaultNodeLeaseNamespace))
 	renewals := NewRenewals(clk)
 	m, err := New(ctx, Config{
 		Tessera: cp.Tessera, FieldManager: FieldManager,
-		GPUNodes: tf.Gpu().V1alpha1().GPUNodes(), Leases: kf.Coordination().V1().Leases(), Namespace: nodelease.DefaultNamespace,
+		GPUNodes: tf.Gpu().V1alpha1().GPUNodes(), Leases: kf.Coordination().V1().Leases(), Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace,
 		Renewals: renewals, Clock: clk, MaxAge: maxAge,
 	})
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
-	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -102,7 +102,7 @@ func NewConfig() *Config {
 		DefaultNodePolicy:   gpurequest.Binpack,
 		DefaultGPUPolicy:    gpurequest.Spread,
 		HeartbeatMaxAge:     metav1.Duration{Duration: DefaultHeartbeatMaxAge},
-		LeaseNamespace:      nodelease.DefaultNamespace,
+		LeaseNamespace:      gpuv1alpha1.DefaultNodeLeaseNamespace,
 		BindWaitTimeout:     metav1.Duration{Duration: DefaultBindWaitTimeout},
 		HAMiCoreMissing:     view.HAMiCoreRefuse,
 		InFlightTTL:         metav1.Duration{Duration: DefaultInFlightTTL},

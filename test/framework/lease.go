@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/tessera-gpu/tessera/nodelease"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // SystemNamespace is where the daemons keep what is not a node's by
@@ -24,7 +24,7 @@ const SystemNamespace = "tessera-system"
 // createNamespaces creates the namespaces the daemons use by default:
 // SystemNamespace, and the one of the nodes' Leases, as the chart would.
 func (cp *ControlPlane) createNamespaces(ctx context.Context) error {
-	for _, name := range []string{SystemNamespace, nodelease.DefaultNamespace} {
+	for _, name := range []string{SystemNamespace, gpuv1alpha1.DefaultNodeLeaseNamespace} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
@@ -38,10 +38,10 @@ func (cp *ControlPlane) createNamespaces(ctx context.Context) error {
 // written by a test is offered only while its Lease is fresh.
 func RenewNodeLease(ctx context.Context, t testing.TB, kube kubernetes.Interface, node string, renewed time.Time) {
 	t.Helper()
-	leases := kube.CoordinationV1().Leases(nodelease.DefaultNamespace)
+	leases := kube.CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace)
 	lease, err := leases.Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: nodelease.DefaultNamespace}}
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace}}
 		lease.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To("test"), RenewTime: &metav1.MicroTime{Time: renewed}}
 		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
 	} else if err == nil {

@@ -19,7 +19,6 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	gpuac "github.com/tessera-gpu/tessera/generated/applyconfiguration/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
-	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -136,7 +135,7 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 
 	// Its heartbeat: its own node's Lease in the nodes' Lease namespace,
 	// and no other.
-	leasesOnA := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases(nodelease.DefaultNamespace)
+	leasesOnA := pluginKubeClient(t, cp, namespace, serviceAccount, "node-a").CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace)
 	lease := func(name string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -155,7 +154,7 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 		!strings.Contains(err.Error(), "may renew only Lease node-a, not node-b") {
 		t.Errorf("the device plugin on node-a creating node-b's Lease: got %v, want the policy's refusal", err)
 	}
-	if _, err := cp.Kube.CoordinationV1().Leases(nodelease.DefaultNamespace).Create(ctx, lease("node-b"), metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Kube.CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace).Create(ctx, lease("node-b"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := leasesOnA.Get(ctx, "node-b", metav1.GetOptions{})

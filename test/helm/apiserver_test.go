@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tessera-gpu/tessera/nodelease"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -184,7 +184,7 @@ func apply(ctx context.Context, t testing.TB, dyn dynamic.Interface, mapper meta
 	}
 	var client dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if ns := obj.GetNamespace(); ns != namespace && ns != metav1.NamespaceSystem && ns != nodelease.DefaultNamespace {
+		if ns := obj.GetNamespace(); ns != namespace && ns != metav1.NamespaceSystem && ns != gpuv1alpha1.DefaultNodeLeaseNamespace {
 			t.Errorf("%s %s is in namespace %q, want the release namespace %q", gvk.Kind, obj.GetName(), ns, namespace)
 			return
 		}
@@ -277,12 +277,12 @@ func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		// Its node's Lease, in the nodes' Lease namespace; never the
 		// scheduler's leader-election Lease, whatever the own-node
 		// policy (which a SubjectAccessReview does not consult) says.
-		{plugin, "create", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "", true},
-		{plugin, "update", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "node-a", true},
+		{plugin, "create", "coordination.k8s.io", "leases", "", gpuv1alpha1.DefaultNodeLeaseNamespace, "", true},
+		{plugin, "update", "coordination.k8s.io", "leases", "", gpuv1alpha1.DefaultNodeLeaseNamespace, "node-a", true},
 		{plugin, "update", "coordination.k8s.io", "leases", "", namespace, lease, false},
 		{plugin, "delete", "coordination.k8s.io", "leases", "", namespace, lease, false},
 		{plugin, "create", "coordination.k8s.io", "leases", "", namespace, "", false},
-		{plugin, "delete", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "node-a", false},
+		{plugin, "delete", "coordination.k8s.io", "leases", "", gpuv1alpha1.DefaultNodeLeaseNamespace, "node-a", false},
 
 		{scheduler, "create", gpu, "gpuallocations", "", "team-a", "", true},
 		{scheduler, "delete", gpu, "gpuallocations", "", "team-a", "job", true},
@@ -291,7 +291,7 @@ func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		{scheduler, "create", "events.k8s.io", "events", "", "team-a", "", true},
 		{scheduler, "patch", "", "pods", "", "team-a", "job", true}, // the requeue annotation
 		{scheduler, "update", "coordination.k8s.io", "leases", "", namespace, lease, true},
-		{scheduler, "watch", "coordination.k8s.io", "leases", "", nodelease.DefaultNamespace, "", true},
+		{scheduler, "watch", "coordination.k8s.io", "leases", "", gpuv1alpha1.DefaultNodeLeaseNamespace, "", true},
 		{scheduler, "update", gpu, "gpunodes", "status", "", "node-a", false},
 		{scheduler, "patch", gpu, "gpunodes", "", "", "node-a", false},
 		{scheduler, "update", "coordination.k8s.io", "leases", "", namespace, "someone-else", false},

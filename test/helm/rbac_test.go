@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/tessera-gpu/tessera/nodelease"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // writeVerbs are the verbs that change state or widen access.
@@ -181,13 +181,13 @@ func TestRBAC(t *testing.T) {
 				// reach by RBAC alone, the own-node policy (which may be
 				// off) aside: its Leases have a namespace of their own.
 				election, _ := schedulerConfig(t, objs)["leaderElection"].(map[string]any)
-				if election["resourceNamespace"] == nodelease.DefaultNamespace {
-					t.Errorf("the scheduler's leader-election Lease is in the nodes' Lease namespace %s", nodelease.DefaultNamespace)
+				if election["resourceNamespace"] == gpuv1alpha1.DefaultNodeLeaseNamespace {
+					t.Errorf("the scheduler's leader-election Lease is in the nodes' Lease namespace %s", gpuv1alpha1.DefaultNodeLeaseNamespace)
 				}
 				for _, g := range a.grants {
 					if slices.Contains(g.rule.Resources, "leases") &&
-						(!strings.HasPrefix(g.role, "Role/"+nodelease.DefaultNamespace+"/") || !slices.Equal(g.rule.Verbs, []string{"get", "create", "update"})) {
-						t.Errorf("the device plugin's Leases: %s grants %v, want get, create and update in namespace %s only", g.role, g.rule.Verbs, nodelease.DefaultNamespace)
+						(!strings.HasPrefix(g.role, "Role/"+gpuv1alpha1.DefaultNodeLeaseNamespace+"/") || !slices.Equal(g.rule.Verbs, []string{"get", "create", "update"})) {
+						t.Errorf("the device plugin's Leases: %s grants %v, want get, create and update in namespace %s only", g.role, g.rule.Verbs, gpuv1alpha1.DefaultNodeLeaseNamespace)
 					}
 				}
 				for _, w := range a.writes() {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
@@ -75,11 +74,11 @@ func (a *Admitter) claimSpec(r gpurequest.ContainerRequest, sel gpurequest.Selec
 	if r.Count > 1 {
 		// Without it kube-scheduler may hand out two shares of one GPU.
 		spec.Devices.Constraints = append(spec.Devices.Constraints, resourceapi.DeviceConstraint{
-			Requests: []string{claimRequest}, DistinctAttribute: ptr.To(qualified(dradriver.AttributeUUID)),
+			Requests: []string{claimRequest}, DistinctAttribute: ptr.To(qualified(gpuv1alpha1.DRAAttributeUUID)),
 		})
 		if sel.NUMABind {
 			spec.Devices.Constraints = append(spec.Devices.Constraints, resourceapi.DeviceConstraint{
-				Requests: []string{claimRequest}, MatchAttribute: ptr.To(qualified(dradriver.AttributeNUMANode)),
+				Requests: []string{claimRequest}, MatchAttribute: ptr.To(qualified(gpuv1alpha1.DRAAttributeNUMANode)),
 			})
 		}
 	}
@@ -130,12 +129,12 @@ func subrequests(r gpurequest.ContainerRequest, exact resourceapi.ExactDeviceReq
 		var match []string
 		if r.MemoryPercent > 0 {
 			memory = max(k.memoryMiB*int64(r.MemoryPercent)/100, 1)
-			match = append(match, capacityIs(dradriver.CapacityMemory, strconv.FormatInt(k.memoryMiB, 10)+"Mi"))
+			match = append(match, capacityIs(gpuv1alpha1.DRACapacityMemory, strconv.FormatInt(k.memoryMiB, 10)+"Mi"))
 		}
 		if exclusive {
 			cores, shares = k.cores, k.shareLimit
-			match = append(match, capacityIs(dradriver.CapacityCores, strconv.Itoa(int(k.cores))),
-				capacityIs(dradriver.CapacityShares, strconv.Itoa(int(k.shareLimit))))
+			match = append(match, capacityIs(gpuv1alpha1.DRACapacityCores, strconv.Itoa(int(k.cores))),
+				capacityIs(gpuv1alpha1.DRACapacityShares, strconv.Itoa(int(k.shareLimit))))
 		}
 		selectors := slices.Clone(exact.Selectors)
 		selectors = append(selectors, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: strings.Join(match, " && ")}})
@@ -156,13 +155,13 @@ func subrequests(r gpurequest.ContainerRequest, exact resourceapi.ExactDeviceReq
 func capacity(memoryMiB int64, cores, shares int32) *resourceapi.CapacityRequirements {
 	requests := map[resourceapi.QualifiedName]resource.Quantity{}
 	if memoryMiB > 0 {
-		requests[dradriver.CapacityMemory] = *resource.NewQuantity(memoryMiB<<20, resource.BinarySI)
+		requests[gpuv1alpha1.DRACapacityMemory] = *resource.NewQuantity(memoryMiB<<20, resource.BinarySI)
 	}
 	if cores > 0 {
-		requests[dradriver.CapacityCores] = *resource.NewQuantity(int64(cores), resource.DecimalSI)
+		requests[gpuv1alpha1.DRACapacityCores] = *resource.NewQuantity(int64(cores), resource.DecimalSI)
 	}
 	if shares > 0 {
-		requests[dradriver.CapacityShares] = *resource.NewQuantity(int64(shares), resource.DecimalSI)
+		requests[gpuv1alpha1.DRACapacityShares] = *resource.NewQuantity(int64(shares), resource.DecimalSI)
 	}
 	if len(requests) == 0 {
 		return nil
@@ -172,17 +171,17 @@ func capacity(memoryMiB int64, cores, shares int32) *resourceapi.CapacityRequire
 
 // qualified is an attribute's fully qualified name, for constraints.
 func qualified(name resourceapi.QualifiedName) resourceapi.FullyQualifiedName {
-	return resourceapi.FullyQualifiedName(dradriver.DriverName + "/" + string(name))
+	return resourceapi.FullyQualifiedName(gpuv1alpha1.DRADriverName + "/" + string(name))
 }
 
 // attribute and capacityOf are CEL references to a device's attribute
 // and capacity in the driver's domain.
 func attribute(name resourceapi.QualifiedName) string {
-	return fmt.Sprintf("device.attributes[%q].%s", dradriver.DriverName, name)
+	return fmt.Sprintf("device.attributes[%q].%s", gpuv1alpha1.DRADriverName, name)
 }
 
 func capacityOf(name resourceapi.QualifiedName) string {
-	return fmt.Sprintf("device.capacity[%q].%s", dradriver.DriverName, name)
+	return fmt.Sprintf("device.capacity[%q].%s", gpuv1alpha1.DRADriverName, name)
 }
 
 // capacityIs is a CEL condition that the device's capacity equals q.
@@ -196,9 +195,9 @@ func capacityIs(name resourceapi.QualifiedName, q string) string {
 // allowed and none of the excluded (case-insensitive). Values were
 // checked by gpurequest.ParseAnnotations: printable, no white space.
 func celSelectors(sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field.ErrorList) {
-	model := attribute(dradriver.AttributeModel) + ".lowerAscii()"
-	uuid := attribute(dradriver.AttributeUUID) + ".lowerAscii()"
-	hasMIG := fmt.Sprintf("%q in device.attributes[%q]", dradriver.AttributeMIGProfile, dradriver.DriverName)
+	model := attribute(gpuv1alpha1.DRAAttributeModel) + ".lowerAscii()"
+	uuid := attribute(gpuv1alpha1.DRAAttributeUUID) + ".lowerAscii()"
+	hasMIG := fmt.Sprintf("%q in device.attributes[%q]", gpuv1alpha1.DRAAttributeMIGProfile, gpuv1alpha1.DRADriverName)
 	contains := func(values []string) string {
 		terms := make([]string, 0, len(values))
 		for _, v := range values {
@@ -229,7 +228,7 @@ func celSelectors(sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field
 	}
 	switch {
 	case len(sel.MIGProfiles) > 0:
-		terms = append(terms, term{gpurequest.AnnotationMIGProfile, hasMIG + " && " + in(attribute(dradriver.AttributeMIGProfile)+".lowerAscii()", sel.MIGProfiles)})
+		terms = append(terms, term{gpurequest.AnnotationMIGProfile, hasMIG + " && " + in(attribute(gpuv1alpha1.DRAAttributeMIGProfile)+".lowerAscii()", sel.MIGProfiles)})
 	case sel.Mode == gpurequest.ModeMIG:
 		terms = append(terms, term{gpurequest.AnnotationGPUMode, hasMIG})
 	case sel.Mode == gpurequest.ModeShared:

@@ -16,7 +16,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
-	"github.com/tessera-gpu/tessera/dradriver"
 )
 
 // draAdmitter is an Admitter in DRA mode over the given objects, with the
@@ -41,7 +40,7 @@ func draNode(name string, memoryMiB ...int64) *gpuv1alpha1.GPUNode {
 // published is a GPU as the node daemon publishes it in its ResourceSlice.
 func published(uuid, model string, memoryMiB int64, shareLimit int32) dracel.Device {
 	d := dra.Device(gpuv1alpha1.GPUDevice{UUID: uuid, Model: model, MemoryMiB: memoryMiB, Cores: 100, ShareLimit: shareLimit})
-	return dracel.Device{Driver: dradriver.DriverName, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}
+	return dracel.Device{Driver: gpuv1alpha1.DRADriverName, AllowMultipleAllocations: d.AllowMultipleAllocations, Attributes: d.Attributes, Capacity: d.Capacity}
 }
 
 // matches evaluates selectors as kube-scheduler does.
@@ -139,7 +138,7 @@ func TestMutateForDRATurnsAHAMiPodIntoAClaimOfDistinctGPUsOfTheType(t *testing.T
 	if r.DeviceClassName != DefaultDeviceClass || r.Count != 2 {
 		t.Errorf("request for %d of class %s, want 2 of %s", r.Count, r.DeviceClassName, DefaultDeviceClass)
 	}
-	memory, cores := r.Capacity.Requests[dradriver.CapacityMemory], r.Capacity.Requests[dradriver.CapacityCores]
+	memory, cores := r.Capacity.Requests[gpuv1alpha1.DRACapacityMemory], r.Capacity.Requests[gpuv1alpha1.DRACapacityCores]
 	if memory.Cmp(resource.MustParse("20000Mi")) != 0 || cores.Cmp(resource.MustParse("30")) != 0 {
 		t.Errorf("capacity %v, want memory 20000Mi and cores 30", r.Capacity.Requests)
 	}
@@ -176,7 +175,7 @@ func TestMutateForDRAClaims(t *testing.T) {
 		templates: 1,
 		check: func(t *testing.T, out *corev1.Pod, templates map[string]*resourceapi.ResourceClaimTemplate) {
 			d := claimOf(t, out, &out.Spec.Containers[0], templates).Spec.Spec.Devices
-			if d.Requests[0].Exactly.Count != 1 || len(d.Constraints) != 0 || d.Requests[0].Exactly.Capacity.Requests[dradriver.CapacityCores] != (resource.Quantity{}) {
+			if d.Requests[0].Exactly.Count != 1 || len(d.Constraints) != 0 || d.Requests[0].Exactly.Capacity.Requests[gpuv1alpha1.DRACapacityCores] != (resource.Quantity{}) {
 				t.Errorf("devices %+v", d)
 			}
 		},
@@ -231,7 +230,7 @@ func TestMutateForDRAClaims(t *testing.T) {
 				memory string
 				gpu    dracel.Device
 			}{{"3840Mi", published("GPU-s", "Tesla T4", 15360, 10)}, {"20480Mi", published("GPU-b", "NVIDIA A100", 81920, 10)}} {
-				got := subs[i].Capacity.Requests[dradriver.CapacityMemory]
+				got := subs[i].Capacity.Requests[gpuv1alpha1.DRACapacityMemory]
 				if got.Cmp(resource.MustParse(want.memory)) != 0 || !matches(t, subs[i].Selectors, want.gpu) || matches(t, subs[1-i].Selectors, want.gpu) {
 					t.Errorf("subrequest %d asks for %s with selectors %v, want %s of its size only", i, &got, subs[i].Selectors, want.memory)
 				}
@@ -247,7 +246,7 @@ func TestMutateForDRAClaims(t *testing.T) {
 			if len(subs) != 1 {
 				t.Fatalf("subrequests %+v", subs)
 			}
-			shares, memory := subs[0].Capacity.Requests[dradriver.CapacityShares], subs[0].Capacity.Requests[dradriver.CapacityMemory]
+			shares, memory := subs[0].Capacity.Requests[gpuv1alpha1.DRACapacityShares], subs[0].Capacity.Requests[gpuv1alpha1.DRACapacityMemory]
 			if shares.Value() != 10 || memory.Value() != 1000<<20 || !matches(t, subs[0].Selectors, published("GPU-a", "A100", 4096, 10)) || matches(t, subs[0].Selectors, published("GPU-a", "A100", 4096, 4)) {
 				t.Errorf("subrequest %+v, want all 10 shares of GPUs that have 10", subs[0])
 			}
@@ -268,7 +267,7 @@ func TestMutateForDRAClaims(t *testing.T) {
 			}
 			mig := dra.Device(gpuv1alpha1.GPUDevice{UUID: "MIG-1", Model: "A100", MemoryMiB: 9728, Cores: 14, ShareLimit: 1,
 				MIG: &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-a", Profile: "1g.10gb"}})
-			if !matches(t, d.Requests[0].Exactly.Selectors, dracel.Device{Driver: dradriver.DriverName, Attributes: mig.Attributes, Capacity: mig.Capacity}) ||
+			if !matches(t, d.Requests[0].Exactly.Selectors, dracel.Device{Driver: gpuv1alpha1.DRADriverName, Attributes: mig.Attributes, Capacity: mig.Capacity}) ||
 				matches(t, d.Requests[0].Exactly.Selectors, published("GPU-a", "A100", 81920, 10)) {
 				t.Errorf("selectors %v do not pick MIG instances of the profile only", d.Requests[0].Exactly.Selectors)
 			}

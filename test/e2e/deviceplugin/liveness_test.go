@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/nodelease"
 	"github.com/tessera-gpu/tessera/scheduler/options"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -61,7 +60,7 @@ func TestCrashedPluginIsMarkedStale(t *testing.T) {
 		})
 		return p
 	}
-	leases := c.cp.Kube.CoordinationV1().Leases(nodelease.DefaultNamespace)
+	leases := c.cp.Kube.CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace)
 	renewedAfter := func(after time.Time) time.Time {
 		t.Helper()
 		var renewed time.Time

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tessera-gpu/tessera/dradriver"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 const twoH100 = `
@@ -26,17 +26,17 @@ gpus:
 func TestContainersGetTheirGPUsAndLimitsThroughCDI(t *testing.T) {
 	c := startCluster(t, &simNode{name: "duo", gpus: twoH100})
 	c.claimTemplate("one", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "12Gi", dradriver.CapacityCores: "40"}),
+		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "12Gi", gpuv1alpha1.DRACapacityCores: "40"}),
 	}})
 	c.claimTemplate("two", resourceapi.DeviceClaim{
 		Requests: []resourceapi.DeviceRequest{
-			gpuRequest("gpus", 2, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "10Gi", dradriver.CapacityCores: "25"}),
+			gpuRequest("gpus", 2, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "10Gi", gpuv1alpha1.DRACapacityCores: "25"}),
 		},
-		Constraints: []resourceapi.DeviceConstraint{{DistinctAttribute: ptr.To(resourceapi.FullyQualifiedName(dradriver.DriverName + "/" + string(dradriver.AttributeUUID)))}},
+		Constraints: []resourceapi.DeviceConstraint{{DistinctAttribute: ptr.To(resourceapi.FullyQualifiedName(gpuv1alpha1.DRADriverName + "/" + string(gpuv1alpha1.DRAAttributeUUID)))}},
 	})
 	c.claimTemplate("split", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-		gpuRequest("small", 1, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "8Gi", dradriver.CapacityCores: "20"}),
-		gpuRequest("big", 1, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "16Gi", dradriver.CapacityCores: "50"}),
+		gpuRequest("small", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "8Gi", gpuv1alpha1.DRACapacityCores: "20"}),
+		gpuRequest("big", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "16Gi", gpuv1alpha1.DRACapacityCores: "50"}),
 	}})
 	c.createPod(claimPod("single", "duo", "one", map[string]string{"cuda": ""}))
 	c.createPod(claimPod("multi-gpu", "duo", "two", map[string]string{"cuda": ""}))
@@ -102,7 +102,7 @@ func (c *cluster) allocatedUUIDs(pod *corev1.Pod) []string {
 	for _, r := range claim.Status.Allocation.Devices.Results {
 		for _, d := range items[0].Spec.Devices {
 			if d.Name == r.Device {
-				out = append(out, *d.Attributes[dradriver.AttributeUUID].StringValue)
+				out = append(out, *d.Attributes[gpuv1alpha1.DRAAttributeUUID].StringValue)
 			}
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -67,9 +66,9 @@ func startCluster(t *testing.T, nodes ...*simNode) *cluster {
 	})
 	cp.StartScheduler(t, stockScheduler)
 	if _, err := cp.Kube.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: dradriver.DriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: gpuv1alpha1.DRADriverName},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
-			CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + dradriver.DriverName + `"`},
+			CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + gpuv1alpha1.DRADriverName + `"`},
 		}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -157,7 +156,7 @@ func (c *cluster) startDaemon(n *simNode) {
 // slices returns the node's ResourceSlices of Tessera's driver.
 func (c *cluster) slices(node string) ([]resourceapi.ResourceSlice, error) {
 	list, err := c.cp.Kube.ResourceV1().ResourceSlices().List(c.ctx, metav1.ListOptions{
-		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + dradriver.DriverName,
+		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + gpuv1alpha1.DRADriverName,
 	})
 	if err != nil {
 		return nil, err
@@ -205,7 +204,7 @@ func (c *cluster) claimTemplate(name string, spec resourceapi.DeviceClaim) {
 
 // gpuRequest asks for count GPUs of Tessera's class, each with the capacity given.
 func gpuRequest(name string, count int64, capacity map[resourceapi.QualifiedName]string) resourceapi.DeviceRequest {
-	exact := &resourceapi.ExactDeviceRequest{DeviceClassName: dradriver.DriverName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
+	exact := &resourceapi.ExactDeviceRequest{DeviceClassName: gpuv1alpha1.DRADriverName, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
 	if len(capacity) > 0 {
 		exact.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{}}
 		for k, v := range capacity {

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tessera-gpu/tessera/dradriver"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -27,7 +27,7 @@ func TestPlainGPUCountGetsWholeGPUsThroughTheExtendedResourceClass(t *testing.T)
 	if _, err := c.cp.Kube.ResourceV1().DeviceClasses().Create(c.ctx, &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "nvidia-gpu.tessera.dev"},
 		Spec: resourceapi.DeviceClassSpec{
-			Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + dradriver.DriverName + `"`}}},
+			Selectors:            []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + gpuv1alpha1.DRADriverName + `"`}}},
 			ExtendedResourceName: ptr.To("nvidia.com/gpu"),
 		},
 	}, metav1.CreateOptions{}); err != nil {

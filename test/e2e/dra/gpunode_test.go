@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/dradriver"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -26,7 +25,7 @@ import (
 func TestGPUNodeAndMetricsShowDRAAllocations(t *testing.T) {
 	c := startCluster(t, &simNode{name: "solo", gpus: oneH100})
 	c.claimTemplate("mem30", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "30Gi", dradriver.CapacityCores: "40"}),
+		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "30Gi", gpuv1alpha1.DRACapacityCores: "40"}),
 	}})
 	c.waitShown(81920, gpuState{memory: 0, cores: 0, shares: 0})
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tessera-gpu/tessera/dradriver"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -30,7 +30,7 @@ func TestTwoClaimsShareOneGPU(t *testing.T) {
 	c := startCluster(t, &simNode{name: "solo", gpus: oneH100})
 	stop := c.watchCapacity()
 	c.claimTemplate("mem30", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "30Gi"}),
+		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "30Gi"}),
 	}})
 
 	for _, name := range []string{"p1", "p2"} {

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
-	"github.com/tessera-gpu/tessera/dradriver"
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -30,11 +30,11 @@ func TestSlicesFollowInventoryHealthAndCordonsAndSurviveRestarts(t *testing.T) {
 
 	slice := c.waitSlice("duo", "both GPUs", both)
 	d := slice.Spec.Devices[1]
-	if *d.Attributes[dradriver.AttributeUUID].StringValue != "GPU-duo-1" || *d.Attributes[dradriver.AttributeNUMANode].IntValue != 1 ||
-		*d.Attributes[dradriver.AttributeModel].StringValue != "NVIDIA H100 80GB HBM3" {
+	if *d.Attributes[gpuv1alpha1.DRAAttributeUUID].StringValue != "GPU-duo-1" || *d.Attributes[gpuv1alpha1.DRAAttributeNUMANode].IntValue != 1 ||
+		*d.Attributes[gpuv1alpha1.DRAAttributeModel].StringValue != "NVIDIA H100 80GB HBM3" {
 		t.Errorf("gpu-1 attributes %v", d.Attributes)
 	}
-	if q := d.Capacity[dradriver.CapacityMemory].Value; q.Value() != 80<<30 {
+	if q := d.Capacity[gpuv1alpha1.DRACapacityMemory].Value; q.Value() != 80<<30 {
 		t.Errorf("gpu-1 memory %s, want 80Gi", &q)
 	}
 	if d.AllowMultipleAllocations == nil || !*d.AllowMultipleAllocations {
@@ -56,7 +56,7 @@ func TestSlicesFollowInventoryHealthAndCordonsAndSurviveRestarts(t *testing.T) {
 
 	// A pod is prepared; then the daemon restarts.
 	c.claimTemplate("one", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
-		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{dradriver.CapacityMemory: "12Gi"}),
+		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "12Gi"}),
 	}})
 	pod := c.waitRunningCreated(claimPod("p", "duo", "one", map[string]string{"cuda": ""}))
 	specs := c.specFiles("duo")
