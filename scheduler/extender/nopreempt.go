@@ -24,8 +24,10 @@ const maxPreemptionNodes = 64
 // which know GPUs only as the nvidia.com/gpu count, so it finds no victims
 // when memory, cores or shares are short (README: "Preemption in extender
 // mode"). The pod hears which lower-priority pods on which node would have
-// to go, the fewest as plugin mode would choose them, or that evicting
-// all of them would still not make room. Nothing is said for a pod that
+// to go, on the node needing the fewest, chosen by priority and then name
+// (preemption.Fewest) with no regard to PodDisruptionBudgets, so plugin
+// mode's preemption may choose others; or that evicting all of them would
+// still not make room. Nothing is said for a pod that
 // may not preempt or that no lower-priority GPU pod stands in the way of,
 // nor more than once per Notifier repeat: the work is spared then.
 func (e *Extender) tellNoPreemption(pod *corev1.Pod, req podrequest.Request, failed []nodeReason) {
@@ -51,7 +53,7 @@ func (e *Extender) tellNoPreemption(pod *corev1.Pod, req podrequest.Request, fai
 			}
 			victims, containers, failure := preemption.Fewest(n, req.Request, uids)
 			if failure != nil {
-				short = append(short, preemption.StillShort(name, namesOf(lower, nil), failure.Of("without them the node")))
+				short = append(short, preemption.DescribeFutileEviction(name, namesOf(lower, nil), failure.Of("without them the node")))
 				return
 			}
 			if best == nil || len(victims) < len(best.victims) {
@@ -63,7 +65,7 @@ func (e *Extender) tellNoPreemption(pod *corev1.Pod, req podrequest.Request, fai
 	case best != nil:
 		e.notifier.Notify(pod, corev1.EventTypeWarning, preemption.ReasonNotHelpful, fmt.Sprintf(
 			"%s, but kube-scheduler does not preempt for GPU memory, cores or shares in extender mode (it counts GPUs only as %s); plugin mode does",
-			preemption.Evicts(best.node, best.victims, best.containers), e.ResourceNames.Count))
+			preemption.DescribeEviction(best.node, best.victims, best.containers), e.ResourceNames.Count))
 	case len(short) > 0:
 		e.notifier.Notify(pod, corev1.EventTypeWarning, preemption.ReasonNotHelpful, short[0])
 	}

@@ -98,11 +98,11 @@ func (e *Extender) Preempt(ctx context.Context, args *extenderv1.ExtenderPreempt
 		victims := e.victimNames(candidates[name].Pods)
 		if d.containers != nil {
 			result.NodeNameToMetaVictims[name] = candidates[name]
-			said = append(said, preemption.Evicts(name, victims, d.containers))
+			said = append(said, preemption.DescribeEviction(name, victims, d.containers))
 			kept++
 			continue
 		}
-		short = append(short, preemption.StillShort(name, victims, d.why))
+		short = append(short, preemption.DescribeFutileEviction(name, victims, d.why))
 	}
 	said = append(said, short...)
 	if logger := klog.FromContext(ctx).V(2); logger.Enabled() {

@@ -147,11 +147,11 @@ func (p *Plugin) tellPreempting(pod *v1.Pod, req podrequest.Request) {
 			return
 		}
 		if containers, failure := preemption.FitWithout(n, req.Request, gone); failure == nil {
-			note = preemption.Evicts(node, names, containers)
+			note = preemption.DescribeEviction(node, names, containers)
 		}
 	})
 	if note == "" {
-		note = preemption.Evicts(node, names, nil)
+		note = preemption.DescribeEviction(node, names, nil)
 	}
 	p.notifier.Notify(pod, v1.EventTypeNormal, preemption.ReasonPreempting, note)
 }

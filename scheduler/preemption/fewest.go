@@ -21,11 +21,14 @@ func Priority(pod *corev1.Pod) int32 {
 }
 
 // Fewest chooses which of candidates, the lower-priority pods on the node
-// least important first, to evict for req as kube-scheduler's preemption
-// does: all of them go, then each is given back, the most important
-// first, if req still fits without the others. It returns the victims and
-// the GPUs the pod would get, or why evicting all of them would still not
-// make room. It runs under the view's read lock (in Read's fn).
+// least important first, to evict for req, in the manner of
+// kube-scheduler's preemption: all of them go, then each is given back,
+// the most important first (in the candidates' order), if req still fits
+// without the others. Unlike kube-scheduler it reads no
+// PodDisruptionBudgets and no start times, so where kube-scheduler
+// chooses (plugin mode) other pods may go. It returns the victims and the
+// GPUs the pod would get, or why evicting all of them would still not make
+// room. It runs under the view's read lock (in Read's fn).
 func Fewest(n *view.Node, req *placement.Request, candidates []types.UID) ([]types.UID, []gpuv1alpha1.ContainerAllocation, *placement.Failure) {
 	gone := map[types.UID]bool{}
 	for _, uid := range candidates {

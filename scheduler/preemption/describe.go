@@ -22,10 +22,10 @@ const (
 // maxNamed is the most pods an event names; the rest are counted.
 const maxNamed = 5
 
-// Evicts words what evicting victims (namespace/name) on a node gives the
-// pod, such as "evicting ns/a, ns/b on node n frees GPU 2 for the pod";
-// containers, the GPUs the pod would get, may be nil when not known.
-func Evicts(node string, victims []string, containers []gpuv1alpha1.ContainerAllocation) string {
+// DescribeEviction words what evicting victims (namespace/name) on a node
+// gives the pod, such as "evicting ns/a, ns/b on node n frees GPU 2 for the
+// pod"; containers, the GPUs the pod would get, may be nil when not known.
+func DescribeEviction(node string, victims []string, containers []gpuv1alpha1.ContainerAllocation) string {
 	var indexes []int32
 	for _, c := range containers {
 		for _, d := range c.Devices {
@@ -35,7 +35,7 @@ func Evicts(node string, victims []string, containers []gpuv1alpha1.ContainerAll
 		}
 	}
 	if len(indexes) == 0 {
-		return fmt.Sprintf("evicting %s on node %s for the pod", List(victims), node)
+		return fmt.Sprintf("evicting %s on node %s for the pod", namePods(victims), node)
 	}
 	slices.Sort(indexes)
 	words := make([]string, len(indexes))
@@ -46,20 +46,21 @@ func Evicts(node string, victims []string, containers []gpuv1alpha1.ContainerAll
 	if len(indexes) > 1 {
 		gpus = "GPUs " + strings.Join(words, ", ")
 	}
-	return fmt.Sprintf("evicting %s on node %s frees %s for the pod", List(victims), node, gpus)
+	return fmt.Sprintf("evicting %s on node %s frees %s for the pod", namePods(victims), node, gpus)
 }
 
-// StillShort words why evicting victims on a node makes no room for the
-// pod, such as "evicting ns/a on node n would not make room: without them
-// the node had 0/2 GPUs that fit (2 not enough memory)"; why is
-// Failure.Of("without them the node"), or why the node takes no GPU pods.
-func StillShort(node string, victims []string, why string) string {
-	return fmt.Sprintf("evicting %s on node %s would not make room: %s", List(victims), node, why)
+// DescribeFutileEviction words why evicting victims on a node makes no
+// room for the pod, such as "evicting ns/a on node n would not make room:
+// without them the node had 0/2 GPUs that fit (2 not enough memory)"; why
+// is Failure.Of("without them the node"), or why the node takes no GPU
+// pods.
+func DescribeFutileEviction(node string, victims []string, why string) string {
+	return fmt.Sprintf("evicting %s on node %s would not make room: %s", namePods(victims), node, why)
 }
 
-// List words pods in order of name, naming the first few and counting
+// namePods words pods in order of name, naming the first few and counting
 // the rest, such as "ns/a, ns/b and 3 more pods".
-func List(pods []string) string {
+func namePods(pods []string) string {
 	pods = slices.Sorted(slices.Values(pods))
 	if len(pods) <= maxNamed {
 		return strings.Join(pods, ", ")
