@@ -62,13 +62,13 @@ func (a *Admitter) check(pod *corev1.Pod, scheduler string) ([]refusal, []contai
 	var (
 		refusals []refusal
 		asks     []containerAsk
-		any      bool
+		asksGPUs bool
 	)
 	visit := func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path) {
 		if !a.useOf(c).asks() {
 			return
 		}
-		any = true
+		asksGPUs = true
 		// The same rules the extender holds every pod to, whether or not
 		// the webhook saw it.
 		req, _, errs := gpurequest.ContainerRequestOf(c, kind, a.cfg.ResourceNames, path)
@@ -80,7 +80,7 @@ func (a *Admitter) check(pod *corev1.Pod, scheduler string) ([]refusal, []contai
 		}
 	}
 	gpurequest.EachContainer(pod, visit)
-	if !any {
+	if !asksGPUs {
 		return nil, nil
 	}
 	if pod.Spec.NodeName != "" {
