@@ -38,18 +38,28 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// withField names the top-level field a decoding error comes from, since
-// errors from a field's own decoder, such as a duration's, do not.
-func withField(data []byte, err error) error {
+// Fields returns the top-level fields a YAML or JSON configuration sets,
+// in order of name, each with its value as JSON.
+func Fields(data []byte) ([]string, map[string]json.RawMessage, error) {
 	var fields map[string]json.RawMessage
-	if yaml.Unmarshal(data, &fields) != nil {
-		return err
+	if err := yaml.Unmarshal(data, &fields); err != nil {
+		return nil, nil, err
 	}
 	names := make([]string, 0, len(fields))
 	for name := range fields {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	return names, fields, nil
+}
+
+// withField names the top-level field a decoding error comes from, since
+// errors from a field's own decoder, such as a duration's, do not.
+func withField(data []byte, err error) error {
+	names, fields, ferr := Fields(data)
+	if ferr != nil {
+		return err
+	}
 	for _, name := range names {
 		one, _ := json.Marshal(map[string]json.RawMessage{name: fields[name]})
 		if yaml.UnmarshalStrict(one, NewConfig()) != nil {

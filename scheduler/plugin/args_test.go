@@ -1,0 +1,53 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestDecodeArgs(t *testing.T) {
+	tests := []struct {
+		name    string
+		obj     runtime.Object
+		wantErr []string
+		// wantMaxAge is the heartbeat age decoded, when no error is wanted.
+		wantMaxAge time.Duration
+	}{
+		{name: "no arguments take the defaults", wantMaxAge: 2 * time.Minute},
+		{name: "the placement fields are read", obj: &runtime.Unknown{Raw: []byte(`{"heartbeatMaxAge":"30s","defaultNodePolicy":"spread",
+			"leaseNamespace":"leases","bindWaitTimeout":"10s","hamiCoreMissing":"Warn","inFlightTTL":"20s","orphanSweepInterval":"1m",
+			"defaultGPUPolicy":"binpack","resourceNames":{"count":"nvidia.com/gpu","memory":"nvidia.com/gpumem",
+			"memoryPercentage":"nvidia.com/gpumem-percentage","cores":"nvidia.com/gpucores"}}`)}, wantMaxAge: 30 * time.Second},
+		{name: "YAML is read too", obj: &runtime.Unknown{Raw: []byte("heartbeatMaxAge: 1m\n")}, wantMaxAge: time.Minute},
+		{name: "a field of the extender's server is refused by name", obj: &runtime.Unknown{Raw: []byte(`{"listenAddress":"127.0.0.1:8888"}`)},
+			wantErr: []string{"field listenAddress: only the extender uses it", "reads only resourceNames"}},
+		{name: "every such field is named", obj: &runtime.Unknown{Raw: []byte(`{"heartbeatMaxAge":"1m","clientQPS":5,"metricsAddress":""}`)},
+			wantErr: []string{"fields clientQPS, metricsAddress: only the extender uses them"}},
+		{name: "an unknown field stays unknown", obj: &runtime.Unknown{Raw: []byte(`{"heartbeatMaxAg":"1m"}`)},
+			wantErr: []string{`unknown field "heartbeatMaxAg"`}},
+		{name: "arguments that are not YAML or JSON are refused", obj: &unstructured.Unstructured{}, wantErr: []string{"want arguments as YAML or JSON"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := decodeArgs(tt.obj)
+			if len(tt.wantErr) > 0 {
+				for _, want := range tt.wantErr {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Errorf("decodeArgs = %v, want an error saying %q", err, want)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("decodeArgs: %v", err)
+			}
+			if cfg.HeartbeatMaxAge.Duration != tt.wantMaxAge {
+				t.Errorf("heartbeatMaxAge = %s, want %s", cfg.HeartbeatMaxAge.Duration, tt.wantMaxAge)
+			}
+		})
+	}
+}
