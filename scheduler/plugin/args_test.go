@@ -9,7 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// TestDecodeArgs pins which of the extender's fields the plugin takes, and
+// that a field it would ignore is refused by name rather than dropped.
 func TestDecodeArgs(t *testing.T) {
+	raw := func(s string) runtime.Object { return &runtime.Unknown{Raw: []byte(s)} }
 	tests := []struct {
 		name    string
 		obj     runtime.Object
@@ -18,16 +21,16 @@ func TestDecodeArgs(t *testing.T) {
 		wantMaxAge time.Duration
 	}{
 		{name: "no arguments take the defaults", wantMaxAge: 2 * time.Minute},
-		{name: "the placement fields are read", obj: &runtime.Unknown{Raw: []byte(`{"heartbeatMaxAge":"30s","defaultNodePolicy":"spread",
+		{name: "the placement fields are read", obj: raw(`{"heartbeatMaxAge":"30s","defaultNodePolicy":"spread",
 			"leaseNamespace":"leases","bindWaitTimeout":"10s","hamiCoreMissing":"Warn","inFlightTTL":"20s","orphanSweepInterval":"1m",
 			"defaultGPUPolicy":"binpack","resourceNames":{"count":"nvidia.com/gpu","memory":"nvidia.com/gpumem",
-			"memoryPercentage":"nvidia.com/gpumem-percentage","cores":"nvidia.com/gpucores"}}`)}, wantMaxAge: 30 * time.Second},
-		{name: "YAML is read too", obj: &runtime.Unknown{Raw: []byte("heartbeatMaxAge: 1m\n")}, wantMaxAge: time.Minute},
-		{name: "a field of the extender's server is refused by name", obj: &runtime.Unknown{Raw: []byte(`{"listenAddress":"127.0.0.1:8888"}`)},
+			"memoryPercentage":"nvidia.com/gpumem-percentage","cores":"nvidia.com/gpucores"}}`), wantMaxAge: 30 * time.Second},
+		{name: "YAML is read too", obj: raw("heartbeatMaxAge: 1m\n"), wantMaxAge: time.Minute},
+		{name: "a field of the extender's server is refused by name", obj: raw(`{"listenAddress":"127.0.0.1:8888"}`),
 			wantErr: []string{"field listenAddress: only the extender uses it", "reads only resourceNames"}},
-		{name: "every such field is named", obj: &runtime.Unknown{Raw: []byte(`{"heartbeatMaxAge":"1m","clientQPS":5,"metricsAddress":""}`)},
+		{name: "every such field is named", obj: raw(`{"heartbeatMaxAge":"1m","clientQPS":5,"metricsAddress":""}`),
 			wantErr: []string{"fields clientQPS, metricsAddress: only the extender uses them"}},
-		{name: "an unknown field stays unknown", obj: &runtime.Unknown{Raw: []byte(`{"heartbeatMaxAg":"1m"}`)},
+		{name: "an unknown field stays unknown", obj: raw(`{"heartbeatMaxAg":"1m"}`),
 			wantErr: []string{`unknown field "heartbeatMaxAg"`}},
 		{name: "arguments that are not YAML or JSON are refused", obj: &unstructured.Unstructured{}, wantErr: []string{"want arguments as YAML or JSON"}},
 	}
