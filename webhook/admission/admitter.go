@@ -9,6 +9,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/webhook/draclaims"
 )
 
 // NamespaceGetter reads namespaces, in production from an informer's lister.
@@ -33,19 +34,23 @@ type Admitter struct {
 	cfg        Config
 	namespaces NamespaceGetter
 	gpuNodes   GPUNodeLister
-	templates  ClaimTemplates
+	claims     *draclaims.Translator
+	templates  draclaims.ClaimTemplates
 }
 
 // NewAdmitter returns an Admitter that reads namespaces (for the opt-out
 // and mode labels) and GPU inventory (for warnings, and in DRA mode the
 // GPU sizes a memory percentage becomes) through the given listers, and
 // in DRA mode writes the pods' ResourceClaimTemplates through templates.
-func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister, templates ClaimTemplates) (*Admitter, error) {
+func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister, templates draclaims.ClaimTemplates) (*Admitter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("webhook configuration: %w", err)
 	}
 	if namespaces == nil || gpuNodes == nil || templates == nil {
 		return nil, fmt.Errorf("webhook configuration: the namespace and GPUNode listers and the claim template client are required")
 	}
-	return &Admitter{cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, templates: templates}, nil
+	return &Admitter{
+		cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, templates: templates,
+		claims: draclaims.NewTranslator(cfg.DeviceClass, cfg.ResourceNames.Count, gpuNodes),
+	}, nil
 }

@@ -8,4 +8,9 @@
 // memory, a memory percentage or cores; a slice without a count is a slice of
 // one GPU, and the mutation writes that count of 1 so that the kubelet and
 // the device plugin see it.
+//
+// In DRA mode (the webhook's, or a namespace's mode label) the mutation
+// holds the pod to the same rules and then turns its GPU resources into
+// claims of Tessera's DRA driver; package draclaims says what the claims
+// are.
 package admission

@@ -21,6 +21,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/webhook/draclaims"
 )
 
 const testNamespace = "team-a"
@@ -45,7 +46,7 @@ func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
 			t.Fatal(err)
 		}
 	}
-	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer), NewClaimTemplates(fake.NewClientset(), templateLister(t)))
+	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer), draclaims.NewClaimTemplates(fake.NewClientset(), templateLister(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

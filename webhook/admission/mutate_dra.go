@@ -3,27 +3,26 @@ package admission
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/webhook/draclaims"
 )
 
 // draScheduler names what places pods in DRA mode, for messages.
 const draScheduler = "kube-scheduler (its DynamicResources plugin allocates the GPUs)"
 
 // mutateForDRA turns the GPU resources of a pod into claims that stock
-// kube-scheduler allocates from the GPUs of Tessera's DRA driver: each
+// kube-scheduler allocates from the GPUs of Tessera's DRA driver
+// (draclaims.Translator says what they are): each
 // container that asks for GPUs gets a claim of its own, made by
 // kube-controller-manager from a ResourceClaimTemplate the webhook
 // creates in the pod's namespace when it is absent (one per distinct
@@ -63,7 +62,7 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 	}
 	if req.DryRun == nil || !*req.DryRun {
 		for _, t := range templates {
-			if err := a.ensureTemplate(ctx, t); err != nil {
+			if err := a.templates.Ensure(ctx, t); err != nil {
 				klog.FromContext(ctx).Error(err, "Creating a ResourceClaimTemplate")
 				return internalError(req, err.Error())
 			}
@@ -76,7 +75,7 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 	klog.FromContext(ctx).V(2).Info("Turning GPU pod into claims", "claims", len(asks), "templates", len(templates))
 	patchType := admissionv1.PatchTypeJSONPatch
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &patchType}
-	resp.Warnings = append(draWarnings(sel), a.warnings(ctx, requestsOf(asks))...)
+	resp.Warnings = append(draclaims.Warnings(sel), a.warnings(ctx, requestsOf(asks))...)
 	return resp
 }
 
@@ -84,17 +83,19 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 // that gives each asking container its claim and removes its GPU
 // resources. asks are containers of counted, the pod with its counts.
 func (a *Admitter) claimMutations(pod, counted *corev1.Pod, asks []containerAsk, sel gpurequest.Selection) ([]*resourceapi.ResourceClaimTemplate, []patchOp, []refusal) {
-	var (
-		templates []*resourceapi.ResourceClaimTemplate
-		ops       []patchOp
-		refusals  []refusal
-		claims    []corev1.PodResourceClaim
-	)
-	taken := map[string]bool{}
-	for _, c := range pod.Spec.ResourceClaims {
-		taken[c.Name] = true
+	containers := make([]draclaims.Container, 0, len(asks))
+	for _, ask := range asks {
+		containers = append(containers, draclaims.Container{Request: ask.request, Path: ask.path})
 	}
-	next := 0
+	translation, refused := a.claims.Translate(pod, containers, sel)
+	if len(refused) > 0 {
+		refusals := make([]refusal, 0, len(refused))
+		for _, r := range refused {
+			refusals = append(refusals, refusal{container: r.Container, err: r.Err})
+		}
+		return nil, nil, refusals
+	}
+	var ops []patchOp
 	lists := []struct {
 		name                string
 		original, withCount []corev1.Container
@@ -105,43 +106,19 @@ func (a *Admitter) claimMutations(pod, counted *corev1.Pod, asks []containerAsk,
 	for _, list := range lists {
 		for i := range list.withCount {
 			k := slices.IndexFunc(asks, func(ask containerAsk) bool { return ask.container == &list.withCount[i] })
-			if k < 0 {
-				continue
+			if k >= 0 {
+				ops = append(ops, a.containerClaimOps(list.name, i, &list.original[i], translation.Claims[k].Name)...)
 			}
-			ask := asks[k]
-			countPath := ask.path.Child("resources", "limits").Key(string(a.cfg.ResourceNames.Count))
-			spec, errs := a.claimSpec(ask.request, sel, a.gpuSizes, countPath)
-			for _, err := range errs {
-				refusals = append(refusals, refusal{container: ask.container.Name, err: err})
-			}
-			if len(errs) > 0 {
-				continue
-			}
-			t, err := templateFor(pod.Namespace, spec)
-			if err != nil {
-				refusals = append(refusals, refusal{container: ask.container.Name, err: field.InternalError(ask.path, err)})
-				continue
-			}
-			if !slices.ContainsFunc(templates, func(o *resourceapi.ResourceClaimTemplate) bool { return o.Name == t.Name }) {
-				templates = append(templates, t)
-			}
-			for taken[podClaimName(next)] {
-				next++
-			}
-			claim := podClaimName(next)
-			taken[claim] = true
-			claims = append(claims, corev1.PodResourceClaim{Name: claim, ResourceClaimTemplateName: &t.Name})
-			ops = append(ops, a.containerClaimOps(list.name, i, &list.original[i], claim)...)
 		}
 	}
 	if len(pod.Spec.ResourceClaims) == 0 {
-		ops = append(ops, patchOp{Op: "add", Path: pointer("spec", "resourceClaims"), Value: claims})
+		ops = append(ops, patchOp{Op: "add", Path: pointer("spec", "resourceClaims"), Value: translation.Claims})
 	} else {
-		for _, c := range claims {
+		for _, c := range translation.Claims {
 			ops = append(ops, patchOp{Op: "add", Path: pointer("spec", "resourceClaims", "-"), Value: c})
 		}
 	}
-	return templates, ops, refusals
+	return translation.Templates, ops, nil
 }
 
 // containerClaimOps remove the container's GPU resources and let it use
@@ -166,26 +143,4 @@ func (a *Admitter) containerClaimOps(list string, i int, c *corev1.Container, cl
 		ops = append(ops, patchOp{Op: "add", Path: path("claims", "-"), Value: use})
 	}
 	return ops
-}
-
-// draWarnings says which of the pod's annotations DRA mode cannot honour.
-func draWarnings(sel gpurequest.Selection) []string {
-	var out []string
-	for _, p := range []struct {
-		key    string
-		policy gpurequest.Policy
-	}{{gpurequest.AnnotationNodePolicy, sel.NodePolicy}, {gpurequest.AnnotationGPUPolicy, sel.GPUPolicy}} {
-		if p.policy != "" {
-			out = append(out, fmt.Sprintf("%s=%s has no effect in DRA mode: kube-scheduler allocates GPUs first fit and scores no devices", p.key, p.policy))
-		}
-	}
-	return out
-}
-
-// internalError answers a review the webhook could not complete.
-func internalError(req *admissionv1.AdmissionRequest, msg string) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
-		Reason: metav1.StatusReasonInternalError, Message: msg,
-	}}
 }

@@ -16,6 +16,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/webhook/draclaims"
 )
 
 // draAdmitter is an Admitter in DRA mode over the given objects, with the
@@ -26,7 +27,7 @@ func draAdmitter(t *testing.T, objs ...runtime.Object) (*Admitter, *fake.Clients
 	cfg.Mode = ModeDRA
 	a := newAdmitter(t, cfg, objs...)
 	kube := fake.NewClientset()
-	a.templates = NewClaimTemplates(kube, templateLister(t))
+	a.templates = draclaims.NewClaimTemplates(kube, templateLister(t))
 	return a, kube
 }
 
@@ -127,7 +128,7 @@ func TestMutateForDRATurnsAHAMiPodIntoAClaimOfDistinctGPUsOfTheType(t *testing.T
 		t.Errorf("schedulerName %q: DRA pods stay with kube-scheduler", out.Spec.SchedulerName)
 	}
 	tmpl := claimOf(t, out, c, templates)
-	if tmpl.Namespace != testNamespace || !strings.HasPrefix(tmpl.Name, templatePrefix) {
+	if tmpl.Namespace != testNamespace || !strings.HasPrefix(tmpl.Name, draclaims.TemplatePrefix) {
 		t.Errorf("template %s/%s", tmpl.Namespace, tmpl.Name)
 	}
 	devices := tmpl.Spec.Spec.Devices

@@ -70,3 +70,11 @@ func denied(req *admissionv1.AdmissionRequest, name string, refusals []refusal) 
 		},
 	}
 }
+
+// internalError answers a review the webhook could not complete.
+func internalError(req *admissionv1.AdmissionRequest, msg string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{UID: req.UID, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonInternalError, Message: msg,
+	}}
+}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tessera-gpu/tessera/webhook/draclaims"
 )
 
 func TestMutateForDRAReadsKnownTemplatesFromTheInformer(t *testing.T) {
@@ -14,7 +16,7 @@ func TestMutateForDRAReadsKnownTemplatesFromTheInformer(t *testing.T) {
 
 	// A new webhook replica whose informer has listed the template.
 	kube = fake.NewClientset(tmpl)
-	a.templates = NewClaimTemplates(kube, templateLister(t, tmpl))
+	a.templates = draclaims.NewClaimTemplates(kube, templateLister(t, tmpl))
 	for range 3 {
 		if resp := a.Mutate(testContext(t), createRequest(t, p)); !resp.Allowed || len(resp.Patch) == 0 {
 			t.Fatalf("refused: %+v", resp.Result)
@@ -27,7 +29,7 @@ func TestMutateForDRAReadsKnownTemplatesFromTheInformer(t *testing.T) {
 	t.Run("a template the informer holds with another spec refuses the pod", func(t *testing.T) {
 		changed := tmpl.DeepCopy()
 		changed.Spec.Spec.Devices.Requests[0].Exactly.Count = 8
-		a.templates = NewClaimTemplates(fake.NewClientset(changed), templateLister(t, changed))
+		a.templates = draclaims.NewClaimTemplates(fake.NewClientset(changed), templateLister(t, changed))
 		if resp := a.Mutate(testContext(t), createRequest(t, p)); resp.Allowed {
 			t.Error("admitted a pod whose template has another spec")
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/version"
 	"github.com/tessera-gpu/tessera/webhook/admission"
 	"github.com/tessera-gpu/tessera/webhook/certs"
+	"github.com/tessera-gpu/tessera/webhook/draclaims"
 )
 
 // Dependencies are what the server talks to. Kube and Tessera are
@@ -78,14 +79,14 @@ func NewServer(opts *Options, deps Dependencies) (*Server, error) {
 		externalversions.WithTransform(stripManagedFields))
 	s.templateInformers = informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0,
 		informers.WithTransform(stripManagedFields),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = admission.TemplateSelector() }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = draclaims.TemplateSelector() }))
 	namespaces := s.kubeInformers.Core().V1().Namespaces()
 	gpuNodes := s.gpuInformers.Gpu().V1alpha1().GPUNodes()
 	// A namespace may choose DRA mode with its label whatever the
 	// webhook's mode, so the templates are always watched.
 	templates := s.templateInformers.Resource().V1().ResourceClaimTemplates()
 	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced, templates.Informer().HasSynced}
-	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), admission.NewClaimTemplates(deps.Kube, templates.Lister()))
+	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), draclaims.NewClaimTemplates(deps.Kube, templates.Lister()))
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,10 @@
-package admission
+package draclaims
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	"golang.org/x/sync/singleflight"
@@ -20,14 +23,36 @@ const FieldManager = "tessera-webhook"
 // webhook writes; its informer watches only those.
 const LabelManagedBy = "app.kubernetes.io/managed-by"
 
+// TemplatePrefix starts the name of every ResourceClaimTemplate the
+// webhook writes; a hash of the template's spec follows.
+const TemplatePrefix = "tessera-gpu-"
+
 // TemplateSelector selects the ResourceClaimTemplates the webhook writes.
 func TemplateSelector() string { return LabelManagedBy + "=" + FieldManager }
 
-// ClaimTemplates finds and creates ResourceClaimTemplates.
+// templateFor returns the ResourceClaimTemplate of a claim spec in the
+// namespace, named by a hash of the spec: pods that ask for the same share
+// one template, each getting its own claim from it.
+func templateFor(namespace string, spec resourceapi.ResourceClaimSpec) (*resourceapi.ResourceClaimTemplate, error) {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding a claim spec: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	t := &resourceapi.ResourceClaimTemplate{Spec: resourceapi.ResourceClaimTemplateSpec{Spec: spec}}
+	t.Name = TemplatePrefix + hex.EncodeToString(sum[:])[:16]
+	t.Namespace = namespace
+	t.Labels = map[string]string{LabelManagedBy: FieldManager}
+	return t, nil
+}
+
+// ClaimTemplates creates the ResourceClaimTemplates of pods' claims.
 type ClaimTemplates interface {
-	// Ensure returns the template of want's namespace and name, creating
-	// it from want when the namespace lacks it.
-	Ensure(ctx context.Context, want *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error)
+	// Ensure creates want unless its namespace already has it. The name
+	// is a hash of the spec, so a template of that name with another spec
+	// was written by someone else: Ensure fails rather than let the pod
+	// be given claims it did not ask for.
+	Ensure(ctx context.Context, want *resourceapi.ResourceClaimTemplate) error
 }
 
 // NewClaimTemplates returns the ClaimTemplates of a cluster: read from the
@@ -49,7 +74,20 @@ type apiTemplates struct {
 
 var _ ClaimTemplates = (*apiTemplates)(nil)
 
-func (t *apiTemplates) Ensure(ctx context.Context, want *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error) {
+func (t *apiTemplates) Ensure(ctx context.Context, want *resourceapi.ResourceClaimTemplate) error {
+	got, err := t.get(ctx, want)
+	if err != nil {
+		return fmt.Errorf("creating ResourceClaimTemplate %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		return fmt.Errorf("ResourceClaimTemplate %s/%s exists with another spec than the webhook writes for this request; delete it, and the next pod of this shape recreates it", want.Namespace, want.Name)
+	}
+	return nil
+}
+
+// get returns the template of want's namespace and name, creating it from
+// want when the namespace lacks it.
+func (t *apiTemplates) get(ctx context.Context, want *resourceapi.ResourceClaimTemplate) (*resourceapi.ResourceClaimTemplate, error) {
 	got, err := t.lister.ResourceClaimTemplates(want.Namespace).Get(want.Name)
 	if !apierrors.IsNotFound(err) {
 		return got, err
@@ -71,19 +109,4 @@ func (t *apiTemplates) create(ctx context.Context, want *resourceapi.ResourceCla
 		got, err = templates.Get(ctx, want.Name, metav1.GetOptions{})
 	}
 	return got, err
-}
-
-// ensureTemplate creates the template unless its namespace already has it.
-// The name is a hash of the spec, so a template of that name with another
-// spec was written by someone else: the pod is refused rather than given
-// claims it did not ask for.
-func (a *Admitter) ensureTemplate(ctx context.Context, want *resourceapi.ResourceClaimTemplate) error {
-	got, err := a.templates.Ensure(ctx, want)
-	if err != nil {
-		return fmt.Errorf("creating ResourceClaimTemplate %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
-		return fmt.Errorf("ResourceClaimTemplate %s/%s exists with another spec than the webhook writes for this request; delete it, and the next pod of this shape recreates it", want.Namespace, want.Name)
-	}
-	return nil
 }

@@ -1,0 +1,95 @@
+package draclaims
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+// qualified is an attribute's fully qualified name, for constraints.
+func qualified(name resourceapi.QualifiedName) resourceapi.FullyQualifiedName {
+	return resourceapi.FullyQualifiedName(gpuv1alpha1.DRADriverName + "/" + string(name))
+}
+
+// attribute and capacityOf are CEL references to a device's attribute
+// and capacity in the driver's domain.
+func attribute(name resourceapi.QualifiedName) string {
+	return fmt.Sprintf("device.attributes[%q].%s", gpuv1alpha1.DRADriverName, name)
+}
+
+func capacityOf(name resourceapi.QualifiedName) string {
+	return fmt.Sprintf("device.capacity[%q].%s", gpuv1alpha1.DRADriverName, name)
+}
+
+// capacityIs is a CEL condition that the device's capacity equals q.
+func capacityIs(name resourceapi.QualifiedName, q string) string {
+	return fmt.Sprintf("%s.compareTo(quantity(%q)) == 0", capacityOf(name), q)
+}
+
+// celSelectors turns the pod's type, UUID and MIG annotations into CEL
+// selectors with the extender's meaning: a model contains one of the
+// types (case-insensitive) and none of the excluded; a UUID is one of the
+// allowed and none of the excluded (case-insensitive). Values were
+// checked by gpurequest.ParseAnnotations: printable, no white space.
+func celSelectors(sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field.ErrorList) {
+	model := attribute(gpuv1alpha1.DRAAttributeModel) + ".lowerAscii()"
+	uuid := attribute(gpuv1alpha1.DRAAttributeUUID) + ".lowerAscii()"
+	hasMIG := fmt.Sprintf("%q in device.attributes[%q]", gpuv1alpha1.DRAAttributeMIGProfile, gpuv1alpha1.DRADriverName)
+	contains := func(values []string) string {
+		terms := make([]string, 0, len(values))
+		for _, v := range values {
+			terms = append(terms, fmt.Sprintf("%s.contains(%s)", model, strconv.Quote(v)))
+		}
+		return "(" + strings.Join(terms, " || ") + ")"
+	}
+	in := func(ref string, values []string) string {
+		quoted := make([]string, 0, len(values))
+		for _, v := range values {
+			quoted = append(quoted, strconv.Quote(strings.ToLower(v)))
+		}
+		return ref + " in [" + strings.Join(quoted, ", ") + "]"
+	}
+	type term struct{ annotation, expression string }
+	var terms []term
+	if len(sel.Types) > 0 {
+		terms = append(terms, term{gpurequest.AnnotationGPUType, contains(sel.Types)})
+	}
+	if len(sel.ExcludeTypes) > 0 {
+		terms = append(terms, term{gpurequest.AnnotationGPUTypeExclude, "!" + contains(sel.ExcludeTypes)})
+	}
+	if len(sel.UUIDs) > 0 {
+		terms = append(terms, term{gpurequest.AnnotationGPUUUID, in(uuid, sel.UUIDs)})
+	}
+	if len(sel.ExcludeUUIDs) > 0 {
+		terms = append(terms, term{gpurequest.AnnotationGPUUUIDExclude, "!(" + in(uuid, sel.ExcludeUUIDs) + ")"})
+	}
+	switch {
+	case len(sel.MIGProfiles) > 0:
+		terms = append(terms, term{gpurequest.AnnotationMIGProfile, hasMIG + " && " + in(attribute(gpuv1alpha1.DRAAttributeMIGProfile)+".lowerAscii()", sel.MIGProfiles)})
+	case sel.Mode == gpurequest.ModeMIG:
+		terms = append(terms, term{gpurequest.AnnotationGPUMode, hasMIG})
+	case sel.Mode == gpurequest.ModeShared:
+		terms = append(terms, term{gpurequest.AnnotationGPUMode, "!(" + hasMIG + ")"})
+	}
+	var (
+		out  []resourceapi.DeviceSelector
+		errs field.ErrorList
+	)
+	annotations := field.NewPath("metadata", "annotations")
+	for _, t := range terms {
+		if len(t.expression) > resourceapi.CELSelectorExpressionMaxLength {
+			errs = append(errs, field.Forbidden(annotations.Key(t.annotation), fmt.Sprintf(
+				"in DRA mode the list becomes a CEL selector of at most %d characters, and this one would have %d: list fewer entries (under this key or its HAMi alias)",
+				resourceapi.CELSelectorExpressionMaxLength, len(t.expression))))
+			continue
+		}
+		out = append(out, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: t.expression}})
+	}
+	return out, errs
+}
