@@ -1,0 +1,188 @@
+package viewsync
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
+	"github.com/tessera-gpu/tessera/scheduler/freememory"
+	"github.com/tessera-gpu/tessera/scheduler/inflight"
+	"github.com/tessera-gpu/tessera/scheduler/liveness"
+	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/tracker"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// Config is what a front end tells the keeper.
+type Config struct {
+	// Options are the scheduler's configuration: resource names, Lease
+	// namespace and heartbeat age, in-flight TTL, bind wait, orphan sweep,
+	// allocation metrics.
+	Options *options.Config
+	// RestConfig reaches the API server, with the front end's own settings
+	// (rate limits, content type); New copies it, waits out a restarting
+	// kube-apiserver on every request and names FieldManager as the user
+	// agent.
+	RestConfig *rest.Config
+	// Kube is the Kubernetes client to use; nil makes one from RestConfig.
+	Kube kubernetes.Interface
+	// SchedulerName selects the pods watched: only those of the front end's
+	// profile can hold the allocations it made.
+	SchedulerName string
+	// FieldManager names the front end in what it writes.
+	FieldManager string
+	// Clock defaults to the real clock.
+	Clock clock.WithTicker
+}
+
+// Keeper is the view and what keeps it in step with the API.
+type Keeper struct {
+	// Kube and Tessera are the clients every front end writes with.
+	Kube    kubernetes.Interface
+	Tessera versioned.Interface
+	// Clock is Config's, or the real clock.
+	Clock clock.WithTicker
+	// View holds every GPU and the pods placed on them; Gate lets one pod
+	// per node be in flight.
+	View *view.View
+	Gate *inflight.Gate
+	// Pods is the informer on the profile's pods.
+	Pods coreinformers.PodInformer
+
+	opts         *options.Config
+	fieldManager string
+	kube         informers.SharedInformerFactory
+	tessera      externalversions.SharedInformerFactory
+	// leases watches the namespace of the nodes' Leases only.
+	leases  informers.SharedInformerFactory
+	tracker *tracker.Tracker
+	// state serves the per-GPU and per-node series.
+	state http.Handler
+	wg    sync.WaitGroup
+}
+
+// New makes the clients, the view, the gate and the informers; nothing
+// runs until Start.
+func New(cfg Config) (*Keeper, error) {
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	restConfig := kubeclient.WaitForRestarts(cfg.RestConfig, clk)
+	restConfig.UserAgent = cfg.FieldManager
+	kube := cfg.Kube
+	if kube == nil {
+		var err error
+		if kube, err = kubeclient.New(restConfig); err != nil {
+			return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+		}
+	}
+	tessera, err := versioned.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating Tessera client: %w", err)
+	}
+	o := cfg.Options
+	trim := tracker.Trim(o.ResourceNames)
+	k := &Keeper{
+		View:         view.New(),
+		Clock:        clk,
+		Kube:         kube,
+		Tessera:      tessera,
+		opts:         o,
+		fieldManager: cfg.FieldManager,
+		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+				lo.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", cfg.SchedulerName).String()
+			}),
+			informers.WithTransform(trim)),
+		tessera: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim)),
+		leases: informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithNamespace(o.LeaseNamespace), informers.WithTransform(trim)),
+	}
+	k.Gate = inflight.NewGate(clk, o.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(k.View, kube, tessera))
+	k.Pods = k.kube.Core().V1().Pods()
+	k.state = metrics.NewState(k.View, metrics.StateOptions{Allocations: o.AllocationMetrics}).Handler()
+	return k, nil
+}
+
+// Start builds the tracker, which tells requeue when GPUs may have become
+// free, the liveness marker and the free-memory publisher, and starts them
+// and the informers; they run until ctx ends.
+func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
+	o := k.opts
+	gpuNodes := k.tessera.Gpu().V1alpha1().GPUNodes()
+	leases := k.leases.Coordination().V1().Leases()
+	// The tracker and the marker age the nodes' Leases alike.
+	renewals := liveness.NewRenewals(k.Clock)
+	var err error
+	k.tracker, err = tracker.New(ctx, tracker.Config{
+		View:              k.View,
+		Gate:              k.Gate,
+		Clock:             k.Clock,
+		Kube:              k.Kube,
+		Tessera:           k.Tessera,
+		Pods:              k.Pods,
+		GPUNodes:          gpuNodes,
+		Allocations:       k.tessera.Gpu().V1alpha1().GPUAllocations(),
+		Leases:            leases,
+		Renewals:          renewals,
+		Requeue:           requeue,
+		HeartbeatMaxAge:   o.HeartbeatMaxAge.Duration,
+		SweepInterval:     o.OrphanSweepInterval.Duration,
+		ReservationMaxAge: 2*o.BindWaitTimeout.Duration + o.InFlightTTL.Duration,
+	})
+	if err != nil {
+		return err
+	}
+	// kubectl get gpunodes says a node is stale when the scheduler thinks so.
+	marker, err := liveness.New(ctx, liveness.Config{
+		Tessera:      k.Tessera,
+		FieldManager: liveness.FieldManager,
+		GPUNodes:     gpuNodes,
+		Leases:       leases,
+		Namespace:    o.LeaseNamespace,
+		Renewals:     renewals,
+		Clock:        k.Clock,
+		MaxAge:       o.HeartbeatMaxAge.Duration,
+	})
+	if err != nil {
+		return err
+	}
+	// The free memory that kubectl get gpunodes shows.
+	free := freememory.New(k.View, gpuNodes.Lister(), k.Tessera, k.Clock, k.tracker.HasSynced, k.fieldManager)
+
+	k.kube.Start(ctx.Done())
+	k.tessera.Start(ctx.Done())
+	k.leases.Start(ctx.Done())
+	for _, run := range []func(context.Context){k.tracker.Run, marker.Run, free.Run} {
+		k.wg.Go(func() { run(ctx) })
+	}
+	return nil
+}
+
+// HasSynced says whether the informers have synced and the view holds
+// every GPU and allocation: before that a front end would place pods on a
+// partial view.
+func (k *Keeper) HasSynced() bool { return k.tracker.HasSynced() }
+
+// Stop waits for the informers, the tracker, the marker and the publisher,
+// whose context has ended.
+func (k *Keeper) Stop() {
+	k.kube.Shutdown()
+	k.tessera.Shutdown()
+	k.leases.Shutdown()
+	k.wg.Wait()
+}
