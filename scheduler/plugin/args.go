@@ -12,12 +12,15 @@ import (
 
 // decodeArgs reads the plugin's arguments from its pluginConfig entry onto
 // the defaults. They are the fields of the extender's configuration
-// (deploy/scheduler/extender-config.yaml) that concern placement and the
-// allocation protocol (pluginFields). Those of the extender's own server,
-// client and metrics are refused, naming the field, since the plugin runs
-// in kube-scheduler's and would ignore them; unknown fields are an error.
+// (deploy/scheduler/extender-config.yaml) that concern placement, the
+// allocation protocol and the per-GPU metrics (pluginFields). Those of the
+// extender's own server and client are refused, naming the field, since
+// the plugin runs in kube-scheduler's and would ignore them; unknown fields
+// are an error. Without metricsAddress the plugin serves no metrics: the
+// extender's default address is its own.
 func decodeArgs(obj runtime.Object) (*options.Config, error) {
 	cfg := options.NewConfig()
+	cfg.MetricsAddress = ""
 	if obj != nil {
 		u, ok := obj.(*runtime.Unknown)
 		if !ok {
@@ -27,8 +30,12 @@ func decodeArgs(obj runtime.Object) (*options.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := onlyPluginFields(u.Raw); err != nil {
+		names, err := onlyPluginFields(u.Raw)
+		if err != nil {
 			return nil, err
+		}
+		if !slices.Contains(names, "metricsAddress") {
+			parsed.MetricsAddress = ""
 		}
 		cfg = parsed
 	}
@@ -39,20 +46,22 @@ func decodeArgs(obj runtime.Object) (*options.Config, error) {
 }
 
 // pluginFields are the fields of the extender's configuration the plugin
-// reads.
+// reads. metricsAddress is the plugin's own listener for /metrics/state,
+// /metrics, /healthz and /readyz, beside kube-scheduler's secure port.
 func pluginFields() []string {
 	return []string{
 		"resourceNames", "defaultNodePolicy", "defaultGPUPolicy", "heartbeatMaxAge", "leaseNamespace",
 		"bindWaitTimeout", "hamiCoreMissing", "inFlightTTL", "orphanSweepInterval",
+		"metricsAddress", "allocationMetrics",
 	}
 }
 
-// onlyPluginFields refuses the fields of data, a configuration options
-// parsed, that only the extender uses.
-func onlyPluginFields(data []byte) error {
+// onlyPluginFields returns the fields data, a configuration options
+// parsed, sets, and refuses those that only the extender uses.
+func onlyPluginFields(data []byte) ([]string, error) {
 	names, _, err := options.Fields(data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	read := pluginFields()
 	var extenderOnly []string
@@ -62,12 +71,12 @@ func onlyPluginFields(data []byte) error {
 		}
 	}
 	if len(extenderOnly) == 0 {
-		return nil
+		return names, nil
 	}
 	what, it := "field "+extenderOnly[0], "it"
 	if len(extenderOnly) > 1 {
 		what, it = "fields "+strings.Join(extenderOnly, ", "), "them"
 	}
-	return fmt.Errorf("%s: only the extender uses %s (for its own server, API client or metrics); "+
+	return nil, fmt.Errorf("%s: only the extender uses %s (for its own server or API client); "+
 		"the plugin runs inside kube-scheduler and would ignore %s, and reads only %s", what, it, it, strings.Join(read, ", "))
 }

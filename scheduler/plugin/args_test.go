@@ -19,6 +19,8 @@ func TestDecodeArgs(t *testing.T) {
 		wantErr []string
 		// wantMaxAge is the heartbeat age decoded, when no error is wanted.
 		wantMaxAge time.Duration
+		// wantMetrics is the metrics address decoded: empty, none served.
+		wantMetrics string
 	}{
 		{name: "no arguments take the defaults", wantMaxAge: 2 * time.Minute},
 		{name: "the placement fields are read", obj: raw(`{"heartbeatMaxAge":"30s","defaultNodePolicy":"spread",
@@ -28,8 +30,14 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "YAML is read too", obj: raw("heartbeatMaxAge: 1m\n"), wantMaxAge: time.Minute},
 		{name: "a field of the extender's server is refused by name", obj: raw(`{"listenAddress":"127.0.0.1:8888"}`),
 			wantErr: []string{"field listenAddress: only the extender uses it", "reads only resourceNames"}},
-		{name: "every such field is named", obj: raw(`{"heartbeatMaxAge":"1m","clientQPS":5,"metricsAddress":""}`),
-			wantErr: []string{"fields clientQPS, metricsAddress: only the extender uses them"}},
+		{name: "every such field is named", obj: raw(`{"heartbeatMaxAge":"1m","clientQPS":5,"enableProfiling":false}`),
+			wantErr: []string{"fields clientQPS, enableProfiling: only the extender uses them"}},
+		{name: "the metrics listener is read", obj: raw(`{"metricsAddress":":9403","allocationMetrics":true}`),
+			wantMaxAge: 2 * time.Minute, wantMetrics: ":9403"},
+		{name: "without metricsAddress no metrics are served, not on the extender's default", obj: raw(`{"heartbeatMaxAge":"1m"}`),
+			wantMaxAge: time.Minute},
+		{name: "a metrics address that is not host:port is refused", obj: raw(`{"metricsAddress":"9403"}`),
+			wantErr: []string{`metricsAddress: Invalid value: "9403": must be host:port`}},
 		{name: "an unknown field stays unknown", obj: raw(`{"heartbeatMaxAg":"1m"}`),
 			wantErr: []string{`unknown field "heartbeatMaxAg"`}},
 		{name: "arguments that are not YAML or JSON are refused", obj: &unstructured.Unstructured{}, wantErr: []string{"want arguments as YAML or JSON"}},
@@ -50,6 +58,9 @@ func TestDecodeArgs(t *testing.T) {
 			}
 			if cfg.HeartbeatMaxAge.Duration != tt.wantMaxAge {
 				t.Errorf("heartbeatMaxAge = %s, want %s", cfg.HeartbeatMaxAge.Duration, tt.wantMaxAge)
+			}
+			if cfg.MetricsAddress != tt.wantMetrics {
+				t.Errorf("metricsAddress = %q, want %q", cfg.MetricsAddress, tt.wantMetrics)
 			}
 		})
 	}

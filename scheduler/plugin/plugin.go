@@ -63,8 +63,9 @@ type Plugin struct {
 }
 
 // New builds the plugin from its arguments (the fields of the extender's
-// configuration that concern placement, see decodeArgs) over the view that
-// scheduler/viewsync keeps, and starts the informers and the tracker,
+// configuration that concern placement and its metrics listener, see
+// decodeArgs) over the view that scheduler/viewsync keeps, and starts the
+// informers, the tracker and, with metricsAddress, the metrics listener,
 // which run until ctx ends.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	cfg, err := decodeArgs(obj)
@@ -94,6 +95,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	rules := view.Rules{HeartbeatMaxAge: cfg.HeartbeatMaxAge.Duration, HAMiCoreMissing: cfg.HAMiCoreMissing}
 	rq := newRequeuer(h, logger, keeper.View, keeper.Clock, rules)
 	if err := keeper.Start(ctx, rq); err != nil {
+		return nil, err
+	}
+	// kube-scheduler's own /metrics knows nothing of the GPUs.
+	if _, err := keeper.ServeMetrics(ctx, "plugin"); err != nil {
 		return nil, err
 	}
 	return &Plugin{

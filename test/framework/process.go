@@ -20,6 +20,11 @@ type Process struct {
 	done    chan struct{}
 	err     error
 	once    sync.Once
+
+	// MetricsAddress is where tessera-scheduler's Tessera plugin serves
+	// its metrics, when its configuration has a listener (see
+	// StartSchedulerBinaryProcess); empty otherwise.
+	MetricsAddress string
 }
 
 // StartProcess runs bin with args, logging to dir/name.log. The process

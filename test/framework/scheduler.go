@@ -44,7 +44,10 @@ func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, erro
 }
 
 // StartSchedulerBinaryProcess is StartSchedulerBinary for callers that are
-// not tests. The process is also stopped by Stop.
+// not tests. The process is also stopped by Stop. A Tessera plugin
+// metrics listener in the configuration moves to a free loopback port, as
+// the secure port does, so that schedulers started at once do not contend
+// for one port; Process.MetricsAddress says where.
 func (cp *ControlPlane) StartSchedulerBinaryProcess(bin, configYAML string) (*Process, error) {
 	config := map[string]any{}
 	if err := yaml.Unmarshal([]byte(configYAML), &config); err != nil {
@@ -52,6 +55,10 @@ func (cp *ControlPlane) StartSchedulerBinaryProcess(bin, configYAML string) (*Pr
 	}
 	config["clientConnection"] = map[string]any{"kubeconfig": cp.KubeconfigPath, "qps": 5000, "burst": 10000}
 	config["leaderElection"] = map[string]any{"leaderElect": false}
+	metricsAddress, err := movePluginMetrics(config)
+	if err != nil {
+		return nil, err
+	}
 	data, err := yaml.Marshal(config)
 	if err != nil {
 		return nil, err
@@ -85,5 +92,32 @@ func (cp *ControlPlane) StartSchedulerBinaryProcess(bin, configYAML string) (*Pr
 		return nil, fmt.Errorf("%s did not become ready: %w; last lines of %s:\n%s",
 			filepath.Base(bin), err, filepath.Base(p.logFile), p.LogTail(3000))
 	}
+	p.MetricsAddress = metricsAddress
 	return p, nil
+}
+
+// movePluginMetrics points the Tessera plugin's metricsAddress, where the
+// configuration sets one, at a free loopback port and returns that
+// address; empty where none is set.
+func movePluginMetrics(config map[string]any) (string, error) {
+	profiles, _ := config["profiles"].([]any)
+	for _, p := range profiles {
+		profile, _ := p.(map[string]any)
+		entries, _ := profile["pluginConfig"].([]any)
+		for _, e := range entries {
+			entry, _ := e.(map[string]any)
+			args, _ := entry["args"].(map[string]any)
+			if entry["name"] != "Tessera" || args["metricsAddress"] == nil || args["metricsAddress"] == "" {
+				continue
+			}
+			port, err := FreePort()
+			if err != nil {
+				return "", err
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(port)
+			args["metricsAddress"] = addr
+			return addr, nil
+		}
+	}
+	return "", nil
 }
