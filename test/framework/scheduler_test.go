@@ -10,19 +10,16 @@ import (
 // TestMovePluginMetrics pins that the plugin's metrics listener, and only
 // a listener that is asked for, moves to a loopback port of its own.
 func TestMovePluginMetrics(t *testing.T) {
-	tests := []struct {
-		name     string
-		args     string
-		wantMove bool
-	}{
-		{name: "a listener on every address moves to loopback", args: `{metricsAddress: ":9403", heartbeatMaxAge: 2m}`, wantMove: true},
-		{name: "no listener stays none", args: `{heartbeatMaxAge: 2m}`},
-		{name: "a listener turned off stays off", args: `{metricsAddress: ""}`},
+	// The Tessera plugin's arguments, and whether its listener moves.
+	moves := map[string]bool{
+		`{metricsAddress: ":9403", heartbeatMaxAge: 2m}`: true,  // every address: to loopback
+		`{heartbeatMaxAge: 2m}`:                          false, // no listener stays none
+		`{metricsAddress: ""}`:                           false, // a listener turned off stays off
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for args, wantMove := range moves {
+		t.Run(args, func(t *testing.T) {
 			config := map[string]any{}
-			doc := "profiles: [{schedulerName: s, pluginConfig: [{name: NodeResourcesFit, args: {metricsAddress: x}}, {name: Tessera, args: " + tt.args + "}]}]"
+			doc := "profiles: [{schedulerName: s, pluginConfig: [{name: NodeResourcesFit, args: {metricsAddress: x}}, {name: Tessera, args: " + args + "}]}]"
 			if err := yaml.Unmarshal([]byte(doc), &config); err != nil {
 				t.Fatal(err)
 			}
@@ -31,10 +28,10 @@ func TestMovePluginMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, _ := yaml.Marshal(config)
-			if got := strings.HasPrefix(addr, "127.0.0.1:") && strings.Contains(string(out), "metricsAddress: "+addr); got != tt.wantMove {
+			if moved := strings.HasPrefix(addr, "127.0.0.1:") && strings.Contains(string(out), "metricsAddress: "+addr); moved != wantMove {
 				t.Errorf("movePluginMetrics = %q, configuration now:\n%s", addr, out)
 			}
-			if !tt.wantMove && addr != "" {
+			if !wantMove && addr != "" {
 				t.Errorf("movePluginMetrics = %q, want no address", addr)
 			}
 			if !strings.Contains(string(out), "metricsAddress: x") {
