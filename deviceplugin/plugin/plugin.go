@@ -102,37 +102,91 @@ func (p *Plugin) MetricsAddress(ctx context.Context) (string, error) {
 func (p *Plugin) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", p.cfg.NodeName)
 	ctx = klog.NewContext(ctx, logger)
-	defer func() {
-		if err := p.deps.Backend.Close(); err != nil {
-			logger.Error(err, "Closing the GPU backend")
-		}
-	}()
+	defer p.closeBackend(ctx)
 
 	caches := p.newCaches()
 	defer caches.shutdown()
 	if err := caches.start(ctx); err != nil {
 		return err
 	}
+	found, discoverErr := p.discover(ctx)
+	inv := inventory.New(found)
+	claims, stopClaims, err := p.startClaims(ctx, inv)
+	if err != nil {
+		return err
+	}
+	defer stopClaims()
+	lease, publisher := p.newNodeStatus(inv, caches, claims)
+	// A changed spec changes what the plugin publishes; a changed status
+	// may be another writer's, such as the scheduler marking the node stale.
+	if err := caches.onGPUNodeChange(publisher.Trigger); err != nil {
+		return err
+	}
+	reg, err := p.newRegistry(logger, inv, caches, claims)
+	if err != nil {
+		return err
+	}
 
-	found, discoverErr := p.deps.Backend.Discover(ctx)
+	g, ctx := errgroup.WithContext(ctx)
+	if err := p.runNodeStatus(ctx, g, lease, publisher, claims); err != nil {
+		return err
+	}
+	if p.cfg.MetricsAddress != "" {
+		g.Go(func() error { return p.serveMetrics(ctx, reg) })
+	}
+	if discoverErr != nil {
+		logger.Error(discoverErr, "No GPUs found; the node offers none")
+		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: discoverErr.Error()})
+	} else if err := p.serveGPUs(ctx, g, found, inv, caches, publisher); err != nil {
+		return err
+	}
+
+	err = g.Wait()
+	p.markStopped(ctx, publisher)
+	return err
+}
+
+// closeBackend releases the GPU backend once the plugin stops.
+func (p *Plugin) closeBackend(ctx context.Context) {
+	if err := p.deps.Backend.Close(); err != nil {
+		klog.FromContext(ctx).Error(err, "Closing the GPU backend")
+	}
+}
+
+// discover lists the node's GPUs and records in the health checks what
+// it found.
+func (p *Plugin) discover(ctx context.Context) (gpu.Inventory, error) {
+	found, err := p.deps.Backend.Discover(ctx)
 	// A restart starts NVML afresh, so a failed discovery fails liveness;
 	// a driver that lists no GPU fails only readiness, as a restart would
 	// list none again.
-	p.health.Set(health.Discovery, true, discoverErr)
-	if discoverErr == nil {
+	p.health.Set(health.Discovery, true, err)
+	if err == nil {
 		p.checkGPUs(len(found.Devices))
 	}
-	inv := inventory.New(found)
-	var claims *dra.Claims
-	if p.cfg.Mode == config.ModeDRA {
-		// The allocations on the node's GPUs, for its GPUNode and metrics.
-		claims = dra.NewClaims(p.deps.Kube, p.cfg.NodeName, inv, p.scaling())
-		claimsCtx, stopClaims := context.WithCancel(ctx)
-		defer func() { stopClaims(); claims.Shutdown() }()
-		if err := claims.Start(claimsCtx); err != nil {
-			return err
-		}
+	return found, err
+}
+
+// startClaims, in DRA mode, follows the allocations on the node's GPUs,
+// for its GPUNode and metrics, until stop is called; in device-plugin mode
+// it returns nil claims.
+func (p *Plugin) startClaims(ctx context.Context, inv *inventory.Inventory) (claims *dra.Claims, stop func(), err error) {
+	if p.cfg.Mode != config.ModeDRA {
+		return nil, func() {}, nil
 	}
+	claims = dra.NewClaims(p.deps.Kube, p.cfg.NodeName, inv, p.scaling())
+	claimsCtx, stopClaims := context.WithCancel(ctx)
+	stop = func() { stopClaims(); claims.Shutdown() }
+	if err := claims.Start(claimsCtx); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return claims, stop, nil
+}
+
+// newNodeStatus returns the renewer of the node's Lease, its heartbeat,
+// and the publisher of its GPUNode's status.
+func (p *Plugin) newNodeStatus(inv *inventory.Inventory, caches *caches, claims *dra.Claims) (*nodestatus.LeaseRenewer, *nodestatus.Publisher) {
 	lease := nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
 		NodeName:  p.cfg.NodeName,
 		Namespace: p.cfg.LeaseNamespace,
@@ -156,11 +210,12 @@ func (p *Plugin) Run(ctx context.Context) error {
 		KubeletAPI:         p.kubeletAPI(),
 		AllocatedMemoryMiB: allocatedMemory(claims),
 	})
-	// A changed spec changes what the plugin publishes; a changed status
-	// may be another writer's, such as the scheduler marking the node stale.
-	if err := caches.onGPUNodeChange(publisher.Trigger); err != nil {
-		return err
-	}
+	return lease, publisher
+}
+
+// newRegistry registers what NVML measures on the node, the Allocate
+// calls and, in DRA mode, what the claims hold of each GPU.
+func (p *Plugin) newRegistry(logger klog.Logger, inv *inventory.Inventory, caches *caches, claims *dra.Claims) (*prometheus.Registry, error) {
 	collector := metrics.NewCollector(logger, p.cfg.NodeName, inv.Devices, p.deps.Backend, podproc.Resolver{ProcRoot: p.cfg.ProcRoot}, caches)
 	collectors := append(p.allocateMetrics.Collectors(), collector)
 	if claims != nil {
@@ -169,10 +224,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 	}
 	reg, err := metrics.NewRegistry(collectors...)
 	if err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
+		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	return reg, nil
+}
 
-	g, ctx := errgroup.WithContext(ctx)
+// runNodeStatus runs the GPUNode's publisher, which in DRA mode also
+// publishes when the claims change, and the Lease's renewer in g.
+func (p *Plugin) runNodeStatus(ctx context.Context, g *errgroup.Group, lease *nodestatus.LeaseRenewer, publisher *nodestatus.Publisher, claims *dra.Claims) error {
 	g.Go(func() error { publisher.Run(ctx); return nil })
 	if claims != nil {
 		changed := make(chan struct{}, 1)
@@ -187,20 +246,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		g.Go(func() error { p.publishClaimChanges(ctx, changed, publisher); return nil })
 	}
 	g.Go(func() error { lease.Run(ctx); return nil })
-	if p.cfg.MetricsAddress != "" {
-		g.Go(func() error { return p.serveMetrics(ctx, reg) })
-	}
-
-	if discoverErr != nil {
-		logger.Error(discoverErr, "No GPUs found; the node offers none")
-		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: discoverErr.Error()})
-	} else if err := p.serveGPUs(ctx, g, found, inv, caches, publisher); err != nil {
-		return err
-	}
-
-	err = g.Wait()
-	p.markStopped(ctx, publisher)
-	return err
+	return nil
 }
 
 // serveGPUs follows the GPUs' health and layout, and serves the kubelet
