@@ -48,6 +48,10 @@ func (c *cluster) startPluginScheduler() error {
 		return err
 	}
 	c.daemons = append(c.daemons, p)
+	if p.MetricsAddress != "" {
+		c.metrics = append(c.metrics, endpoint{"tessera-scheduler", "http://" + p.MetricsAddress + "/metrics"},
+			endpoint{"tessera-scheduler GPU state", "http://" + p.MetricsAddress + "/metrics/state"})
+	}
 	return nil
 }
 

@@ -30,10 +30,11 @@ type Config struct {
 	// keyFile).
 	ClientCAFile string `json:"clientCAFile"`
 	// MetricsAddress, when set, is a second host:port that serves only
-	// /metrics, /healthz and /readyz, never the extender's verbs or
-	// profiles. Loopback by default; the Helm chart sets the pod's address,
-	// so that Prometheus and the kubelet's probes reach it. Empty turns it
-	// off.
+	// /metrics, /metrics/state, /healthz and /readyz, never the extender's
+	// verbs or profiles. Loopback by default; the Helm chart sets the
+	// pod's address, so that Prometheus and the kubelet's probes reach it.
+	// Empty turns it off. In the plugin's arguments it is the plugin's only
+	// listener, off unless set.
 	MetricsAddress string `json:"metricsAddress"`
 	// ResourceNames are the extended resources pods ask for GPU slices with.
 	ResourceNames gpurequest.ResourceNames `json:"resourceNames"`

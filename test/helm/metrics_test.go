@@ -56,6 +56,27 @@ func flagPort(t testing.TB, command []string, name string) (host string, port in
 	return "", 0
 }
 
+// pluginMetricsAddress returns the host and port of the Tessera plugin's
+// metricsAddress in the rendered scheduler configuration.
+func pluginMetricsAddress(t testing.TB, objs []*unstructured.Unstructured) (host string, port int) {
+	t.Helper()
+	profiles, _ := schedulerConfig(t, objs)["profiles"].([]any)
+	for _, p := range profiles {
+		entries, _ := p.(map[string]any)["pluginConfig"].([]any)
+		for _, e := range entries {
+			entry, _ := e.(map[string]any)
+			args, _ := entry["args"].(map[string]any)
+			if entry["name"] != "Tessera" {
+				continue
+			}
+			addr, _ := args["metricsAddress"].(string)
+			return flagPort(t, []string{"--metrics-address=" + addr}, "metrics-address")
+		}
+	}
+	t.Fatal("the scheduler configuration has no Tessera plugin arguments")
+	return "", 0
+}
+
 // TestServiceMonitor checks that every daemon's metrics port is reached:
 // a Service selecting its pods names the container's metrics port, the
 // ServiceMonitor selects that Service, and the probes ask that port.
@@ -66,8 +87,11 @@ func TestServiceMonitor(t *testing.T) {
 			monitors := find(objs, "ServiceMonitor")
 			for component, c := range scraped {
 				t.Run(component, func(t *testing.T) {
-					if component == "scheduler" && v.schedulerMode() == "plugin" {
-						t.Skip("plugin mode runs no extender; kube-scheduler serves its /metrics on its secure port")
+					// In plugin mode the Tessera plugin inside
+					// tessera-scheduler serves the scheduler's metrics.
+					pluginMode := component == "scheduler" && v.schedulerMode() == "plugin"
+					if pluginMode {
+						c.container = "kube-scheduler"
 					}
 					template := podTemplate(t, findOne(t, objs, c.kind, c.suffix))
 					// The extender is a native sidecar, an init container.
@@ -111,6 +135,16 @@ func TestServiceMonitor(t *testing.T) {
 						}
 					}
 
+					if pluginMode {
+						// kube-scheduler's probes ask its secure port, whose
+						// /readyz knows its own informers too; the plugin's
+						// address is in its arguments.
+						host, port := pluginMetricsAddress(t, objs)
+						if host != "" || int32(port) != containerPort {
+							t.Errorf("the plugin's metricsAddress listens on %q port %d, want every address on the container port %d", host, port, containerPort)
+						}
+						return
+					}
 					for probeName, p := range map[string]*corev1.Probe{"readiness": container.ReadinessProbe, "liveness": container.LivenessProbe} {
 						if p == nil || p.HTTPGet == nil || p.HTTPGet.Port != intstr.FromString("metrics") {
 							t.Errorf("the %s probe of %s is %+v, want an HTTP GET on the metrics port", probeName, c.container, p)

@@ -74,6 +74,7 @@ func variants() map[string]render {
 		}},
 		"plugin mode": {release: "plug", namespace: "tessera-plugin", values: map[string]any{
 			"scheduler": map[string]any{"mode": "plugin"},
+			"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 		}},
 		"minimal": {release: "min", namespace: "tessera-min", values: map[string]any{
 			"crds":         map[string]any{"install": false},

@@ -60,7 +60,8 @@ func (e *env) restartScheduler(t *testing.T) {
 
 // startPluginEnv starts a control plane with tessera-scheduler running the
 // shipped deploy/scheduler/tessera-scheduler-config.yaml, with the
-// heartbeat age and orphan sweep of startEnv, and the device plugin.
+// heartbeat age, orphan sweep and allocation metrics of startEnv, and the
+// device plugin.
 func startPluginEnv(t *testing.T) *env {
 	t.Helper()
 	bin, err := framework.SchedulerPluginBinary()
@@ -74,7 +75,11 @@ func startPluginEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	config := string(shipped)
-	for from, to := range map[string]string{"heartbeatMaxAge: 2m": "heartbeatMaxAge: 1h\n          orphanSweepInterval: 5s"} {
+	for from, to := range map[string]string{
+		"heartbeatMaxAge: 2m": "heartbeatMaxAge: 1h\n          orphanSweepInterval: 5s",
+		// As startEnv's extender, for testMetrics.
+		"allocationMetrics: false": "allocationMetrics: true",
+	} {
 		if !strings.Contains(config, from) {
 			t.Fatalf("the shipped tessera-scheduler configuration no longer says %q", from)
 		}

@@ -11,9 +11,9 @@ import (
 type scenario struct {
 	name string
 	run  func(ctx context.Context, t *testing.T, e *env)
-	// extenderOnly marks the cases about the extender itself: its metrics,
-	// and what its preempt verb can and cannot do (plugin mode runs
-	// testPreemption instead).
+	// extenderOnly marks the cases about the extender itself: what its
+	// preempt verb can and cannot do (plugin mode runs testPreemption
+	// instead).
 	extenderOnly bool
 }
 
@@ -30,7 +30,7 @@ func scenarios() []scenario {
 		{name: "orphaned allocation", run: testOrphan},
 		{name: "pods the webhook did not see", run: testUnservable},
 		{name: "restart during a burst of 200", run: testRestart},
-		{name: "metrics", run: func(_ context.Context, t *testing.T, e *env) { testMetrics(t, e) }, extenderOnly: true},
+		{name: "metrics", run: func(_ context.Context, t *testing.T, e *env) { testMetrics(t, e) }},
 		{name: "preemption in extender mode", run: testExtenderPreemption, extenderOnly: true},
 	}
 }
