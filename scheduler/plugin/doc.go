@@ -15,7 +15,10 @@
 // retry a pod as soon as GPUs for it may be free.
 //
 // The plugin keeps its own informers on GPUNodes, GPUAllocations and the
-// profile's pods, which feed the view through scheduler/tracker. Two
+// profile's pods, which feed the view through scheduler/tracker, built by
+// scheduler/viewsync as the extender's are; with metricsAddress it serves
+// the view's per-GPU series (/metrics/state) on a listener of its own,
+// since kube-scheduler's /metrics knows nothing of the GPUs. Two
 // profiles would each keep a view and a one-pod-per-node gate and
 // over-commit the GPUs, so the factory tessera-scheduler registers
 // (NewFactory) refuses to build the plugin for a second profile, and the
