@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/internal/periodic"
 )
 
 // Rescanner lists the node's GPUs again every period, so that a MIG
@@ -39,18 +40,11 @@ type Rescanner struct {
 // the devices kept as they were.
 func (r *Rescanner) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	ticker := r.Clock.NewTicker(r.Period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
+	periodic.Every(ctx, r.Clock, r.Period, func() {
 		if _, err := r.Rescan(ctx); err != nil {
 			logger.Error(err, "Keeping the GPUs as they were")
 		}
-	}
+	})
 }
 
 // Rescan lists the GPUs once and applies a changed layout. It reports

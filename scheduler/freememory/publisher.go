@@ -15,6 +15,7 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	listers "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/periodic"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -44,16 +45,7 @@ func New(v *view.View, nodes listers.GPUNodeLister, tessera versioned.Interface,
 
 // Run publishes every Interval until ctx ends.
 func (p *Publisher) Run(ctx context.Context) {
-	ticker := p.clock.NewTicker(Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-			p.Publish(ctx)
-		}
-	}
+	periodic.Every(ctx, p.clock, Interval, func() { p.Publish(ctx) })
 }
 
 // Publish writes the free memory of the nodes whose GPUNode says otherwise,

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/internal/periodic"
 )
 
 // DefaultReloadInterval is how often FileSource looks at its files.
@@ -54,14 +56,7 @@ func NewFileSource(certFile, keyFile string, interval time.Duration, clk clock.W
 // one serving and is tried again next time.
 func (s *FileSource) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	ticker := s.clock.NewTicker(s.interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
+	periodic.Every(ctx, s.clock, s.interval, func() {
 		changed, err := s.Reload()
 		switch {
 		case err != nil:
@@ -69,7 +64,7 @@ func (s *FileSource) Run(ctx context.Context) {
 		case changed:
 			logger.Info("Reloaded the serving certificate", "certFile", s.certFile, "notAfter", s.Leaf().NotAfter)
 		}
-	}
+	})
 }
 
 // Reload reads the files and serves them if they changed and form a valid

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/internal/periodic"
 )
 
 // Backend serves the GPUs of a simulated-GPU file.
@@ -55,18 +56,11 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(gpu.HealthEvent))
 	b.mu.Lock()
 	seen := b.file
 	b.mu.Unlock()
-	ticker := b.clock.NewTicker(b.reloadPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-		}
+	periodic.Every(ctx, b.clock, b.reloadPeriod, func() {
 		f, err := ReadFile(b.path)
 		if err != nil {
 			logger.Error(err, "Keeping the last simulated GPU health")
-			continue
+			return
 		}
 		b.mu.Lock()
 		b.file = f
@@ -75,7 +69,8 @@ func (b *Backend) WatchHealth(ctx context.Context, report func(gpu.HealthEvent))
 			report(ev)
 		}
 		seen = f
-	}
+	})
+	return nil
 }
 
 // Usage reports the memory and utilisation the file states.
