@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -18,19 +17,7 @@ func TestLocalUpDRA(t *testing.T) {
 	root := framework.RepoRoot()
 	cmd := exec.Command("hack/local-up.sh", "--mode=dra", "--exit-after-demo")
 	cmd.Dir = root
-	out, _ := startLocalUp(t, cmd)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("local-up --mode=dra failed: %v\n%s", err, out.String())
-		}
-	case <-time.After(15 * time.Minute):
-		t.Fatalf("local-up --mode=dra did not finish:\n%s", out.String())
-	}
-	output := out.String()
-	t.Logf("local-up output:\n%s", output)
+	output := runLocalUp(t, cmd)
 
 	rows := placementRows(t, output)
 	for _, name := range []string{"memory-slice", "memory-and-cores", "exclusive", "two-gpus", "a100-only", "numa-aligned", "hami-style"} {

@@ -96,19 +96,7 @@ func TestLocalUpExitAfterDemo(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(tc.script, append(tc.flags, "--exit-after-demo")...)
 			cmd.Dir = tc.dir
-			out, _ := startLocalUp(t, cmd)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("local-up --exit-after-demo failed: %v\n%s", err, out.String())
-				}
-			case <-time.After(15 * time.Minute):
-				t.Fatalf("local-up --exit-after-demo did not finish:\n%s", out.String())
-			}
-			output := out.String()
-			t.Logf("local-up output:\n%s", output)
+			output := runLocalUp(t, cmd)
 			checkPrintedPlacements(t, output)
 			checkNothingLeft(t, root)
 		})
@@ -128,6 +116,26 @@ func startLocalUp(t *testing.T, cmd *exec.Cmd) (*output, <-chan struct{}) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return out, out.up
+}
+
+// runLocalUp runs cmd, a local-up that exits after its demo, to its end
+// and returns what it printed; the test fails if it fails or takes more
+// than 15 minutes.
+func runLocalUp(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	out, _ := startLocalUp(t, cmd)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s failed: %v\n%s", strings.Join(cmd.Args, " "), err, out.String())
+		}
+	case <-time.After(15 * time.Minute):
+		t.Fatalf("%s did not finish:\n%s", strings.Join(cmd.Args, " "), out.String())
+	}
+	t.Logf("local-up output:\n%s", out.String())
+	return out.String()
 }
 
 // output collects what local-up prints, written by exec's copying

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,8 +39,6 @@ const (
 
 const (
 	gpuResource = "nvidia.com/gpu"
-	// shippedURL is the extender address in the shipped configuration.
-	shippedURL = "http://127.0.0.1:8888"
 	// gpusPerNode simulated L4s (23,034 MiB) on each node, split 4 ways.
 	gpusPerNode = 4
 	splitCount  = 4
@@ -172,22 +168,8 @@ func (c *cluster) startExtenderMode(t *testing.T) {
 	ln.Close()
 	c.extenderAddr = addr
 	c.startExtender(addr)
-	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
-		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
-	}
-	c.cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
+	framework.WaitReady(t, "the extender", "http://"+addr+"/readyz")
+	c.cp.StartShippedScheduler(t, "http://"+addr)
 }
 
 // startPluginMode runs tessera-scheduler on the shipped configuration.
@@ -295,7 +277,7 @@ func (c *cluster) startPlugin(t *testing.T, n *simNode) {
 // advertised on the Node.
 func (c *cluster) waitNodeReady(t *testing.T, node string) {
 	t.Helper()
-	waitFor(t, 2*time.Minute, "node "+node+" to offer GPUs", func() (bool, string) {
+	framework.WaitFor(t, 2*time.Minute, "node "+node+" to offer GPUs", func() (bool, string) {
 		gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(c.ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -310,21 +292,4 @@ func (c *cluster) waitNodeReady(t *testing.T, node string) {
 		q := n.Status.Allocatable[gpuResource]
 		return q.Value() > 0, fmt.Sprintf("allocatable %s: %s", gpuResource, q.String())
 	})
-}
-
-// waitFor polls cond until it holds, failing the test with its last
-// explanation after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
@@ -111,7 +112,7 @@ func testFaults(t *testing.T, mode string) {
 			time.Sleep(5 * time.Second)
 			l.stop()
 
-			waitFor(t, 3*time.Minute, "every pod that fits to run", func() (bool, string) {
+			framework.WaitFor(t, 3*time.Minute, "every pod that fits to run", func() (bool, string) {
 				w := m.waiting()
 				return len(w) == 0, fmt.Sprintf("still waiting: %v", w)
 			})
@@ -140,7 +141,7 @@ func testFaults(t *testing.T, mode string) {
 func (c *cluster) check(ctx context.Context, t *testing.T, m *monitor) {
 	t.Helper()
 	var s *state
-	waitFor(t, 90*time.Second, "no orphaned allocation", func() (bool, string) {
+	framework.WaitFor(t, 90*time.Second, "no orphaned allocation", func() (bool, string) {
 		var err error
 		if s, err = readState(ctx, c.cp); err != nil {
 			return false, err.Error()
@@ -172,7 +173,7 @@ func (c *cluster) deleteAll(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 90*time.Second, "the pods and their allocations to be gone", func() (bool, string) {
+	framework.WaitFor(t, 90*time.Second, "the pods and their allocations to be gone", func() (bool, string) {
 		s, err := readState(ctx, c.cp)
 		if err != nil {
 			return false, err.Error()

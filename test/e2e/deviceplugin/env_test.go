@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,8 +26,6 @@ import (
 
 const (
 	gpuResource = "nvidia.com/gpu"
-	// shippedURL is the extender address in the shipped configuration.
-	shippedURL = "http://127.0.0.1:8888"
 )
 
 // cluster is a control plane with kube-scheduler, the extender, and
@@ -104,22 +100,8 @@ func newCluster(t *testing.T, cfg *options.Config) *cluster {
 	c.extender = ls.Extender.Addr().String()
 	c.run(func() error { return app.Serve(ctx, cfg, cp.Config, ls) })
 	// Ready as the kubelet's probe sees it, on the metrics listener.
-	framework.WaitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
-		resp, err := http.Get("http://" + ls.Metrics.Addr().String() + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
-		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
-	}
-	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+c.extender))
+	framework.WaitReady(t, "the extender", "http://"+ls.Metrics.Addr().String()+"/readyz")
+	cp.StartShippedScheduler(t, "http://"+c.extender)
 	return c
 }
 

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // testCapacity checks that a pod that does not fit stays Pending with a
@@ -76,7 +78,7 @@ func testCapacity(ctx context.Context, t *testing.T, e *env) {
 // given words, and checks the pod is still not bound.
 func (e *env) waitFailedScheduling(ctx context.Context, t *testing.T, pod, words string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "a FailedScheduling event for "+pod+" saying "+words, func() (bool, string) {
+	framework.WaitFor(t, 60*time.Second, "a FailedScheduling event for "+pod+" saying "+words, func() (bool, string) {
 		list, err := e.cp.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
 		if err != nil {
 			return false, err.Error()

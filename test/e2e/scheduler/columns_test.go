@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // testColumns checks what kubectl get shows: a GPUNode's free memory,
@@ -51,7 +53,7 @@ func testColumns(ctx context.Context, t *testing.T, e *env) {
 // waitFree waits until kubectl get gpunodes shows the node's free memory.
 func (e *env) waitFree(ctx context.Context, t *testing.T, node string, mib int64) {
 	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("GPUNode %s to show %d MiB free", node, mib), func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, fmt.Sprintf("GPUNode %s to show %d MiB free", node, mib), func() (bool, string) {
 		row := e.tableRow(ctx, t, "/apis/gpu.tessera.dev/v1alpha1/gpunodes", node)
 		return row["Free(MiB)"] == float64(mib), fmt.Sprint(row)
 	})

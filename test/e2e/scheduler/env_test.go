@@ -17,9 +17,6 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// shippedURL is the extender address in the shipped configuration.
-const shippedURL = "http://127.0.0.1:8888"
-
 // env is a control plane with kube-scheduler, the extender and a simulated
 // device plugin; or, in plugin mode, tessera-scheduler and the device plugin.
 type env struct {
@@ -114,14 +111,7 @@ func startEnv(t *testing.T) *env {
 	t.Cleanup(e.extender.stop)
 	e.extender.waitReady(t)
 
-	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "kube-scheduler-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(shipped), "urlPrefix: "+shippedURL) {
-		t.Fatalf("the shipped kube-scheduler configuration no longer points at %s", shippedURL)
-	}
-	cp.StartScheduler(t, strings.ReplaceAll(string(shipped), shippedURL, "http://"+addr))
+	cp.StartShippedScheduler(t, "http://"+addr)
 
 	e.plugin = startDevicePlugin(t, cp)
 	return e
@@ -185,7 +175,7 @@ func (x *extenderProcess) stop() {
 
 func (x *extenderProcess) waitReady(t *testing.T) {
 	t.Helper()
-	waitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
+	framework.WaitFor(t, time.Minute, "the extender to be ready", func() (bool, string) {
 		resp, err := httpGet("http://" + x.addr + "/readyz")
 		if err != nil {
 			return false, err.Error()

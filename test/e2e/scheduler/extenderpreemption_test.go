@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // midPriority is between lowPriority and highPriority.
@@ -92,7 +93,7 @@ func testCountFullPreemption(ctx context.Context, t *testing.T, e *env) {
 	}
 	// The pod was told which pod would go, and why not on the other node.
 	want := fmt.Sprintf("evicting %s/%s on node %s frees GPU", namespace, gone[0], good)
-	waitFor(t, 30*time.Second, "the preemptor's "+preemption.ReasonPreempting+" event", func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, "the preemptor's "+preemption.ReasonPreempting+" event", func() (bool, string) {
 		events := e.events(ctx, name)
 		return strings.Contains(events, preemption.ReasonPreempting+": "+want) &&
 			strings.Contains(events, "on node "+bad+" would not make room: without them the node had 0/2 GPUs that fit (2 not enough memory)"), events
@@ -133,7 +134,7 @@ func testMemoryFullNoPreemption(ctx context.Context, t *testing.T, e *env) {
 	}
 	// The extender's filter tells the pod which pod would have to go.
 	want := fmt.Sprintf("%s: evicting %s/%s on node %s frees GPU", preemption.ReasonNotHelpful, namespace, low[0], node)
-	waitFor(t, 30*time.Second, "the preemptor's "+preemption.ReasonNotHelpful+" event", func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, "the preemptor's "+preemption.ReasonNotHelpful+" event", func() (bool, string) {
 		events := e.events(ctx, name)
 		return strings.Count(events, preemption.ReasonNotHelpful+":") == 1 && strings.Contains(events, want) &&
 			strings.Contains(events, "but kube-scheduler does not preempt for GPU memory, cores or shares in extender mode"), events

@@ -79,7 +79,7 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 	// kube-scheduler does not retry a pod on GPUNode events for an
 	// extender, so pods are created only once the extender knows the node.
 	want := fmt.Sprintf(`node="%s"`, name)
-	waitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
 		body, err := httpGet("http://" + e.extender.addr + "/metrics/state")
 		return err == nil && strings.Contains(body, want), ""
 	})
@@ -150,7 +150,7 @@ func (e *env) waitBound(ctx context.Context, t *testing.T, name string) (*corev1
 	t.Helper()
 	var pod *corev1.Pod
 	var alloc *gpuv1alpha1.GPUAllocation
-	waitFor(t, 60*time.Second, "pod "+name+" to be bound with its GPUs allocated", func() (bool, string) {
+	framework.WaitFor(t, 60*time.Second, "pod "+name+" to be bound with its GPUs allocated", func() (bool, string) {
 		var err error
 		if pod, err = e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			return false, err.Error()
@@ -180,23 +180,6 @@ func (e *env) events(ctx context.Context, pod string) string {
 		out = append(out, ev.Reason+": "+ev.Message)
 	}
 	return strings.Join(out, " | ")
-}
-
-// waitFor polls cond until it holds or the timeout passes, and then fails
-// the test with cond's last word.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func httpGet(url string) (string, error) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // testOrphan checks that the extender deletes an allocation whose pod does
@@ -25,7 +26,7 @@ func testOrphan(ctx context.Context, t *testing.T, e *env) {
 	if _, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations(namespace).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the orphaned allocation to be deleted", func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, "the orphaned allocation to be deleted", func() (bool, string) {
 		_, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations(namespace).Get(ctx, "ghost", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), "still there"
 	})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // Priority classes of the preemption scenarios.
@@ -220,7 +221,7 @@ func (e *env) waitPreemptingEvent(ctx context.Context, t *testing.T, pod, node s
 	}
 	slices.Sort(names)
 	want := fmt.Sprintf("%s: evicting %s on node %s frees GPU %d for the pod", preemption.ReasonPreempting, strings.Join(names, ", "), node, gpu)
-	waitFor(t, 30*time.Second, "the event "+want, func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, "the event "+want, func() (bool, string) {
 		events := e.events(ctx, pod)
 		return strings.Count(events, preemption.ReasonPreempting+":") == 1 && strings.Contains(events, want), events
 	})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // testRestart stops the extender (in plugin mode, tessera-scheduler) in the
@@ -43,7 +45,7 @@ func testRestart(ctx context.Context, t *testing.T, e *env) {
 	}
 
 	// Stop the scheduler once the burst is well under way.
-	waitFor(t, 2*time.Minute, "40 allocations before the restart", func() (bool, string) {
+	framework.WaitFor(t, 2*time.Minute, "40 allocations before the restart", func() (bool, string) {
 		list, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
