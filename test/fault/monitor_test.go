@@ -227,16 +227,7 @@ func (s *state) used() map[string]*placement.Hold {
 		if !ok || pod.UID != a.Spec.PodUID || a.Status.Phase == gpuv1alpha1.AllocationFailed {
 			continue
 		}
-		for _, h := range placement.Holds(a.Spec.Containers) {
-			u := used[h.UUID]
-			if u == nil {
-				u = &placement.Hold{UUID: h.UUID}
-				used[h.UUID] = u
-			}
-			u.MemoryMiB += h.MemoryMiB
-			u.Cores += h.Cores
-			u.Shares += h.Shares
-		}
+		framework.AddGPUUse(used, &a)
 	}
 	return used
 }

@@ -9,6 +9,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // checkNoOvercommit sums, for every GPU, what the allocations of live pods
@@ -54,16 +55,7 @@ func (e *env) checkNoOvercommit(ctx context.Context, t *testing.T) {
 			t.Errorf("pod %s is on node %s but its allocation is on %s", key, pod.Spec.NodeName, a.Spec.NodeName)
 		}
 		allocated[key] = true
-		for _, h := range placement.Holds(a.Spec.Containers) {
-			u := used[h.UUID]
-			if u == nil {
-				u = &placement.Hold{UUID: h.UUID}
-				used[h.UUID] = u
-			}
-			u.MemoryMiB += h.MemoryMiB
-			u.Cores += h.Cores
-			u.Shares += h.Shares
-		}
+		framework.AddGPUUse(used, &a)
 	}
 	for uuid, u := range used {
 		c, ok := capacity[uuid]
