@@ -27,11 +27,9 @@ func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, 
 // nodeAdded queues a pod when the added node, as the view holds it, could
 // serve the pod.
 func (p *Plugin) nodeAdded(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	return p.requeue.hint(pod, event{nil, newObj}, func() freed {
-		node, ok := newObj.(*v1.Node)
-		if !ok {
-			return freed{}
-		}
-		return freed{node: node.Name}
-	}), nil
+	added, ok := newObj.(*v1.Node)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	return p.requeue.hint(pod, added), nil
 }

@@ -52,11 +52,9 @@ type requeuer struct {
 	shapes []*shape
 	byKey  map[string]*shape
 	ft     placement.Fitter
-	// hinted is the last event the queueing hints read, what it freed,
-	// and the pods it chose: kube-scheduler asks about one event for every
-	// waiting pod in turn, so the event is read and played once.
-	hinted       event
-	hintedFreed  freed
+	// hinted is the last added node the queueing hint played, and the
+	// pods it chose.
+	hinted       *v1.Node
 	hintedChosen map[types.UID]bool
 }
 
@@ -152,33 +150,20 @@ func (r *requeuer) Freed(node string) {
 	r.activate("GPUs freed; retrying pods", chosen, "node", node)
 }
 
-// event names one event kube-scheduler hands the queueing hints: the
-// objects before and after it, pointers that a later event never reuses
-// as the same pair.
-type event struct{ before, after any }
-
-// freed is what an event frees, read once per event by the hint's decide.
-type freed struct {
-	// node is where room may have freed.
-	node string
-}
-
-// hint tells kube-scheduler whether event may let the waiting pod fit:
-// whether playing the node the event concerns activates it. decide reads
-// the event; a node it cannot tell ("") queues every pod, as does a pod
-// the requeuer does not know.
-func (r *requeuer) hint(pod *v1.Pod, e event, decide func() freed) fwk.QueueingHint {
+// hint tells kube-scheduler whether the node added may let the waiting
+// pod fit: whether playing it activates the pod. A pod the requeuer does
+// not know is queued. kube-scheduler asks about one event for every
+// waiting pod in turn, so the node is played once per added object.
+func (r *requeuer) hint(pod *v1.Pod, added *v1.Node) fwk.QueueingHint {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e != r.hinted {
-		r.hinted, r.hintedFreed, r.hintedChosen = e, decide(), map[types.UID]bool{}
-		if node := r.hintedFreed.node; node != "" {
-			for _, p := range r.play(node, "") {
-				r.hintedChosen[p.UID] = true
-			}
+	if added != r.hinted {
+		r.hinted, r.hintedChosen = added, map[types.UID]bool{}
+		for _, p := range r.play(added.Name, "") {
+			r.hintedChosen[p.UID] = true
 		}
 	}
-	if _, ok := r.pods[pod.UID]; !ok || r.hintedFreed.node == "" || r.hintedChosen[pod.UID] {
+	if _, ok := r.pods[pod.UID]; !ok || r.hintedChosen[pod.UID] {
 		return fwk.Queue
 	}
 	return fwk.QueueSkip
