@@ -31,6 +31,19 @@ func waitQueued(t *testing.T, g *Gate, node string, n int) {
 	}
 }
 
+// queueBehindA has pod a take node n's turn, with its allocation attached
+// when attach names one, and b wait behind it; it returns b's result.
+func queueBehindA(t *testing.T, g *Gate, attach types.UID) <-chan error {
+	t.Helper()
+	expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+	if attach != "" {
+		g.Attach("n", "a", attach)
+	}
+	b := acquireAsync(t.Context(), g, "n", "b")
+	waitQueued(t, g, "n", 1)
+	return b
+}
+
 func expectDone(t *testing.T, ch <-chan error, what string) {
 	t.Helper()
 	select {
@@ -69,9 +82,7 @@ func TestGate(t *testing.T) {
 		{
 			name: "second bind waits until the first is released",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "")
 				expectWaiting(t, b, "b")
 				g.Release("n", "a")
 				expectDone(t, b, "b")
@@ -87,9 +98,7 @@ func TestGate(t *testing.T) {
 		{
 			name: "waiters go in arrival order",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "")
 				c := acquireAsync(t.Context(), g, "n", "c")
 				waitQueued(t, g, "n", 2)
 				g.Release("n", "a")
@@ -102,9 +111,7 @@ func TestGate(t *testing.T) {
 		{
 			name: "release of a pod that is not in flight changes nothing",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "")
 				g.Release("n", "b")
 				g.Release("other", "a")
 				expectWaiting(t, b, "b")
@@ -115,9 +122,7 @@ func TestGate(t *testing.T) {
 		{
 			name: "in-flight allocation expires after the time-to-live",
 			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "")
 				clk.Step(ttl - time.Second)
 				expectWaiting(t, b, "b before the time-to-live")
 				for !clk.HasWaiters() {
@@ -171,10 +176,7 @@ func TestGate(t *testing.T) {
 		{
 			name: "served allocation ends the turn",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				g.Attach("n", "a", "alloc-a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "alloc-a")
 				g.ReleaseAllocation("n", "a", "alloc-a")
 				expectDone(t, b, "b")
 			},
@@ -185,10 +187,7 @@ func TestGate(t *testing.T) {
 				// After a restart: the pod's stale allocation is observed, then
 				// its new bind takes the turn and writes a new allocation.
 				g.Observe("n", "a", "alloc-stale", clk.Now())
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				g.Attach("n", "a", "alloc-new")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "alloc-new")
 				g.ReleaseAllocation("n", "a", "alloc-stale")
 				expectWaiting(t, b, "b after the stale allocation went")
 				g.ReleaseAllocation("n", "a", "alloc-new")
@@ -199,9 +198,7 @@ func TestGate(t *testing.T) {
 			name: "the stale allocation's deletion between a new acquire and attach does not end the turn",
 			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
 				g.Observe("n", "a", "alloc-stale", clk.Now())
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "")
 				g.ReleaseAllocation("n", "a", "alloc-stale")
 				expectWaiting(t, b, "b")
 				g.Attach("n", "a", "alloc-new")
@@ -212,9 +209,7 @@ func TestGate(t *testing.T) {
 		{
 			name: "an allocation event before the bind attached its allocation does not end the turn",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "")
 				g.ReleaseAllocation("n", "a", "alloc-stale")
 				expectWaiting(t, b, "b")
 				g.Release("n", "a")

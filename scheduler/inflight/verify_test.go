@@ -66,10 +66,7 @@ func TestGateVerifiesLongTurns(t *testing.T) {
 			name: "a turn the API says is over goes to the next bind",
 			run: func(t *testing.T, g *Gate, v *scriptedVerifier, clk *clocktesting.FakeClock) {
 				v.answer(false, nil)
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				g.Attach("n", "a", "alloc-a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "alloc-a")
 				clk.Step(verifyAfter - time.Millisecond)
 				expectWaiting(t, b, "b before the turn was verified")
 				if v.calls() != 0 {
@@ -93,10 +90,7 @@ func TestGateVerifiesLongTurns(t *testing.T) {
 			name: "a turn still in flight is asked about again",
 			run: func(t *testing.T, g *Gate, v *scriptedVerifier, clk *clocktesting.FakeClock) {
 				v.answer(true, nil)
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				g.Attach("n", "a", "alloc-a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "alloc-a")
 				clk.Step(verifyAfter)
 				v.waitAsked(t, 1)
 				expectWaiting(t, b, "b while a is in flight")
@@ -110,10 +104,7 @@ func TestGateVerifiesLongTurns(t *testing.T) {
 			name: "an error leaves the turn",
 			run: func(t *testing.T, g *Gate, v *scriptedVerifier, clk *clocktesting.FakeClock) {
 				v.answer(false, errors.New("the API server is away"))
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				g.Attach("n", "a", "alloc-a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "alloc-a")
 				clk.Step(verifyAfter)
 				v.waitAsked(t, 1)
 				expectWaiting(t, b, "b")
@@ -125,9 +116,7 @@ func TestGateVerifiesLongTurns(t *testing.T) {
 			name: "a turn whose allocation is not written yet is not asked about",
 			run: func(t *testing.T, g *Gate, v *scriptedVerifier, clk *clocktesting.FakeClock) {
 				v.answer(false, nil)
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				b := acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				b := queueBehindA(t, g, "")
 				clk.Step(verifyAfter)
 				expectWaiting(t, b, "b")
 				if v.calls() != 0 {
@@ -142,10 +131,7 @@ func TestGateVerifiesLongTurns(t *testing.T) {
 			name: "only the first waiter asks",
 			run: func(t *testing.T, g *Gate, v *scriptedVerifier, clk *clocktesting.FakeClock) {
 				v.answer(true, nil)
-				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
-				g.Attach("n", "a", "alloc-a")
-				acquireAsync(t.Context(), g, "n", "b")
-				waitQueued(t, g, "n", 1)
+				queueBehindA(t, g, "alloc-a")
 				acquireAsync(t.Context(), g, "n", "c")
 				waitQueued(t, g, "n", 2)
 				clk.Step(verifyAfter)
