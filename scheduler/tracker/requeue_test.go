@@ -48,21 +48,13 @@ func TestTrackerTellsRequeue(t *testing.T) {
 			wantFreed: "n1",
 		},
 		{
-			name: "failed allocation frees GPUs",
-			run: func(f *fixture) {
-				f.addPod(pod("p", "u1", corev1.PodPending))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationFailed))
-			},
+			name:      "failed allocation frees GPUs",
+			run:       allocationMovedTo(corev1.PodPending, gpuv1alpha1.AllocationFailed),
 			wantFreed: "n1",
 		},
 		{
 			name: "an allocation being served frees nothing",
-			run: func(f *fixture) {
-				f.addPod(pod("p", "u1", corev1.PodPending))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
-			},
+			run:  allocationMovedTo(corev1.PodPending, gpuv1alpha1.AllocationAllocated),
 		},
 		{
 			name: "a renewal after a stale Lease may let the node take pods",

@@ -93,6 +93,16 @@ func allocation(name string, uid, podUID types.UID, phase gpuv1alpha1.Allocation
 	}
 }
 
+// allocationMovedTo is a run in which pod p, in podPhase, gets its
+// allocation a1 Pending and then sees it move to phase.
+func allocationMovedTo(podPhase corev1.PodPhase, phase gpuv1alpha1.AllocationPhase) func(f *fixture) {
+	return func(f *fixture) {
+		f.addPod(pod("p", "u1", podPhase))
+		f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
+		f.addAllocation(allocation("p", "a1", "u1", phase))
+	}
+}
+
 // addPod puts a pod in the cache and the fake API.
 func (f *fixture) addPod(p *corev1.Pod) {
 	f.pods.Add(p)
@@ -144,21 +154,13 @@ func TestTracker(t *testing.T) {
 			wantUsedMiB: 1000, wantInFlight: true,
 		},
 		{
-			name: "allocated allocation holds GPUs and ends the turn",
-			run: func(f *fixture) {
-				f.addPod(pod("p", "u1", corev1.PodRunning))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
-			},
+			name:        "allocated allocation holds GPUs and ends the turn",
+			run:         allocationMovedTo(corev1.PodRunning, gpuv1alpha1.AllocationAllocated),
 			wantUsedMiB: 1000,
 		},
 		{
 			name: "failed allocation frees its GPUs and the turn",
-			run: func(f *fixture) {
-				f.addPod(pod("p", "u1", corev1.PodPending))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationFailed))
-			},
+			run:  allocationMovedTo(corev1.PodPending, gpuv1alpha1.AllocationFailed),
 		},
 		{
 			name: "pod completion frees its GPUs",
