@@ -1,22 +1,18 @@
 package kubelet
 
 import (
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/vdevice"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 const fourGPUs = `
@@ -39,24 +35,12 @@ type wantContainer struct {
 // TestDevicePluginWithTheKubeletDeviceManager registers Tessera's plugin
 // with the kubelet's device manager and admits pods through it.
 func TestDevicePluginWithTheKubeletDeviceManager(t *testing.T) {
-	checkPluginDir(t)
-	cp := framework.Start(t, framework.Options{})
-	logger, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	node := framework.CreateReadyNode(ctx, t, cp.Kube, "kubelet-node", nil).Name
-
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gpus.yaml"), fourGPUs)
+	cp, logger, ctx, node, dir := startNode(t, "kubelet-node", fourGPUs)
 	library := filepath.Join(dir, "hami", "libvgpu.so")
 	writeFile(t, library, "not really a library")
 	cfg := pluginConfig(node, filepath.Join(dir, "gpus.yaml"))
 	cfg.LibraryPath = library
-
-	kl := startKubelet(t, logger, nil)
-	defer runPlugin(ctx, t, cp, cfg)()
-
-	kl.waitForDevices(t, logger, 4*splitCount)
+	kl := startKubeletAndPlugin(ctx, t, logger, cp, cfg)
 
 	check := func(t *testing.T, pod *corev1.Pod, opts map[string]*devicemanager.DeviceRunContainerOptions, want map[string]wantContainer) {
 		t.Helper()

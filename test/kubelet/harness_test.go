@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
@@ -53,6 +54,22 @@ func checkPluginDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Remove(filepath.Join(pluginapi.DevicePluginPath, "kubelet_internal_checkpoint")) })
+}
+
+// startNode starts a control plane with one ready node of the name and
+// writes the simulated GPUs for it to gpus.yaml in dir; ctx ends with
+// the test, or after four minutes.
+func startNode(t *testing.T, name, gpus string) (cp *framework.ControlPlane, logger klog.Logger, ctx context.Context, node, dir string) {
+	t.Helper()
+	checkPluginDir(t)
+	cp = framework.Start(t, framework.Options{})
+	logger, ctx = ktesting.NewTestContext(t)
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(cancel)
+	node = framework.CreateReadyNode(ctx, t, cp.Kube, name, nil).Name
+	dir = t.TempDir()
+	writeFile(t, filepath.Join(dir, "gpus.yaml"), gpus)
+	return cp, logger, ctx, node, dir
 }
 
 // startKubelet starts a device manager, as the kubelet does at start-up:
@@ -123,6 +140,17 @@ func runPlugin(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cf
 			t.Errorf("device plugin: %v", err)
 		}
 	}
+}
+
+// startKubeletAndPlugin starts a device manager and Tessera's plugin for
+// it, both until the test ends, and waits until the kubelet sees every
+// device.
+func startKubeletAndPlugin(ctx context.Context, t *testing.T, logger klog.Logger, cp *framework.ControlPlane, cfg dpconfig.Configuration) *kubelet {
+	t.Helper()
+	kl := startKubelet(t, logger, nil)
+	t.Cleanup(runPlugin(ctx, t, cp, cfg))
+	kl.waitForDevices(t, logger, 4*splitCount)
+	return kl
 }
 
 // admit allocates the pod's containers in the kubelet's order, init

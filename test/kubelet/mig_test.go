@@ -9,13 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/klog/v2/ktesting"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // mixedMIGNode has GPU 0 in MIG mode, cut into a 3g.40gb and two 1g.10gb
@@ -41,20 +39,11 @@ gpus:
 // hands the container the instance's MIG UUID, while the whole GPU beside
 // it is still shared.
 func TestMIGOnAMixedNode(t *testing.T) {
-	checkPluginDir(t)
-	cp := framework.Start(t, framework.Options{})
-	logger, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	node := framework.CreateReadyNode(ctx, t, cp.Kube, "mig-node", nil).Name
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gpus.yaml"), mixedMIGNode)
+	cp, logger, ctx, node, dir := startNode(t, "mig-node", mixedMIGNode)
 	cfg := pluginConfig(node, filepath.Join(dir, "gpus.yaml"))
 	cfg.DeviceListStrategy = config.StrategyCDI
 	cfg.CDISpecDir = filepath.Join(dir, "cdi")
-	kl := startKubelet(t, logger, nil)
-	defer runPlugin(ctx, t, cp, cfg)()
-	kl.waitForDevices(t, logger, 4*splitCount)
+	kl := startKubeletAndPlugin(ctx, t, logger, cp, cfg)
 
 	var gn *gpuv1alpha1.GPUNode
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

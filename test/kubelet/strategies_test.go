@@ -1,23 +1,19 @@
 package kubelet
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2/ktesting"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // strategyCase is a pod, where the scheduler placed its containers, and
@@ -77,14 +73,7 @@ func strategyCases() []strategyCase {
 // and multi-container pods: the variable, the mounts or the CDI devices,
 // and HAMi-core's limits in every strategy.
 func TestDeviceListStrategiesThroughTheKubelet(t *testing.T) {
-	checkPluginDir(t)
-	cp := framework.Start(t, framework.Options{})
-	logger, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	node := framework.CreateReadyNode(ctx, t, cp.Kube, "strategy-node", nil).Name
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "gpus.yaml"), fourGPUs)
+	cp, logger, ctx, node, dir := startNode(t, "strategy-node", fourGPUs)
 
 	for _, strategy := range config.DeviceListStrategies() {
 		t.Run(strategy, func(t *testing.T) {
@@ -97,9 +86,7 @@ func TestDeviceListStrategiesThroughTheKubelet(t *testing.T) {
 			if oversubscribed {
 				cfg.MemoryScaling = 1.5
 			}
-			kl := startKubelet(t, logger, nil)
-			defer runPlugin(ctx, t, cp, cfg)()
-			kl.waitForDevices(t, logger, 4*splitCount)
+			kl := startKubeletAndPlugin(ctx, t, logger, cp, cfg)
 
 			for _, tc := range strategyCases() {
 				t.Run(tc.name, func(t *testing.T) {
