@@ -23,9 +23,16 @@ type GPUNodeLister interface {
 	List(selector labels.Selector) ([]*gpuv1alpha1.GPUNode, error)
 }
 
+// ResourceQuotaLister reads namespaces' ResourceQuotas, in production from
+// an informer's lister: admission never waits on the API server for them.
+type ResourceQuotaLister interface {
+	ResourceQuotas(namespace string) corelisters.ResourceQuotaNamespaceLister
+}
+
 var (
-	_ NamespaceGetter = corelisters.NamespaceLister(nil)
-	_ GPUNodeLister   = gpulisters.GPUNodeLister(nil)
+	_ NamespaceGetter     = corelisters.NamespaceLister(nil)
+	_ GPUNodeLister       = gpulisters.GPUNodeLister(nil)
+	_ ResourceQuotaLister = corelisters.ResourceQuotaLister(nil)
 )
 
 // Admitter mutates and validates pods. It keeps no state between reviews
@@ -34,23 +41,25 @@ type Admitter struct {
 	cfg        Config
 	namespaces NamespaceGetter
 	gpuNodes   GPUNodeLister
+	quotas     ResourceQuotaLister
 	claims     *draclaims.Translator
 	templates  draclaims.ClaimTemplates
 }
 
 // NewAdmitter returns an Admitter that reads namespaces (for the opt-out
-// and mode labels) and GPU inventory (for warnings, and in DRA mode the
-// GPU sizes a memory percentage becomes) through the given listers, and
-// in DRA mode writes the pods' ResourceClaimTemplates through templates.
-func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister, templates draclaims.ClaimTemplates) (*Admitter, error) {
+// and mode labels), GPU inventory (for warnings, and in DRA mode the GPU
+// sizes a memory percentage becomes) and ResourceQuotas (to refuse a pod
+// over its namespace's GPU quota) through the given listers, and in DRA
+// mode writes the pods' ResourceClaimTemplates through templates.
+func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister, quotas ResourceQuotaLister, templates draclaims.ClaimTemplates) (*Admitter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("webhook configuration: %w", err)
 	}
-	if namespaces == nil || gpuNodes == nil || templates == nil {
-		return nil, fmt.Errorf("webhook configuration: the namespace and GPUNode listers and the claim template client are required")
+	if namespaces == nil || gpuNodes == nil || quotas == nil || templates == nil {
+		return nil, fmt.Errorf("webhook configuration: the namespace, GPUNode and ResourceQuota listers and the claim template client are required")
 	}
 	return &Admitter{
-		cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, templates: templates,
+		cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, quotas: quotas, templates: templates,
 		claims: draclaims.NewTranslator(cfg.DeviceClass, cfg.ResourceNames.Count, gpuNodes),
 	}, nil
 }

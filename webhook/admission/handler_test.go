@@ -170,7 +170,7 @@ func TestHandlerAnswersReviews(t *testing.T) {
 	}{
 		{"mutation patches a GPU pod", WebhookMutate, createRequest(t, pod(limited("main", "nvidia.com/gpumem", "4000"))), true, true, ResultPatched},
 		{"mutation admits a pod without GPUs", WebhookMutate, createRequest(t, pod(limited("main", "cpu", "1"))), true, false, ResultAllowed},
-		{"validation admits a valid GPU pod", WebhookValidate, createRequest(t, pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000"))), true, false, ResultAllowed},
+		{"validation admits a valid GPU pod", WebhookValidate, createRequest(t, pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000", quotaGPUs, "1", quotaMemory, "4000"))), true, false, ResultAllowed},
 		{"validation refuses an invalid GPU pod", WebhookValidate, createRequest(t, pod(limited("main", "nvidia.com/gpucores", "101"))), false, false, ResultDenied},
 	}
 	for _, tc := range tests {

@@ -26,12 +26,20 @@ import (
 
 const testNamespace = "team-a"
 
+// The GPU quota's resources, as strings for resources and limited.
+const (
+	quotaGPUs   = string(gpuv1alpha1.QuotaGPUs)
+	quotaCores  = string(gpuv1alpha1.QuotaCores)
+	quotaMemory = string(gpuv1alpha1.QuotaMemory)
+)
+
 // newAdmitter returns an Admitter with the default configuration over real
 // listers filled with the given objects.
 func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
 	t.Helper()
 	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	gpuIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	quotaIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, o := range objs {
 		var err error
 		switch o.(type) {
@@ -39,6 +47,8 @@ func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
 			err = nsIndexer.Add(o)
 		case *gpuv1alpha1.GPUNode:
 			err = gpuIndexer.Add(o)
+		case *corev1.ResourceQuota:
+			err = quotaIndexer.Add(o)
 		default:
 			t.Fatalf("unexpected object %T", o)
 		}
@@ -46,7 +56,8 @@ func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
 			t.Fatal(err)
 		}
 	}
-	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer), draclaims.NewClaimTemplates(fake.NewClientset(), templateLister(t)))
+	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer),
+		corelisters.NewResourceQuotaLister(quotaIndexer), draclaims.NewClaimTemplates(fake.NewClientset(), templateLister(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,4 +166,16 @@ func applyPatch(t testing.TB, req *admissionv1.AdmissionRequest, resp *admission
 		t.Fatal(err)
 	}
 	return out
+}
+
+// mutated is the pod as the validating webhook receives it: after the
+// mutation, as the API server applies it.
+func mutated(t testing.TB, a *Admitter, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	req := createRequest(t, p)
+	resp := a.Mutate(testContext(t), req)
+	if !resp.Allowed {
+		t.Fatalf("Mutate refused the pod: %s", resp.Result.Message)
+	}
+	return applyPatch(t, req, resp)
 }

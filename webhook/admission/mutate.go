@@ -10,9 +10,10 @@ import (
 )
 
 // Mutate answers the mutating webhook. In extender mode it gives a count
-// of 1 to every container that asks for a GPU slice without a count, and
-// hands pods that ask for GPUs to Tessera's scheduler unless they name
-// another scheduler; in DRA mode (the webhook's, or the namespace's mode
+// of 1 to every container that asks for a GPU slice without a count,
+// writes each container's GPU quota totals (quotaMutations), and hands
+// pods that ask for GPUs to Tessera's scheduler unless they name another
+// scheduler; in DRA mode (the webhook's, or the namespace's mode
 // label) it turns their GPU resources into claims (mutateForDRA). A pod
 // that asks for no GPU is admitted unchanged.
 func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -54,6 +55,7 @@ func (a *Admitter) mutations(pod *corev1.Pod) []patchOp {
 	if !a.podAsks(pod) {
 		return ops
 	}
+	ops = append(ops, a.quotaMutations(a.withCounts(pod))...)
 	switch pod.Spec.SchedulerName {
 	case "", corev1.DefaultSchedulerName:
 		if a.cfg.SchedulerName != pod.Spec.SchedulerName {

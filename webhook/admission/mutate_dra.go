@@ -8,11 +8,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/webhook/draclaims"
 )
@@ -41,15 +38,7 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 		name = req.Name
 	}
 	// A slice without a count is a slice of one GPU, as in extender mode.
-	counted := pod.DeepCopy()
-	gpurequest.EachContainer(counted, func(c *corev1.Container, _ gpuv1alpha1.ContainerKind, _ *field.Path) {
-		if u := a.useOf(c); u.slice && !u.count {
-			if c.Resources.Limits == nil {
-				c.Resources.Limits = corev1.ResourceList{}
-			}
-			c.Resources.Limits[a.cfg.ResourceNames.Count] = resource.MustParse("1")
-		}
-	})
+	counted := a.withCounts(pod)
 	refusals, asks := a.check(counted, draScheduler)
 	if len(refusals) > 0 {
 		return denied(req, name, refusals)

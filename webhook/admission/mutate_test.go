@@ -32,7 +32,7 @@ func TestMutate(t *testing.T) {
 			name: "memory alone gets a count of 1 in limits and requests and Tessera's scheduler",
 			pod:  pod(limited("main", "nvidia.com/gpumem", "4000")),
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaMemory, "4000")
 				p.Spec.SchedulerName = DefaultSchedulerName
 			},
 		},
@@ -40,7 +40,7 @@ func TestMutate(t *testing.T) {
 			name: "percentage alone gets a count of 1",
 			pod:  pod(limited("main", "nvidia.com/gpumem-percentage", "50")),
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem-percentage", "50", "nvidia.com/gpu", "1")
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem-percentage", "50", "nvidia.com/gpu", "1", quotaGPUs, "1")
 				p.Spec.SchedulerName = DefaultSchedulerName
 			},
 		},
@@ -48,7 +48,7 @@ func TestMutate(t *testing.T) {
 			name: "cores alone get a count of 1",
 			pod:  pod(limited("main", "nvidia.com/gpucores", "30")),
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0] = limited("main", "nvidia.com/gpucores", "30", "nvidia.com/gpu", "1")
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpucores", "30", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "30")
 				p.Spec.SchedulerName = DefaultSchedulerName
 			},
 		},
@@ -58,7 +58,8 @@ func TestMutate(t *testing.T) {
 				Limits: resources("nvidia.com/gpumem", "4000"), Requests: resources("cpu", "1"),
 			}}),
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0].Resources.Limits = resources("nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+				p.Spec.Containers[0].Resources.Limits = resources("nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaMemory, "4000")
+				p.Spec.Containers[0].Resources.Requests = resources("cpu", "1", quotaGPUs, "1", quotaMemory, "4000")
 				p.Spec.SchedulerName = DefaultSchedulerName
 			},
 		},
@@ -68,20 +69,26 @@ func TestMutate(t *testing.T) {
 				Requests: resources("nvidia.com/gpumem", "4000"),
 			}}),
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0].Resources.Limits = resources("nvidia.com/gpu", "1")
-				p.Spec.Containers[0].Resources.Requests = resources("nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+				p.Spec.Containers[0].Resources.Limits = resources("nvidia.com/gpu", "1", quotaGPUs, "1", quotaMemory, "4000")
+				p.Spec.Containers[0].Resources.Requests = resources("nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaMemory, "4000")
 				p.Spec.SchedulerName = DefaultSchedulerName
 			},
 		},
 		{
-			name: "bare count means whole GPUs and keeps its count",
+			name: "bare count means whole GPUs and keeps its count, counting 100 cores each",
 			pod:  pod(limited("main", "nvidia.com/gpu", "2")),
-			want: func(p *corev1.Pod) { p.Spec.SchedulerName = DefaultSchedulerName },
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpu", "2", quotaGPUs, "2", quotaCores, "200")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
 		},
 		{
-			name: "count with a slice keeps its count",
+			name: "count with a slice keeps its count, the memory summed over the GPUs",
 			pod:  pod(limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "4000")),
-			want: func(p *corev1.Pod) { p.Spec.SchedulerName = DefaultSchedulerName },
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "4000", quotaGPUs, "2", quotaMemory, "8000")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
 		},
 		{
 			name: "init and sidecar containers get a count too",
@@ -95,8 +102,8 @@ func TestMutate(t *testing.T) {
 				return p
 			}(),
 			want: func(p *corev1.Pod) {
-				p.Spec.InitContainers[0] = limited("warmup", "nvidia.com/gpumem", "1000", "nvidia.com/gpu", "1")
-				p.Spec.InitContainers[1] = limited("proxy", "nvidia.com/gpucores", "10", "nvidia.com/gpu", "1")
+				p.Spec.InitContainers[0] = limited("warmup", "nvidia.com/gpumem", "1000", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaMemory, "1000")
+				p.Spec.InitContainers[1] = limited("proxy", "nvidia.com/gpucores", "10", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "10")
 				p.Spec.InitContainers[1].RestartPolicy = &sidecar
 				p.Spec.SchedulerName = DefaultSchedulerName
 			},
@@ -104,7 +111,7 @@ func TestMutate(t *testing.T) {
 		{
 			name: "empty scheduler name becomes Tessera's",
 			pod: func() *corev1.Pod {
-				p := pod(limited("main", "nvidia.com/gpu", "1"))
+				p := pod(limited("main", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "100"))
 				p.Spec.SchedulerName = ""
 				return p
 			}(),
@@ -118,13 +125,13 @@ func TestMutate(t *testing.T) {
 				return p
 			}(),
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1")
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpumem", "4000", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaMemory, "4000")
 			},
 		},
 		{
 			name: "pod already normalised needs no patch",
 			pod: func() *corev1.Pod {
-				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000"))
+				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000", quotaGPUs, "1", quotaMemory, "4000"))
 				p.Spec.SchedulerName = DefaultSchedulerName
 				return p
 			}(),
@@ -145,7 +152,10 @@ func TestMutate(t *testing.T) {
 		{
 			name: "zero cores with a count read as the count alone",
 			pod:  pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0")),
-			want: func(p *corev1.Pod) { p.Spec.SchedulerName = DefaultSchedulerName },
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0", quotaGPUs, "1", quotaCores, "100")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
 		},
 		{
 			name: "pod labelled opted out is untouched",
@@ -165,7 +175,7 @@ func TestMutate(t *testing.T) {
 			pod:     pod(limited("main", "nvidia.com/gpucores", "20")),
 			objects: []runtime.Object{namespace(testNamespace, map[string]string{DefaultOptOutLabel: "enabled"})},
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0] = limited("main", "nvidia.com/gpucores", "20", "nvidia.com/gpu", "1")
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpucores", "20", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "20")
 				p.Spec.SchedulerName = DefaultSchedulerName
 			},
 		},
@@ -174,7 +184,7 @@ func TestMutate(t *testing.T) {
 			cfg:  &custom,
 			pod:  pod(limited("main", "example.com/vmem", "4000", "nvidia.com/gpumem", "1")),
 			want: func(p *corev1.Pod) {
-				p.Spec.Containers[0] = limited("main", "example.com/vmem", "4000", "nvidia.com/gpumem", "1", "example.com/vgpu", "1")
+				p.Spec.Containers[0] = limited("main", "example.com/vmem", "4000", "nvidia.com/gpumem", "1", "example.com/vgpu", "1", quotaGPUs, "1", quotaMemory, "4000")
 				p.Spec.SchedulerName = "gpu-sched"
 			},
 		},

@@ -17,14 +17,19 @@ import (
 
 // Validate answers the validating webhook: it refuses a pod whose GPU
 // request no GPU can ever serve, naming each container, field and limit,
-// and warns about a request larger than any GPU the cluster has now. A pod
-// that asks for no GPU is admitted.
+// and in extender mode a pod whose GPU quota totals are not those the
+// mutation writes or that its namespace's ResourceQuota has no room for
+// (checkQuota); it warns about a request larger than any GPU the cluster
+// has now. A pod that asks for no GPU is admitted.
 func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	pod, resp := a.podUnderReview(ctx, req)
 	if resp != nil {
 		return resp
 	}
 	refusals, asks := a.check(pod, fmt.Sprintf("scheduler %q", a.cfg.SchedulerName))
+	if len(asks) > 0 {
+		refusals = a.checkQuota(ctx, req.Namespace, pod)
+	}
 	if len(refusals) > 0 {
 		klog.FromContext(ctx).V(2).Info("Refusing GPU pod", "reasons", len(refusals), "firstReason", refusals[0].String())
 		name := pod.Name
@@ -38,6 +43,20 @@ func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionReque
 		resp.Warnings = a.warnings(ctx, requestsOf(asks))
 	}
 	return resp
+}
+
+// checkQuota returns the reasons to refuse a pod that asks for GPUs on
+// account of its namespace's GPU quota: totals other than the mutation's,
+// or none for a quota that has no room. In DRA mode the pod carries no
+// totals: its claims are what ResourceQuota counts.
+func (a *Admitter) checkQuota(ctx context.Context, namespace string, pod *corev1.Pod) []refusal {
+	if mode, ferr := a.modeOf(namespace); ferr != nil || mode != ModeExtender {
+		return nil
+	}
+	if refusals := a.quotaMismatches(pod); len(refusals) > 0 {
+		return refusals
+	}
+	return a.quotaExcesses(ctx, namespace, pod)
 }
 
 // containerAsk is a container that asks for GPUs, with its request and

@@ -275,7 +275,7 @@ func TestValidateAdmits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := append([]runtime.Object{gpuNode("node-1", 100, 81920, 81920)}, tc.objects...)
 			a := newAdmitter(t, DefaultConfig(), objs...)
-			resp := a.Validate(testContext(t), createRequest(t, tc.pod))
+			resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, tc.pod)))
 			if !resp.Allowed {
 				t.Fatalf("Validate refused the pod: %s", resp.Result.Message)
 			}
@@ -351,7 +351,7 @@ func TestValidateWarns(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAdmitter(t, DefaultConfig(), tc.nodes...)
-			resp := a.Validate(testContext(t), createRequest(t, tc.pod))
+			resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, tc.pod)))
 			if !resp.Allowed {
 				t.Fatalf("Validate refused the pod: %s", resp.Result.Message)
 			}

@@ -85,8 +85,12 @@ func NewServer(opts *Options, deps Dependencies) (*Server, error) {
 	// A namespace may choose DRA mode with its label whatever the
 	// webhook's mode, so the templates are always watched.
 	templates := s.templateInformers.Resource().V1().ResourceClaimTemplates()
-	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced, templates.Informer().HasSynced}
-	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), draclaims.NewClaimTemplates(deps.Kube, templates.Lister()))
+	// The GPU quota's message reads what the namespaces use from here.
+	quotas := s.kubeInformers.Core().V1().ResourceQuotas()
+	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced,
+		templates.Informer().HasSynced, quotas.Informer().HasSynced}
+	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), quotas.Lister(),
+		draclaims.NewClaimTemplates(deps.Kube, templates.Lister()))
 	if err != nil {
 		return nil, err
 	}
