@@ -65,6 +65,8 @@ type Driver struct {
 	// does not.
 	mu    sync.Mutex
 	state *checkpoint
+	// changed is closed when the prepared claims change; see Changed.
+	changed chan struct{}
 }
 
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
@@ -89,7 +91,7 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, cdi: w, checkpointPath: path, state: state}, nil
+	return &Driver{cfg: cfg, cdi: w, checkpointPath: path, state: state, changed: make(chan struct{})}, nil
 }
 
 // PrepareResourceClaims writes the CDI specs of each claim's requests on
@@ -103,6 +105,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	defer d.mu.Unlock()
 	logger := klog.FromContext(ctx)
 	result := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
+	changed := false
 	for _, claim := range claims {
 		if prepared, ok := d.state.Claims[claim.UID]; ok {
 			if err := d.rewriteSpecs(claim.UID, prepared); err != nil {
@@ -128,6 +131,10 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		}
 		logger.Info("Prepared a claim", "claim", klog.KObj(claim), "requests", len(prepared.Requests))
 		result[claim.UID] = kubeletplugin.PrepareResult{Devices: prepared.devices()}
+		changed = true
+	}
+	if changed {
+		d.notify()
 	}
 	return result, nil
 }
@@ -141,6 +148,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	defer d.mu.Unlock()
 	logger := klog.FromContext(ctx)
 	result := make(map[types.UID]error, len(claims))
+	changed := false
 	for _, claim := range claims {
 		prepared, ok := d.state.Claims[claim.UID]
 		if !ok {
@@ -159,6 +167,10 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		}
 		logger.Info("Unprepared a claim", "claim", claim.NamespacedName)
 		result[claim.UID] = nil
+		changed = true
+	}
+	if changed {
+		d.notify()
 	}
 	return result, nil
 }

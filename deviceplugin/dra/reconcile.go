@@ -57,6 +57,7 @@ func (d *Driver) Reconcile(ctx context.Context, kube kubernetes.Interface) error
 		if err := d.state.save(d.checkpointPath); err != nil {
 			errs = append(errs, err)
 		}
+		d.notify()
 	}
 	recorded := sets.New[string]()
 	for _, p := range d.state.Claims {

@@ -111,33 +111,30 @@ func (p *Plugin) Run(ctx context.Context) error {
 	}
 	found, discoverErr := p.discover(ctx)
 	inv := inventory.New(found)
-	claims, stopClaims, err := p.startClaims(ctx, inv)
+	driver, err := p.newDriver(inv)
 	if err != nil {
 		return err
 	}
-	defer stopClaims()
-	lease, publisher := p.newNodeStatus(inv, caches, claims)
+	lease, publisher := p.newNodeStatus(inv, caches, driver)
 	// A changed spec changes what the plugin publishes; a changed status
 	// may be another writer's, such as the scheduler marking the node stale.
 	if err := caches.onGPUNodeChange(publisher.Trigger); err != nil {
 		return err
 	}
-	reg, err := p.newRegistry(logger, inv, caches, claims)
+	reg, err := p.newRegistry(logger, inv, caches, driver)
 	if err != nil {
 		return err
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
-	if err := p.runNodeStatus(ctx, g, lease, publisher, claims); err != nil {
-		return err
-	}
+	p.runNodeStatus(ctx, g, lease, publisher, driver)
 	if p.cfg.MetricsAddress != "" {
 		g.Go(func() error { return p.serveMetrics(ctx, reg) })
 	}
 	if discoverErr != nil {
 		logger.Error(discoverErr, "No GPUs found; the node offers none")
 		publisher.SetReadiness(nodestatus.Readiness{Reason: nodestatus.ReasonNoGPUs, Message: discoverErr.Error()})
-	} else if err := p.serveGPUs(ctx, g, found, inv, caches, publisher); err != nil {
+	} else if err := p.serveGPUs(ctx, g, found, inv, caches, publisher, driver); err != nil {
 		return err
 	}
 
@@ -167,26 +164,27 @@ func (p *Plugin) discover(ctx context.Context) (gpu.Inventory, error) {
 	return found, err
 }
 
-// startClaims, in DRA mode, follows the allocations on the node's GPUs,
-// for its GPUNode and metrics, until stop is called; in device-plugin mode
-// it returns nil claims.
-func (p *Plugin) startClaims(ctx context.Context, inv *inventory.Inventory) (claims *dra.Claims, stop func(), err error) {
+// newDriver, in DRA mode, returns the driver that prepares the node's
+// claims, reading what an earlier run prepared; in device-plugin mode it
+// returns nil.
+func (p *Plugin) newDriver(inv *inventory.Inventory) (*dra.Driver, error) {
 	if p.cfg.Mode != config.ModeDRA {
-		return nil, func() {}, nil
+		return nil, nil
 	}
-	claims = dra.NewClaims(p.deps.Kube, p.cfg.NodeName, inv, p.scaling())
-	claimsCtx, stopClaims := context.WithCancel(ctx)
-	stop = func() { stopClaims(); claims.Shutdown() }
-	if err := claims.Start(claimsCtx); err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return claims, stop, nil
+	return dra.NewDriver(dra.DriverConfig{
+		NodeName:      p.cfg.NodeName,
+		Devices:       inv,
+		Scaling:       p.scaling(),
+		Library:       p.cfg.Library(),
+		CDIDir:        p.cfg.CDISpecDir,
+		GPUCDIDevices: p.cfg.DeviceListStrategy == config.StrategyCDI,
+		StateDir:      p.cfg.DRAPluginDir,
+	})
 }
 
 // newNodeStatus returns the renewer of the node's Lease, its heartbeat,
 // and the publisher of its GPUNode's status.
-func (p *Plugin) newNodeStatus(inv *inventory.Inventory, caches *caches, claims *dra.Claims) (*nodestatus.LeaseRenewer, *nodestatus.Publisher) {
+func (p *Plugin) newNodeStatus(inv *inventory.Inventory, caches *caches, driver *dra.Driver) (*nodestatus.LeaseRenewer, *nodestatus.Publisher) {
 	lease := nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
 		NodeName:  p.cfg.NodeName,
 		Namespace: p.cfg.LeaseNamespace,
@@ -208,19 +206,19 @@ func (p *Plugin) newNodeStatus(inv *inventory.Inventory, caches *caches, claims 
 		HAMiCore:           func() nodestatus.Readiness { return nodestatus.CheckHAMiCore(p.cfg.LibraryPath) },
 		Renewals:           lease.Renewals,
 		KubeletAPI:         p.kubeletAPI(),
-		AllocatedMemoryMiB: allocatedMemory(claims),
+		AllocatedMemoryMiB: allocatedMemory(driver),
 	})
 	return lease, publisher
 }
 
 // newRegistry registers what NVML measures on the node, the Allocate
-// calls and, in DRA mode, what the claims hold of each GPU.
-func (p *Plugin) newRegistry(logger klog.Logger, inv *inventory.Inventory, caches *caches, claims *dra.Claims) (*prometheus.Registry, error) {
+// calls and, in DRA mode, what the prepared claims hold of each GPU.
+func (p *Plugin) newRegistry(logger klog.Logger, inv *inventory.Inventory, caches *caches, driver *dra.Driver) (*prometheus.Registry, error) {
 	collector := metrics.NewCollector(logger, p.cfg.NodeName, inv.Devices, p.deps.Backend, podproc.Resolver{ProcRoot: p.cfg.ProcRoot}, caches)
 	collectors := append(p.allocateMetrics.Collectors(), collector)
-	if claims != nil {
+	if driver != nil {
 		collectors = append(collectors, metrics.NewStateCollector(p.cfg.NodeName,
-			func() []gpuv1alpha1.GPUDevice { return p.scaling().Devices(inv.Devices()) }, caches.cordoned(p.cfg.NodeName), claims.ByUUID))
+			func() []gpuv1alpha1.GPUDevice { return p.scaling().Devices(inv.Devices()) }, caches.cordoned(p.cfg.NodeName), driver.ByUUID))
 	}
 	reg, err := metrics.NewRegistry(collectors...)
 	if err != nil {
@@ -230,29 +228,19 @@ func (p *Plugin) newRegistry(logger klog.Logger, inv *inventory.Inventory, cache
 }
 
 // runNodeStatus runs the GPUNode's publisher, which in DRA mode also
-// publishes when the claims change, and the Lease's renewer in g.
-func (p *Plugin) runNodeStatus(ctx context.Context, g *errgroup.Group, lease *nodestatus.LeaseRenewer, publisher *nodestatus.Publisher, claims *dra.Claims) error {
+// publishes when the prepared claims change, and the Lease's renewer in g.
+func (p *Plugin) runNodeStatus(ctx context.Context, g *errgroup.Group, lease *nodestatus.LeaseRenewer, publisher *nodestatus.Publisher, driver *dra.Driver) {
 	g.Go(func() error { publisher.Run(ctx); return nil })
-	if claims != nil {
-		changed := make(chan struct{}, 1)
-		if err := claims.OnChange(func() {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}); err != nil {
-			return err
-		}
-		g.Go(func() error { p.publishClaimChanges(ctx, changed, publisher); return nil })
+	if driver != nil {
+		g.Go(func() error { p.publishClaimChanges(ctx, driver, publisher); return nil })
 	}
 	g.Go(func() error { lease.Run(ctx); return nil })
-	return nil
 }
 
 // serveGPUs follows the GPUs' health and layout, and serves the kubelet
 // once the node has a GPU: a GPU in MIG mode has no device until the
 // administrator makes an instance.
-func (p *Plugin) serveGPUs(ctx context.Context, g *errgroup.Group, found gpu.Inventory, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher) error {
+func (p *Plugin) serveGPUs(ctx context.Context, g *errgroup.Group, found gpu.Inventory, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher, driver *dra.Driver) error {
 	logger := klog.FromContext(ctx)
 	if len(found.Devices) == 0 {
 		logger.Info("No GPUs found; the node offers none until a rescan finds one", "rescanPeriod", p.cfg.RescanPeriod.Duration)
@@ -284,8 +272,8 @@ func (p *Plugin) serveGPUs(ctx context.Context, g *errgroup.Group, found gpu.Inv
 		if !inv.WaitForDevices(ctx) {
 			return nil
 		}
-		if p.cfg.Mode == config.ModeDRA {
-			return p.serveDRA(ctx, g, inv, caches, publisher)
+		if driver != nil {
+			return p.serveDRA(ctx, g, inv, caches, publisher, driver)
 		}
 		p.serveKubelet(ctx, g, inv, caches, publisher)
 		return nil
@@ -365,20 +353,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 
 // serveDRA starts the DRA kubelet plugin, which publishes the GPUs as
 // ResourceSlices and prepares the claims kube-scheduler allocated.
-func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher) error {
-	scaling := p.scaling()
-	driver, err := dra.NewDriver(dra.DriverConfig{
-		NodeName:      p.cfg.NodeName,
-		Devices:       inv,
-		Scaling:       scaling,
-		Library:       p.cfg.Library(),
-		CDIDir:        p.cfg.CDISpecDir,
-		GPUCDIDevices: p.cfg.DeviceListStrategy == config.StrategyCDI,
-		StateDir:      p.cfg.DRAPluginDir,
-	})
-	if err != nil {
-		return err
-	}
+func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches, publisher *nodestatus.Publisher, driver *dra.Driver) error {
 	// The kubelet-plugin helper registers with the kubelet itself; started
 	// is as far as the probes can see.
 	p.health.Set(health.Registration, true, errors.New("the DRA kubelet plugin has not started yet"))
@@ -387,7 +362,7 @@ func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory
 		Kube:         p.deps.Kube,
 		Inventory:    inv,
 		Cordoned:     caches.cordoned(p.cfg.NodeName),
-		Scaling:      scaling,
+		Scaling:      p.scaling(),
 		PluginDir:    p.cfg.DRAPluginDir,
 		RegistrarDir: p.cfg.PluginRegistryDir,
 		OnStarted: func() {
@@ -427,8 +402,9 @@ func (p *Plugin) watchHealth(ctx context.Context, g *errgroup.Group, inv *invent
 const claimPublishDelay = time.Second
 
 // publishClaimChanges republishes the GPUNode, whose free memory the
-// claims change, once per claimPublishDelay while they change.
-func (p *Plugin) publishClaimChanges(ctx context.Context, changed <-chan struct{}, publisher *nodestatus.Publisher) {
+// prepared claims change, once per claimPublishDelay while they change.
+func (p *Plugin) publishClaimChanges(ctx context.Context, driver *dra.Driver, publisher *nodestatus.Publisher) {
+	changed := driver.Changed()
 	for {
 		select {
 		case <-ctx.Done():
@@ -440,17 +416,20 @@ func (p *Plugin) publishClaimChanges(ctx context.Context, changed <-chan struct{
 			return
 		case <-p.deps.Clock.After(claimPublishDelay):
 		}
+		// Taken before the publisher reads the claims, so that a change
+		// after this read is not missed.
+		changed = driver.Changed()
 		publisher.Trigger()
 	}
 }
 
-// allocatedMemory is the GPUNode's source of allocated memory: the claims
-// in DRA mode, none (the extender's) otherwise.
-func allocatedMemory(claims *dra.Claims) func() map[string]int64 {
-	if claims == nil {
+// allocatedMemory is the GPUNode's source of allocated memory: the
+// prepared claims in DRA mode, none (the extender's) otherwise.
+func allocatedMemory(driver *dra.Driver) func() map[string]int64 {
+	if driver == nil {
 		return nil
 	}
-	return claims.MemoryMiB
+	return driver.MemoryMiB
 }
 
 // kubeletAPI says how the daemon serves the kubelet.

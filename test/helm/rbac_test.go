@@ -209,10 +209,16 @@ func TestRBAC(t *testing.T) {
 				for _, need := range [][3]string{
 					{"resource.k8s.io", "resourceslices", "create"}, {"resource.k8s.io", "resourceslices", "update"},
 					{"resource.k8s.io", "resourceslices", "delete"}, {"resource.k8s.io", "resourceslices", "watch"},
-					{"resource.k8s.io", "resourceclaims", "get"}, {"resource.k8s.io", "resourceclaims", "watch"},
+					{"resource.k8s.io", "resourceclaims", "get"},
 				} {
 					if got := a.allows(need[0], need[1], need[2]); got != dra {
 						t.Errorf("the device plugin may %s %s/%s: %v, want %v (DRA mode only)", need[2], need[0], need[1], got, dra)
+					}
+				}
+				// Its cost must not follow the cluster's claims.
+				for _, verb := range []string{"list", "watch"} {
+					if a.allows("resource.k8s.io", "resourceclaims", verb) {
+						t.Errorf("the device plugin may %s every ResourceClaim", verb)
 					}
 				}
 			})
