@@ -11,7 +11,8 @@ import (
 // builtinExtenderConfig is Tessera's KubeSchedulerConfiguration as issue 3
 // asks for it, used when deploy/ has none yet: one profile, the extender
 // for filter, prioritize and bind with node names only, GPU memory and
-// cores left to the extender, the GPU count checked by kube-scheduler too.
+// cores left to the extender, the GPU count checked by kube-scheduler too,
+// and the GPU quota's totals left to ResourceQuota.
 const builtinExtenderConfig = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
@@ -33,6 +34,12 @@ extenders:
   - name: nvidia.com/gpumem-percentage
     ignoredByScheduler: true
   - name: nvidia.com/gpucores
+    ignoredByScheduler: true
+  - name: gpu.tessera.dev/gpus
+    ignoredByScheduler: true
+  - name: gpu.tessera.dev/cores
+    ignoredByScheduler: true
+  - name: gpu.tessera.dev/memory
     ignoredByScheduler: true
 `
 
