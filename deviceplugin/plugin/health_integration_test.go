@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,21 +20,6 @@ import (
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
-// probe is one GET of the plugin's health endpoint.
-func probe(ctx context.Context, url string) (int, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
-
 // waitProbes waits until both probes answer status, the failing ones
 // naming want.
 func waitProbes(ctx context.Context, t *testing.T, addr string, status int, want string) {
@@ -43,7 +27,7 @@ func waitProbes(ctx context.Context, t *testing.T, addr string, status int, want
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, path := range []string{"/healthz", "/readyz"} {
-			got, body := probe(ctx, "http://"+addr+path)
+			got, body := framework.HTTPGet(ctx, "http://"+addr+path)
 			last = path + ": " + body
 			if got != status || !strings.Contains(body, want) {
 				return false, nil
@@ -70,14 +54,8 @@ func startPlugin(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 	cfg.PluginDir = pluginDir
 	cfg.MetricsAddress = "127.0.0.1:0"
 	cfg.HeartbeatPeriod = metav1.Duration{Duration: time.Second}
-	p, err := New(cfg, Dependencies{Kube: cp.Kube, Tessera: cp.Tessera, Backend: backend})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	t.Cleanup(func() { stop(); <-done })
+	p, stop := runPlugin(ctx, t, cp, cfg, backend)
+	t.Cleanup(func() { _ = stop() })
 	addr, err := p.MetricsAddress(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -42,16 +42,9 @@ func TestPluginWithNVML(t *testing.T) {
 		cfg.SplitCount = 2
 		cfg.PluginDir = pluginDir
 		cfg.MetricsAddress = ""
-		p, err := New(cfg, Dependencies{Kube: cp.Kube, Tessera: cp.Tessera, Backend: backend})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- p.Run(runCtx) }()
+		_, stop := runPlugin(ctx, t, cp, cfg, backend)
 		return pluginDir, func() {
-			stop()
-			if err := <-done; err != nil {
+			if err := stop(); err != nil {
 				t.Errorf("Run: %v", err)
 			}
 		}

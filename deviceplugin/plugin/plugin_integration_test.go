@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/deviceplugin/dpserver"
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -114,6 +116,24 @@ func bind(ctx context.Context, t *testing.T, cp *framework.ControlPlane, node st
 	return pod
 }
 
+// runPlugin creates the plugin of cfg on the control plane, on backend
+// (nil: the configuration's GPUs), and runs it until stop is called;
+// stop returns what Run returned, however often it is called.
+func runPlugin(ctx context.Context, t *testing.T, cp *framework.ControlPlane, cfg config.Configuration, backend gpu.Backend) (p *Plugin, stop func() error) {
+	t.Helper()
+	p, err := New(cfg, Dependencies{Kube: cp.Kube, Tessera: cp.Tessera, Backend: backend})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	return p, sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
+}
+
 func allocate(ctx context.Context, client pluginapi.DevicePluginClient, ids ...string) (*pluginapi.ContainerAllocateResponse, error) {
 	resp, err := client.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}}})
 	if err != nil {
@@ -183,15 +203,9 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 	cfg.HeartbeatPeriod = metav1.Duration{Duration: time.Second}
 	cfg.AllocationLookupTimeout = metav1.Duration{Duration: 2 * time.Second}
 	cfg.LibraryPath = filepath.Join(dir, "libvgpu.so")
-	p, err := New(cfg, Dependencies{Kube: cp.Kube, Tessera: cp.Tessera})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := startRegistrar(t, pluginDir)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	p, stop := runPlugin(ctx, t, cp, cfg, nil)
+	defer func() { _ = stop() }()
 
 	client := reg.connect(t)
 	waitReady(ctx, t, cp, node, metav1.ConditionTrue, "Registered")
@@ -362,11 +376,9 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("stopping marks the node not ready and removes the socket", func(t *testing.T) {
-		stop()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		done <- nil
 		waitReady(ctx, t, cp, node, metav1.ConditionFalse, "Stopped")
 		if _, err := os.Stat(filepath.Join(pluginDir, dpserver.SocketName("nvidia.com/gpu"))); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("plugin socket after stop: %v", err)
