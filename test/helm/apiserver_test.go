@@ -81,14 +81,7 @@ func TestChartOnAPIServer(t *testing.T) {
 
 	// The default release, installed for real, for the checks below.
 	release := defaults()
-	createNamespace(ctx, t, cp, release.namespace)
-	objs := release.mustTemplate(t)
-	for _, obj := range objs {
-		if obj.GetKind() == "CustomResourceDefinition" {
-			continue // the framework's, from the same files
-		}
-		apply(ctx, t, dyn, mapper, release.namespace, obj, false)
-	}
+	objs := install(ctx, t, cp, dyn, mapper, release)
 
 	t.Run("RBAC as the API server decides it", func(t *testing.T) {
 		checkAccess(ctx, t, cp, release.namespace, objs)
@@ -168,6 +161,22 @@ func createNamespace(ctx context.Context, t testing.TB, cp *framework.ControlPla
 	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+}
+
+// install creates the release's namespace and applies what the chart
+// renders for it, the CRDs aside (the framework's, from the same files),
+// and returns what it rendered.
+func install(ctx context.Context, t testing.TB, cp *framework.ControlPlane, dyn dynamic.Interface, mapper meta.RESTMapper, release render) []*unstructured.Unstructured {
+	t.Helper()
+	createNamespace(ctx, t, cp, release.namespace)
+	objs := release.mustTemplate(t)
+	for _, obj := range objs {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		apply(ctx, t, dyn, mapper, release.namespace, obj, false)
+	}
+	return objs
 }
 
 // apply server-side applies one rendered object. A namespaced object must

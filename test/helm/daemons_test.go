@@ -5,14 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -125,40 +123,23 @@ func serviceAccountKubeconfig(t testing.TB, cp *framework.ControlPlane, namespac
 // daemon is a running daemon whose output goes to a log file.
 type daemon struct {
 	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan error
+	p    *framework.Process
 }
 
 // startDaemon runs command with the extra environment until the test ends.
 func startDaemon(t testing.TB, name string, command []string, env ...string) *daemon {
 	t.Helper()
-	d := &daemon{name: name, log: filepath.Join(t.TempDir(), name+".log"), done: make(chan error, 1)}
-	logFile, err := os.Create(d.log)
+	p, err := framework.StartProcessWithEnv(t.TempDir(), command[0], name, env, command[1:]...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.cmd = exec.Command(command[0], command[1:]...)
-	d.cmd.Env = append(os.Environ(), env...)
-	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	go func() { d.done <- d.cmd.Wait(); logFile.Close() }()
 	t.Cleanup(func() {
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.done:
-		case <-time.After(15 * time.Second):
-			_ = d.cmd.Process.Kill()
-			<-d.done
-		}
+		p.Stop()
 		if t.Failed() {
-			data, _ := os.ReadFile(d.log)
-			t.Logf("log of %s:\n%s", name, tail(data, 4000))
+			t.Logf("log of %s:\n%s", name, p.LogTail(4000))
 		}
 	})
-	return d
+	return &daemon{name: name, p: p}
 }
 
 func tail(data []byte, n int) []byte {
@@ -173,12 +154,8 @@ func tail(data []byte, n int) []byte {
 func (d *daemon) waitFor(t testing.TB, what string, cond func(ctx context.Context) bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-d.done:
-			d.done <- err
-			data, _ := os.ReadFile(d.log)
-			return false, fmt.Errorf("%s exited (%v):\n%s", d.name, err, tail(data, 4000))
-		default:
+		if exited, err := d.p.Exited(); exited {
+			return false, fmt.Errorf("%s exited (%v):\n%s", d.name, err, d.p.LogTail(4000))
 		}
 		return cond(ctx), nil
 	})
@@ -188,30 +165,15 @@ func (d *daemon) waitFor(t testing.TB, what string, cond func(ctx context.Contex
 }
 
 func httpOK(ctx context.Context, url string) bool {
-	status, _ := httpGet(ctx, url)
+	status, _ := framework.HTTPGet(ctx, url)
 	return status == http.StatusOK
-}
-
-// httpGet returns the status and body of a GET; status 0 when it failed.
-func httpGet(ctx context.Context, url string) (int, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
 
 // checkBuildInfo checks that a daemon's /metrics names its component and
 // the version its build was stamped with.
 func checkBuildInfo(ctx context.Context, t *testing.T, url, component string) {
 	t.Helper()
-	status, body := httpGet(ctx, url)
+	status, body := framework.HTTPGet(ctx, url)
 	for _, line := range strings.Split(body, "\n") {
 		if strings.HasPrefix(line, "tessera_build_info{") && strings.Contains(line, `component="`+component+`"`) &&
 			strings.Contains(line, `version="`+stampedVersion+`"`) && strings.HasSuffix(line, "} 1") {
@@ -413,7 +375,7 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		}
 		probeAll := func(ctx context.Context, wantOK bool) bool {
 			for _, path := range probes {
-				status, _ := httpGet(ctx, "http://"+metricsAddr+path)
+				status, _ := framework.HTTPGet(ctx, "http://"+metricsAddr+path)
 				if (status == http.StatusOK) != wantOK || status == 0 {
 					return false
 				}
@@ -428,7 +390,7 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		agentDone <- nil
 		d.waitFor(t, "the probes to fail once the registration is broken", func(ctx context.Context) bool { return probeAll(ctx, false) })
 		for kind, path := range probes {
-			if status, body := httpGet(ctx, "http://"+metricsAddr+path); !strings.Contains(body, "kubelet-registration") {
+			if status, body := framework.HTTPGet(ctx, "http://"+metricsAddr+path); !strings.Contains(body, "kubelet-registration") {
 				t.Errorf("%s %s = %d %q, want the broken registration named", kind, path, status, body)
 			}
 		}

@@ -34,14 +34,7 @@ func TestDevicePluginWritesOnlyItsNodesResourceSlices(t *testing.T) {
 	}
 	mapper := newMapper(t, cp)
 	release := variants()["dra"]
-	createNamespace(ctx, t, cp, release.namespace)
-	objs := release.mustTemplate(t)
-	for _, obj := range objs {
-		if obj.GetKind() == "CustomResourceDefinition" {
-			continue // the framework's, from the same files
-		}
-		apply(ctx, t, dyn, mapper, release.namespace, obj, false)
-	}
+	objs := install(ctx, t, cp, dyn, mapper, release)
 	serviceAccount := serviceAccountOf(t, objs, "DaemonSet", "-device-plugin")
 	onNode := func(node string) resourceclient.ResourceSliceInterface {
 		return pluginKubeClient(t, cp, release.namespace, serviceAccount, node).ResourceV1().ResourceSlices()
