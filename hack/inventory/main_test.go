@@ -27,17 +27,10 @@ func TestInventoryAgainstAPIServer(t *testing.T) {
 	defer cancel()
 	client := cp.Tessera.GpuV1alpha1()
 
-	node, err := client.GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-1"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Devices = []gpuv1alpha1.GPUDevice{
+	framework.CreateGPUNode(ctx, t, cp.Tessera, "gpu-node-1", &gpuv1alpha1.GPUNodeStatus{Devices: []gpuv1alpha1.GPUDevice{
 		{UUID: "GPU-1111", Index: 0, Model: "Tesla T4", MemoryMiB: 15360, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUHealthy},
 		{UUID: "GPU-2222", Index: 1, Model: "Tesla T4", MemoryMiB: 15360, Cores: 100, ShareLimit: 4, Health: gpuv1alpha1.GPUUnhealthy},
-	}
-	if _, err := client.GPUNodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	}})
 	allocation := func(name string, kind gpuv1alpha1.ContainerKind, memory int64, cores int32) *gpuv1alpha1.GPUAllocation {
 		return &gpuv1alpha1.GPUAllocation{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},

@@ -12,23 +12,20 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // TestClientsetRoundTrip drives both kinds through the generated clientset:
 // create, get, list, watch and update status, and checks that an informer's
 // lister sees every change.
 func TestClientsetRoundTrip(t *testing.T) {
-	cp := framework.Start(t, framework.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	client := cp.Tessera.GpuV1alpha1()
+	cp, client, ctx := startAPI(t)
 
 	factory := externalversions.NewSharedInformerFactory(cp.Tessera, 0)
 	nodeLister := factory.Gpu().V1alpha1().GPUNodes().Lister()
 	allocLister := factory.Gpu().V1alpha1().GPUAllocations().Lister()
-	factory.Start(ctx.Done())
-	defer func() { cancel(); factory.Shutdown() }()
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	factory.Start(informersCtx.Done())
+	defer func() { stopInformers(); factory.Shutdown() }()
 	factory.WaitForCacheSync(ctx.Done())
 
 	watcher, err := client.GPUNodes().Watch(ctx, metav1.ListOptions{})

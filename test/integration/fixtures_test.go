@@ -1,11 +1,28 @@
 package integration
 
 import (
+	"context"
+	"testing"
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	gpuclient "github.com/tessera-gpu/tessera/generated/clientset/versioned/typed/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
+
+// startAPI starts a control plane for the test and returns it, its
+// client of Tessera's API, and a context that ends after a minute, or
+// with the test.
+func startAPI(t *testing.T) (*framework.ControlPlane, gpuclient.GpuV1alpha1Interface, context.Context) {
+	t.Helper()
+	cp := framework.Start(t, framework.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return cp, cp.Tessera.GpuV1alpha1(), ctx
+}
 
 func gpuNodeStatus(models ...string) gpuv1alpha1.GPUNodeStatus {
 	status := gpuv1alpha1.GPUNodeStatus{DriverVersion: "simulated", GPUCount: int32(len(models))}

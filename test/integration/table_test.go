@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,25 +13,16 @@ import (
 // TestPrinterColumns asks for the Table form that kubectl get uses and
 // checks the columns and a row of each kind.
 func TestPrinterColumns(t *testing.T) {
-	cp := framework.Start(t, framework.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	client := cp.Tessera.GpuV1alpha1()
+	cp, client, ctx := startAPI(t)
 
-	node, err := client.GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "node-t"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Status = gpuNodeStatus("A100", "A100", "A100")
-	node.Status.AllocatableMemoryMiB = 32768
-	node.Status.FreeMemoryMiB = ptr.To[int64](28768)
-	node.Status.Conditions = []metav1.Condition{{
+	status := gpuNodeStatus("A100", "A100", "A100")
+	status.AllocatableMemoryMiB = 32768
+	status.FreeMemoryMiB = ptr.To[int64](28768)
+	status.Conditions = []metav1.Condition{{
 		Type: gpuv1alpha1.GPUNodeReady, Status: metav1.ConditionTrue, Reason: "Serving",
 		LastTransitionTime: metav1.Now(),
 	}}
-	if _, err := client.GPUNodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	framework.CreateGPUNode(ctx, t, cp.Tessera, "node-t", &status)
 	alloc, err := client.GPUAllocations("default").Create(ctx, gpuAllocation("pod-t", "node-t", "uid-t", "GPU-A100-a", 4000), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,30 +1,21 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // TestServerSideValidation checks that the CRD schemas as shipped make the
 // API server refuse invalid objects with a message naming the field.
 func TestServerSideValidation(t *testing.T) {
-	cp := framework.Start(t, framework.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	client := cp.Tessera.GpuV1alpha1()
+	cp, client, ctx := startAPI(t)
 
-	node, err := client.GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "node-v"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node := framework.CreateGPUNode(ctx, t, cp.Tessera, "node-v", nil)
 	if _, err := client.GPUAllocations("default").Create(ctx, gpuAllocation("valid", "node-v", "uid-v", "GPU-1", 1000), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating a valid allocation: %v", err)
 	}

@@ -51,12 +51,9 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 	if _, err := e.cp.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("labelling node %s: %v", name, err)
 	}
-	gn, err := e.cp.Tessera.GpuV1alpha1().GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating GPUNode %s: %v", name, err)
-	}
+	status := gpuv1alpha1.GPUNodeStatus{GPUCount: int32(len(gpus)), DriverVersion: "simulated"}
 	for i, g := range gpus {
-		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
+		status.Devices = append(status.Devices, gpuv1alpha1.GPUDevice{
 			UUID:       fmt.Sprintf("GPU-%s-%d", name, i),
 			Index:      int32(i),
 			Model:      g.model,
@@ -67,11 +64,7 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 			Health:     gpuv1alpha1.GPUHealthy,
 		})
 	}
-	gn.Status.GPUCount = int32(len(gpus))
-	gn.Status.DriverVersion = "simulated"
-	if gn, err = e.cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, gn, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("writing GPUNode %s status: %v", name, err)
-	}
+	gn := framework.CreateGPUNode(ctx, t, e.cp.Tessera, name, &status)
 	framework.RenewNodeLease(ctx, t, e.cp.Kube, name, time.Now())
 	if e.extender == nil {
 		return gn.Status.Devices

@@ -193,17 +193,9 @@ func createNamespace(ctx context.Context, t testing.TB, kube kubernetes.Interfac
 // createGPUNode publishes one node's GPUs, as its device plugin would.
 func createGPUNode(ctx context.Context, t testing.TB, cp *framework.ControlPlane, name string, memoryMiB int64) {
 	t.Helper()
-	n, err := cp.Tessera.GpuV1alpha1().GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Status.Devices = []gpuv1alpha1.GPUDevice{{
+	framework.CreateGPUNode(ctx, t, cp.Tessera, name, &gpuv1alpha1.GPUNodeStatus{GPUCount: 1, Devices: []gpuv1alpha1.GPUDevice{{
 		UUID: "GPU-" + name + "-0", Model: "NVIDIA L4", MemoryMiB: memoryMiB, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
-	}}
-	n.Status.GPUCount = 1
-	if _, err := cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	}}})
 }
 
 // warningRecorder keeps the warnings the API server sends a client, as
