@@ -111,16 +111,21 @@ func cdiIDs(devices []kubeletplugin.Device, request string) []string {
 	return out
 }
 
-func TestPrepareGivesEachRequestItsGPUsAndLimits(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	d := newTestDriver(t)
-	// Two containers share the claim, each through its own request; the
-	// second holds two GPUs, allocated b before a.
-	claim := allocatedClaim("uid-1", "train",
+// trainClaim is claim uid-1 of pod train, which two containers share, each
+// through its own request: small holds 30Gi of gpu-0 (GPU-a), and big two
+// GPUs, allocated b before a.
+func trainClaim() *resourceapi.ResourceClaim {
+	return allocatedClaim("uid-1", "train",
 		result{request: "small", device: "gpu-0", memory: "30Gi", cores: 30, shares: 1},
 		result{request: "big", device: "gpu-1", memory: "20Gi", cores: 50, shares: 1},
 		result{request: "big", device: "gpu-0", memory: "20Gi", cores: 50, shares: 1},
 	)
+}
+
+func TestPrepareGivesEachRequestItsGPUsAndLimits(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	d := newTestDriver(t)
+	claim := trainClaim()
 	got, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
 	if err != nil || got["uid-1"].Err != nil {
 		t.Fatalf("Prepare: %v, %v", err, got["uid-1"].Err)
@@ -253,11 +258,7 @@ func TestPrepareAgainWritesSpecsThatAreMissingOrDiffer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			d := newTestDriver(t)
-			claim := allocatedClaim("uid-1", "train",
-				result{request: "small", device: "gpu-0", memory: "30Gi", cores: 30, shares: 1},
-				result{request: "big", device: "gpu-1", memory: "20Gi", cores: 50, shares: 1},
-				result{request: "big", device: "gpu-0", memory: "20Gi", cores: 50, shares: 1},
-			)
+			claim := trainClaim()
 			if res, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim}); err != nil || res["uid-1"].Err != nil {
 				t.Fatalf("Prepare: %v %v", err, res["uid-1"].Err)
 			}
