@@ -25,6 +25,16 @@ func serve(ctx context.Context, cfg *options.Config, ls Listeners) <-chan error 
 	return done
 }
 
+// serveBoth runs Serve with cfg on an extender and a metrics listener of
+// its own until cancel is called; done gives what Serve returned.
+func serveBoth(t *testing.T, cfg *options.Config) (ls Listeners, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel = context.WithCancel(ctx)
+	ls = Listeners{Extender: listen(t), Metrics: listen(t)}
+	return ls, cancel, serve(ctx, cfg, ls)
+}
+
 func listen(t *testing.T) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -118,10 +128,7 @@ func TestServeReturnsWhenTheListenerFails(t *testing.T) {
 // Prometheus from the extender's own handlers and never the verbs that
 // place or bind pods.
 func TestMetricsListenerServesOnlyHealthAndMetrics(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	ls := Listeners{Extender: listen(t), Metrics: listen(t)}
-	done := serve(ctx, options.NewConfig(), ls)
+	ls, cancel, done := serveBoth(t, options.NewConfig())
 	extender, metrics := "http://"+ls.Extender.Addr().String(), "http://"+ls.Metrics.Addr().String()
 
 	// A filter on the extender's listener is counted in the registry that
@@ -185,12 +192,9 @@ func TestServeReturnsWhenTheMetricsListenerFails(t *testing.T) {
 func TestProfilingOnlyWhenEnabled(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "off", true: "on"}[enabled], func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			ctx, cancel := context.WithCancel(ctx)
 			cfg := options.NewConfig()
 			cfg.EnableProfiling = enabled
-			ls := Listeners{Extender: listen(t), Metrics: listen(t)}
-			done := serve(ctx, cfg, ls)
+			ls, cancel, done := serveBoth(t, cfg)
 
 			want := http.StatusNotFound
 			if enabled {
@@ -217,10 +221,7 @@ func TestProfilingOnlyWhenEnabled(t *testing.T) {
 // the header of a 1,000-byte filter call and one byte of its body, and
 // waits for the extender to close every one.
 func TestSlowClientsAreCut(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	ls := Listeners{Extender: listen(t), Metrics: listen(t)}
-	done := serve(ctx, options.NewConfig(), ls)
+	ls, cancel, done := serveBoth(t, options.NewConfig())
 	const each = 100
 	closed := make(chan error, 2*each)
 	for _, ln := range []net.Listener{ls.Extender, ls.Metrics} {
