@@ -21,14 +21,20 @@ import (
 	webhookapp "github.com/tessera-gpu/tessera/webhook/app"
 )
 
-// TestGPUQuota runs the admission webhook in front of extender mode, with a
-// ResourceQuota on the GPU quota's totals in the pods' namespace: a pod of
-// 2 GPUs x 10000 MiB is counted as 20000 MiB, a pod over the quota is
-// refused with a message that names the namespace, what is used, what was
-// asked and the limit, and pods that fit are still placed and bound, the
-// totals the webhook writes ignored by kube-scheduler.
+// TestGPUQuota runs the admission webhook in front of extender mode and
+// of plugin mode, with a ResourceQuota on the GPU quota's totals in the
+// pods' namespace: a pod of 2 GPUs x 10000 MiB is counted as 20000 MiB, a
+// pod over the quota is refused with a message that names the namespace,
+// what is used, what was asked and the limit, and pods that fit are still
+// placed and bound, the totals the webhook writes ignored by
+// kube-scheduler's resource fit.
 func TestGPUQuota(t *testing.T) {
-	e := startEnv(t)
+	for name, start := range map[string]func(*testing.T) *env{"extender": startEnv, "plugin": startPluginEnv} {
+		t.Run(name, func(t *testing.T) { testGPUQuota(t, start(t)) })
+	}
+}
+
+func testGPUQuota(t *testing.T, e *env) {
 	ctx := t.Context()
 	startQuotaWebhook(ctx, t, e.cp)
 	const group = "quota"
