@@ -21,6 +21,17 @@ type recordingRequeue struct {
 func (r *recordingRequeue) Freed(node string)    { r.freed = append(r.freed, node) }
 func (r *recordingRequeue) Forget(uid types.UID) { r.forgotten = append(r.forgotten, uid) }
 
+// renewedAfter is a run in which node n1's Lease, seen renewed at epoch,
+// is renewed again after d.
+func renewedAfter(d time.Duration) func(f *fixture) {
+	return func(f *fixture) {
+		old := lease("n1", epoch)
+		f.seenLease(old)
+		f.clock.Step(d)
+		f.tracker.leaseHandler().OnUpdate(old, lease("n1", epoch.Add(d)))
+	}
+}
+
 func TestTrackerTellsRequeue(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -39,12 +50,8 @@ func TestTrackerTellsRequeue(t *testing.T) {
 			wantFreed: "n1", wantForget: true,
 		},
 		{
-			name: "pod completion frees GPUs",
-			run: func(f *fixture) {
-				f.addPod(pod("p", "u1", corev1.PodRunning))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
-				f.tracker.podHandler().OnUpdate(nil, pod("p", "u1", corev1.PodSucceeded))
-			},
+			name:      "pod completion frees GPUs",
+			run:       podSucceeded,
 			wantFreed: "n1",
 		},
 		{
@@ -57,23 +64,13 @@ func TestTrackerTellsRequeue(t *testing.T) {
 			run:  allocationMovedTo(corev1.PodPending, gpuv1alpha1.AllocationAllocated),
 		},
 		{
-			name: "a renewal after a stale Lease may let the node take pods",
-			run: func(f *fixture) {
-				old := lease("n1", epoch)
-				f.seenLease(old)
-				f.clock.Step(10 * time.Minute)
-				f.tracker.leaseHandler().OnUpdate(old, lease("n1", epoch.Add(10*time.Minute)))
-			},
+			name:      "a renewal after a stale Lease may let the node take pods",
+			run:       renewedAfter(10 * time.Minute),
 			wantFreed: "n1",
 		},
 		{
 			name: "a renewal of a fresh Lease changes nothing",
-			run: func(f *fixture) {
-				old := lease("n1", epoch)
-				f.seenLease(old)
-				f.clock.Step(10 * time.Second)
-				f.tracker.leaseHandler().OnUpdate(old, lease("n1", epoch.Add(10*time.Second)))
-			},
+			run:  renewedAfter(10 * time.Second),
 		},
 		{
 			name: "a new GPUNode may take pods",

@@ -103,6 +103,14 @@ func allocationMovedTo(podPhase corev1.PodPhase, phase gpuv1alpha1.AllocationPha
 	}
 }
 
+// podSucceeded is a run in which pod p, running with its allocation a1
+// served, succeeds.
+func podSucceeded(f *fixture) {
+	f.addPod(pod("p", "u1", corev1.PodRunning))
+	f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
+	f.tracker.podHandler().OnUpdate(nil, pod("p", "u1", corev1.PodSucceeded))
+}
+
 // addPod puts a pod in the cache and the fake API.
 func (f *fixture) addPod(p *corev1.Pod) {
 	f.pods.Add(p)
@@ -164,11 +172,7 @@ func TestTracker(t *testing.T) {
 		},
 		{
 			name: "pod completion frees its GPUs",
-			run: func(f *fixture) {
-				f.addPod(pod("p", "u1", corev1.PodRunning))
-				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated))
-				f.tracker.podHandler().OnUpdate(nil, pod("p", "u1", corev1.PodSucceeded))
-			},
+			run:  podSucceeded,
 		},
 		{
 			name: "allocation of a finished pod holds nothing",
