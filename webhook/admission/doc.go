@@ -9,6 +9,12 @@
 // one GPU, and the mutation writes that count of 1 so that the kubelet and
 // the device plugin see it.
 //
+// In extender mode the mutation also writes each container's GPU quota
+// totals (gpurequest.QuotaTotals) under gpu.tessera.dev/gpus, cores and
+// memory, for a namespace's ResourceQuota to count, and the validation
+// refuses a pod whose totals differ or that its namespace's quota has no
+// room for (quota.go, quotaroom.go).
+//
 // In DRA mode (the webhook's, or a namespace's mode label) the mutation
 // holds the pod to the same rules and then turns its GPU resources into
 // claims of Tessera's DRA driver; package draclaims says what the claims
