@@ -160,12 +160,7 @@ func startCluster(t *testing.T, mode string, nodes int) *cluster {
 // configuration, pointed at the extender.
 func (c *cluster) startExtenderMode(t *testing.T) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := framework.FreeAddress(t)
 	c.extenderAddr = addr
 	c.startExtender(addr)
 	framework.WaitReady(t, "the extender", "http://"+addr+"/readyz")

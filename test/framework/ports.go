@@ -1,6 +1,10 @@
 package framework
 
-import "net"
+import (
+	"net"
+	"strconv"
+	"testing"
+)
 
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort() (int, error) {
@@ -10,4 +14,15 @@ func FreePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreeAddress returns a loopback host:port that was free a moment ago,
+// failing the test when there is none.
+func FreeAddress(t testing.TB) string {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }

@@ -183,15 +183,6 @@ func checkBuildInfo(ctx context.Context, t *testing.T, url, component string) {
 	t.Errorf("GET %s = %d without tessera_build_info{component=%q,version=%q} 1:\n%s", url, status, component, stampedVersion, tail([]byte(body), 2000))
 }
 
-func freeAddress(t testing.TB) string {
-	t.Helper()
-	port, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(port)
-}
-
 // checkDaemons runs each daemon with the command line the chart renders,
 // as the chart's service account for it, against the control plane where
 // the release is installed: the flags must parse and the RBAC must be
@@ -219,7 +210,7 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 	t.Run("extender", func(t *testing.T) {
 		scheduler := findOne(t, objs, "Deployment", "-scheduler")
 		sa := serviceAccountOf(t, objs, "Deployment", "-scheduler")
-		addr, metricsAddr := freeAddress(t), freeAddress(t)
+		addr, metricsAddr := framework.FreeAddress(t), framework.FreeAddress(t)
 		d := startDaemon(t, "extender", withFlags(t, local(containerCommand(t, scheduler, "extender")), map[string]string{
 			"listen-address":  addr,
 			"metrics-address": metricsAddr,
@@ -235,9 +226,9 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 	t.Run("webhook", func(t *testing.T) {
 		webhook := findOne(t, objs, "Deployment", "-webhook")
 		sa := serviceAccountOf(t, objs, "Deployment", "-webhook")
-		metricsAddr := freeAddress(t)
+		metricsAddr := framework.FreeAddress(t)
 		d := startDaemon(t, "webhook", withFlags(t, local(containerCommand(t, webhook, "webhook")), map[string]string{
-			"listen-address":  freeAddress(t),
+			"listen-address":  framework.FreeAddress(t),
 			"metrics-address": metricsAddr,
 			"kubeconfig":      serviceAccountKubeconfig(t, cp, namespace, sa, ""),
 		}), "POD_NAMESPACE="+namespace)
@@ -348,7 +339,7 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		// The chart's configuration file, with the host paths a pod would
 		// have (kubelet directory, the host's /proc) pointed at this
 		// machine's, and simulated GPUs in place of NVML.
-		metricsAddr := freeAddress(t)
+		metricsAddr := framework.FreeAddress(t)
 		d := startDaemon(t, "device-plugin", withFlags(t, local(containerCommand(t, plugin, "device-plugin")), map[string]string{
 			"config":             config,
 			"device-plugin-dir":  pluginDir,

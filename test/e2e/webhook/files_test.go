@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,11 +46,7 @@ func TestFileCertificates(t *testing.T) {
 	opts.TLSMode = app.TLSModeFiles
 	opts.CertFile, opts.KeyFile = certFile, keyFile
 	opts.ReloadInterval = 100 * time.Millisecond
-	metricsPort, err := framework.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.MetricsAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort))
+	opts.MetricsAddress = framework.FreeAddress(t)
 	w := startWebhook(t, cp, opts)
 	w.waitReady(ctx, t)
 	if got := w.servedCertificate(t); !got.Equal(first) {
