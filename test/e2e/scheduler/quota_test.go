@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/webhook/admission"
-	webhookapp "github.com/tessera-gpu/tessera/webhook/app"
 )
 
 // TestGPUQuota runs the admission webhook in front of extender mode and
@@ -36,7 +31,7 @@ func TestGPUQuota(t *testing.T) {
 
 func testGPUQuota(t *testing.T, e *env) {
 	ctx := t.Context()
-	startQuotaWebhook(ctx, t, e.cp)
+	e.cp.StartWebhook(t, nil)
 	const group = "quota"
 	e.addNode(ctx, t, "quota-1", group, 10, a100(0), a100(0), a100(0))
 	createGPUQuota(ctx, t, e.cp, "gpu", "40000", "4")
@@ -84,48 +79,6 @@ func testGPUQuota(t *testing.T, e *env) {
 		e.deletePod(ctx, t, name)
 	}
 	e.checkNoOvercommit(ctx, t)
-}
-
-// startQuotaWebhook runs the webhook in process in self-managed TLS mode
-// behind the shipped configurations, pointed at it, until the test ends.
-func startQuotaWebhook(ctx context.Context, t *testing.T, cp *framework.ControlPlane) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mutating, validating, err := framework.InstallWebhookConfigurations(ctx, cp.Kube,
-		filepath.Join(framework.RepoRoot(), "deploy", "webhook"), "https://"+ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := webhookapp.NewOptions()
-	opts.ListenAddress = ln.Addr().String()
-	opts.Namespace = framework.SystemNamespace
-	opts.IPAddresses = []string{"127.0.0.1"}
-	opts.MutatingWebhookConfiguration, opts.ValidatingWebhookConfiguration = mutating, validating
-	deps, err := webhookapp.NewDependencies(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deps.Listener = ln
-	server, err := webhookapp.NewServer(opts, deps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	runCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	done := make(chan error, 1)
-	go func() { done <- server.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook: %v", err)
-		}
-	})
-	if err := framework.WaitWebhookTrusted(ctx, cp.Kube, mutating, validating); err != nil {
-		t.Fatalf("the API server does not trust the webhook: %v", err)
-	}
 }
 
 // createGPUQuota creates a ResourceQuota on the GPU memory and count in the
