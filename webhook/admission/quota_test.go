@@ -11,14 +11,18 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestMutateWritesQuotaTotals(t *testing.T) {
-	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		// want edits a copy of pod into the expected result; nil means unchanged.
-		want    func(p *corev1.Pod)
-		objects []runtime.Object
-	}{
+// quotaMutation is a case of TestMutateWritesQuotaTotals.
+type quotaMutation struct {
+	name string
+	pod  *corev1.Pod
+	// want edits a copy of pod's containers into the expected result; nil
+	// means unchanged.
+	want    func(p *corev1.Pod)
+	objects []runtime.Object
+}
+
+func quotaMutations() []quotaMutation {
+	return []quotaMutation{
 		{
 			name: "totals the pod wrote are overwritten, so that it cannot under-declare",
 			pod:  pod(limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "10000", quotaGPUs, "1", quotaMemory, "10000", quotaCores, "1")),
@@ -75,7 +79,10 @@ func TestMutateWritesQuotaTotals(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range tests {
+}
+
+func TestMutateWritesQuotaTotals(t *testing.T) {
+	for _, tc := range quotaMutations() {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAdmitter(t, DefaultConfig(), tc.objects...)
 			got := mutated(t, a, tc.pod)
@@ -190,8 +197,32 @@ func gpuQuota(name string, triples ...string) *corev1.ResourceQuota {
 	return q
 }
 
+// quotaCase is a case of TestValidateRefusesPodsOverQuota: a pod, as the
+// mutation leaves it, the objects in the listers, and the parts of the
+// refusal's message (none: admitted).
+type quotaCase struct {
+	name    string
+	pod     *corev1.Pod
+	objects []runtime.Object
+	want    []string
+}
+
 func TestValidateRefusesPodsOverQuota(t *testing.T) {
-	twoBy10000 := pod(limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "10000"))
+	for _, tc := range append(quotaRoomCases(), quotaScopeCases()...) {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAdmitter(t, DefaultConfig(), tc.objects...)
+			resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, tc.pod)))
+			checkRefusal(t, resp.Allowed, resp.Result, tc.want)
+		})
+	}
+}
+
+// twoBy10000 asks for 2 GPUs of 10000 MiB each: 20000 MiB in all.
+func twoBy10000() *corev1.Pod {
+	return pod(limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "10000"))
+}
+
+func quotaScopeCases() []quotaCase {
 	withClass := func(p *corev1.Pod, class string) *corev1.Pod {
 		p = p.DeepCopy()
 		p.Spec.PriorityClassName = class
@@ -205,27 +236,48 @@ func TestValidateRefusesPodsOverQuota(t *testing.T) {
 	terminating.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}
 	elsewhere := gpuQuota("gpu", quotaMemory, "1", "1")
 	elsewhere.Namespace = "team-b"
-	tests := []struct {
-		name    string
-		pod     *corev1.Pod
-		objects []runtime.Object
-		want    []string
-	}{
+	return []quotaCase{
+		{
+			name:    "a quota whose priority class scope the pod is outside does not count it",
+			pod:     twoBy10000(),
+			objects: []runtime.Object{scoped},
+		},
+		{
+			name:    "a quota whose priority class scope the pod is in counts it",
+			pod:     withClass(twoBy10000(), "high"),
+			objects: []runtime.Object{scoped},
+			want:    []string{"(ResourceQuota high)"},
+		},
+		{
+			name:    "a quota of terminating pods does not count a pod without a deadline",
+			pod:     twoBy10000(),
+			objects: []runtime.Object{terminating},
+		},
+		{
+			name:    "another namespace's quota does not count",
+			pod:     twoBy10000(),
+			objects: []runtime.Object{elsewhere},
+		},
+	}
+}
+
+func quotaRoomCases() []quotaCase {
+	return []quotaCase{
 		{
 			name:    "memory summed over the GPUs past the limit names the namespace, what is used, what was asked and the limit",
-			pod:     twoBy10000,
+			pod:     twoBy10000(),
 			objects: []runtime.Object{gpuQuota("gpu", quotaMemory, "40000", "30000")},
 			want: []string{"namespace team-a would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 30000, asked 20000, limit 40000",
 				"metadata.namespace: Forbidden"},
 		},
 		{
 			name:    "a pod that fills the quota exactly is admitted",
-			pod:     twoBy10000,
+			pod:     twoBy10000(),
 			objects: []runtime.Object{gpuQuota("gpu", quotaMemory, "40000", "20000", quotaGPUs, "4", "2")},
 		},
 		{
 			name:    "every resource and quota over its limit is named",
-			pod:     twoBy10000,
+			pod:     twoBy10000(),
 			objects: []runtime.Object{gpuQuota("gpu", quotaMemory, "40000", "30000"), gpuQuota("count", quotaGPUs, "4", "3")},
 			want:    []string{"on requests.gpu.tessera.dev/memory", "(ResourceQuota count) on requests.gpu.tessera.dev/gpus (GPUs): used 3, asked 2, limit 4"},
 		},
@@ -256,33 +308,5 @@ func TestValidateRefusesPodsOverQuota(t *testing.T) {
 			// the sidecar and main's 13000.
 			want: []string{"used 20000, asked 25000, limit 40000"},
 		},
-		{
-			name:    "a quota whose priority class scope the pod is outside does not count it",
-			pod:     twoBy10000,
-			objects: []runtime.Object{scoped},
-		},
-		{
-			name:    "a quota whose priority class scope the pod is in counts it",
-			pod:     withClass(twoBy10000, "high"),
-			objects: []runtime.Object{scoped},
-			want:    []string{"(ResourceQuota high)"},
-		},
-		{
-			name:    "a quota of terminating pods does not count a pod without a deadline",
-			pod:     twoBy10000,
-			objects: []runtime.Object{terminating},
-		},
-		{
-			name:    "another namespace's quota does not count",
-			pod:     twoBy10000,
-			objects: []runtime.Object{elsewhere},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			a := newAdmitter(t, DefaultConfig(), tc.objects...)
-			resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, tc.pod)))
-			checkRefusal(t, resp.Allowed, resp.Result, tc.want)
-		})
 	}
 }
