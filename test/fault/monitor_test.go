@@ -82,14 +82,7 @@ func (m *monitor) reset() {
 func (m *monitor) longestOrphanAge() (time.Duration, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	longest, name := m.longestOrphan, m.orphanName
-	now := time.Now()
-	for uid, since := range m.orphanSince {
-		if d := now.Sub(since); d > longest {
-			longest, name = d, m.orphanNames[uid]
-		}
-	}
-	return longest, name
+	return longestOf(m.longestOrphan, m.orphanName, m.orphanSince, m.orphanNames)
 }
 
 // longestWait returns the longest wait since reset, waits still going on
@@ -97,14 +90,19 @@ func (m *monitor) longestOrphanAge() (time.Duration, string) {
 func (m *monitor) longestWait() (time.Duration, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	longest, pod := m.longest, m.longPod
+	return longestOf(m.longest, m.longPod, m.since, m.names)
+}
+
+// longestOf returns the longer of longest, which name had, and the longest
+// of the spans still going on in since, with its name in names.
+func longestOf(longest time.Duration, name string, since map[types.UID]time.Time, names map[types.UID]string) (time.Duration, string) {
 	now := time.Now()
-	for uid, since := range m.since {
-		if d := now.Sub(since); d > longest {
-			longest, pod = d, m.names[uid]
+	for uid, s := range since {
+		if d := now.Sub(s); d > longest {
+			longest, name = d, names[uid]
 		}
 	}
-	return longest, pod
+	return longest, name
 }
 
 // overCommitted returns every over-commit any reading has seen.
