@@ -96,26 +96,6 @@ func devAlloc(uuid string, index int32, memory int64, cores int32) gpuv1alpha1.D
 	return gpuv1alpha1.DeviceAllocation{UUID: uuid, Index: index, MemoryMiB: memory, Cores: cores}
 }
 
-// bind creates a pod bound to the node and its GPUAllocation, as the
-// scheduler extender would.
-func bind(ctx context.Context, t *testing.T, cp *framework.ControlPlane, node string, pod *corev1.Pod, containers ...gpuv1alpha1.ContainerAllocation) *corev1.Pod {
-	t.Helper()
-	pod.Namespace = "default"
-	pod.Spec.NodeName = node
-	pod, err := cp.Kube.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = cp.Tessera.GpuV1alpha1().GPUAllocations("default").Create(ctx, &gpuv1alpha1.GPUAllocation{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
-		Spec:       gpuv1alpha1.GPUAllocationSpec{PodUID: pod.UID, NodeName: node, Containers: containers},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pod
-}
-
 // runPlugin creates the plugin of cfg on the control plane, on backend
 // (nil: the configuration's GPUs), and runs it until stop is called;
 // stop returns what Run returned, however often it is called.
@@ -239,7 +219,7 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("init and app containers are served in order, back to back", func(t *testing.T) {
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "train"},
 			Spec: corev1.PodSpec{
 				InitContainers: []corev1.Container{gpuContainer("warmup", 1)},
@@ -286,7 +266,7 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("GetPreferredAllocation steers to the placed GPUs", func(t *testing.T) {
-		bind(ctx, t, cp, node, &corev1.Pod{
+		framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "steer"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{gpuContainer("main", 1)}},
 		}, allocContainer("main", gpuv1alpha1.ContainerApp, devAlloc("GPU-sim-1", 1, 1000, 0)))
@@ -302,7 +282,7 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("device count mismatch fails the allocation", func(t *testing.T) {
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "mismatch"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{gpuContainer("main", 1)}},
 		}, allocContainer("main", gpuv1alpha1.ContainerApp, devAlloc("GPU-sim-0", 0, 1000, 0)))
@@ -316,7 +296,7 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("pod deleted in between fails the allocation", func(t *testing.T) {
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "gone"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{gpuContainer("main", 1)}},
 		}, allocContainer("main", gpuv1alpha1.ContainerApp, devAlloc("GPU-sim-0", 0, 1000, 0)))
@@ -343,7 +323,7 @@ func TestPluginServesAllocationsFromTheAPIServer(t *testing.T) {
 
 	t.Run("an allocation the cache has not seen is found on the API server", func(t *testing.T) {
 		// Bind and allocate in one breath: the informer is usually behind.
-		bind(ctx, t, cp, node, &corev1.Pod{
+		framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "fresh"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{gpuContainer("main", 1)}},
 		}, allocContainer("main", gpuv1alpha1.ContainerApp, devAlloc("GPU-sim-0", 0, 3000, 30)))

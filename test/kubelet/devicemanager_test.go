@@ -13,6 +13,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/vdevice"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 const fourGPUs = `
@@ -104,7 +105,7 @@ func TestDevicePluginWithTheKubeletDeviceManager(t *testing.T) {
 	}
 
 	t.Run("init container and several GPU containers", func(t *testing.T) {
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "train"},
 			Spec: corev1.PodSpec{
 				InitContainers: []corev1.Container{{Name: "prepare", Image: "cuda", Resources: gpus(1)}},
@@ -131,7 +132,7 @@ func TestDevicePluginWithTheKubeletDeviceManager(t *testing.T) {
 	})
 
 	t.Run("sidecar and app container", func(t *testing.T) {
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "serve"},
 			Spec: corev1.PodSpec{
 				InitContainers: []corev1.Container{{Name: "proxy", Image: "cuda", Resources: gpus(1), RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
@@ -152,7 +153,7 @@ func TestDevicePluginWithTheKubeletDeviceManager(t *testing.T) {
 	})
 
 	t.Run("device count mismatch is a clear kubelet error", func(t *testing.T) {
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "mismatch"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "cuda", Resources: gpus(2)}}},
 		}, placed("main", gpuv1alpha1.ContainerApp, slice("GPU-k-2", 2, 1000, 0)))
@@ -167,7 +168,7 @@ func TestDevicePluginWithTheKubeletDeviceManager(t *testing.T) {
 	})
 
 	t.Run("no pending allocation is a clear kubelet error", func(t *testing.T) {
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "unplaced"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "cuda", Resources: gpus(1)}}},
 		})
@@ -184,7 +185,7 @@ func TestDevicePluginWithTheKubeletDeviceManager(t *testing.T) {
 		// The new kubelet knows the pods still running.
 		kl = startKubelet(t, logger, kl.activePods())
 		kl.waitForDevices(t, logger, 4*splitCount)
-		pod := bind(ctx, t, cp, node, &corev1.Pod{
+		pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "after-restart"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "cuda", Resources: gpus(1)}}},
 		}, placed("main", gpuv1alpha1.ContainerApp, slice("GPU-k-2", 2, 4000, 25)))

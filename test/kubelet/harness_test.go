@@ -188,29 +188,6 @@ func gpus(n int64) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Limits: corev1.ResourceList{gpuResource: *resource.NewQuantity(n, resource.DecimalSI)}}
 }
 
-// bind creates the pod, bound to the node, and the GPUAllocation the
-// scheduler extender would have written for it.
-func bind(ctx context.Context, t *testing.T, cp *framework.ControlPlane, node string, pod *corev1.Pod, containers ...gpuv1alpha1.ContainerAllocation) *corev1.Pod {
-	t.Helper()
-	pod.Namespace = metav1.NamespaceDefault
-	pod.Spec.NodeName = node
-	pod, err := cp.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(containers) == 0 {
-		return pod
-	}
-	_, err = cp.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace).Create(ctx, &gpuv1alpha1.GPUAllocation{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
-		Spec:       gpuv1alpha1.GPUAllocationSpec{PodUID: pod.UID, NodeName: node, Containers: containers},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pod
-}
-
 func placed(name string, kind gpuv1alpha1.ContainerKind, devices ...gpuv1alpha1.DeviceAllocation) gpuv1alpha1.ContainerAllocation {
 	return gpuv1alpha1.ContainerAllocation{Name: name, Kind: kind, Devices: devices}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // mixedMIGNode has GPU 0 in MIG mode, cut into a 3g.40gb and two 1g.10gb
@@ -98,7 +99,7 @@ func TestMIGOnAMixedNode(t *testing.T) {
 			t.Fatalf("no fit: %v", failure)
 		}
 		holds = append(holds, assignment...)
-		return bind(ctx, t, cp, node, pod, assignment...)
+		return framework.CreateBoundPod(ctx, t, cp, node, pod, assignment...)
 	}
 	gpuPod := func(name string, annotations map[string]string, limits corev1.ResourceList) *corev1.Pod {
 		return &corev1.Pod{

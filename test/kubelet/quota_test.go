@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // TestQuotaTotalsAreNotDevices admits a pod carrying the GPU quota's
@@ -22,7 +23,7 @@ func TestQuotaTotalsAreNotDevices(t *testing.T) {
 	for name, v := range map[corev1.ResourceName]int64{gpuv1alpha1.QuotaGPUs: 2, gpuv1alpha1.QuotaMemory: 16000, gpuv1alpha1.QuotaCores: 100} {
 		resources.Limits[name] = *resource.NewQuantity(v, resource.DecimalSI)
 	}
-	pod := bind(ctx, t, cp, node, &corev1.Pod{
+	pod := framework.CreateBoundPod(ctx, t, cp, node, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "with-totals"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "trainer", Image: "cuda", Resources: resources}}},
 	}, placed("trainer", gpuv1alpha1.ContainerApp, slice("GPU-k-0", 0, 8000, 50), slice("GPU-k-1", 1, 8000, 50)))

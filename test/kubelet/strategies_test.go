@@ -14,6 +14,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // strategyCase is a pod, where the scheduler placed its containers, and
@@ -92,7 +93,7 @@ func TestDeviceListStrategiesThroughTheKubelet(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					pod := tc.pod.DeepCopy()
 					pod.Name = strategy + "-" + tc.name
-					pod = bind(ctx, t, cp, node, pod, tc.placements...)
+					pod = framework.CreateBoundPod(ctx, t, cp, node, pod, tc.placements...)
 					opts, err := kl.admit(ctx, pod)
 					if err != nil {
 						t.Fatal(err)
