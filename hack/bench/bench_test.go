@@ -13,6 +13,21 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
+// newTestRunner builds the extender and loads the scheduler configuration
+// that o names, for a runner of o in the test's directories.
+func newTestRunner(ctx context.Context, t *testing.T, o *Options) *runner {
+	t.Helper()
+	config, err := loadExtenderConfig(framework.RepoRoot() + "/" + o.SchedulerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := buildExtender(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
+}
+
 // TestSmoke runs every row on a tiny cluster against a real control plane
 // and checks that each bound every pod and measured what its row measures.
 // It asserts no timing: the numbers come from the full-size runs.
@@ -22,16 +37,9 @@ func TestSmoke(t *testing.T) {
 	defer cancel()
 	o := NewOptions()
 	o.Nodes, o.Pods, o.Timeout, o.Workers = 5, 20, 3*time.Minute, 8
-	config, err := loadExtenderConfig(framework.RepoRoot() + "/" + o.SchedulerConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := buildExtender(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
-	if r.schedulerBin, r.pluginConfig, err = pluginScheduler(o, config.SchedulerName); err != nil {
+	r := newTestRunner(ctx, t, o)
+	var err error
+	if r.schedulerBin, r.pluginConfig, err = pluginScheduler(o, r.extenderConfig.SchedulerName); err != nil {
 		t.Fatal(err)
 	}
 
@@ -137,15 +145,7 @@ func TestBacklogSmoke(t *testing.T) {
 	o := NewOptions()
 	o.Mode, o.Nodes, o.Workers, o.Rows = modeBacklog, 3, 8, []string{rowTessera, rowDRA}
 	o.FinishRate, o.BacklogDuration, o.BacklogWarmup = 10, 3*time.Second, time.Minute
-	config, err := loadExtenderConfig(framework.RepoRoot() + "/" + o.SchedulerConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := buildExtender(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
+	r := newTestRunner(ctx, t, o)
 	table := BacklogTable{Title: "backlog", Rows: r.runBacklog(ctx)}
 	if len(table.Rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(table.Rows))
