@@ -30,6 +30,11 @@ type Options struct {
 	// which makes ResourceClaims from a pod's templates and deallocates
 	// and deletes them when the pod is gone.
 	DRA bool
+	// Workloads adds to kube-controller-manager the controllers of the
+	// workload APIs (workloadControllers), which Kueue's batch/job
+	// integration and its users need. They are off unless asked for: they
+	// watch every pod, which load tests and benchmarks would pay for.
+	Workloads bool
 	// APIServerFlags are extra kube-apiserver flags, such as
 	// "--admission-control-config-file=...".
 	APIServerFlags []string
@@ -125,7 +130,7 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 		return cp, err
 	}
 	if opts.ControllerManager {
-		if err := cp.startControllerManager(opts.DRA); err != nil {
+		if err := cp.startControllerManager(opts); err != nil {
 			return cp, err
 		}
 	}
@@ -273,14 +278,25 @@ func (cp *ControlPlane) waitHealthy(ctx context.Context, what, path string) erro
 	return nil
 }
 
-func (cp *ControlPlane) startControllerManager(dra bool) error {
+// workloadControllers are the kube-controller-manager controllers that
+// Options.Workloads adds: Jobs and CronJobs (which Kueue suspends and
+// resumes), Deployments, ReplicaSets and StatefulSets (which otherwise
+// create no pods), PodDisruptionBudgets (which otherwise never allow a
+// disruption), finished Jobs' time to live and the pod garbage collector.
+const workloadControllers = "job-controller,cronjob-controller,deployment-controller,replicaset-controller," +
+	"statefulset-controller,disruption-controller,ttl-after-finished-controller,pod-garbage-collector-controller"
+
+func (cp *ControlPlane) startControllerManager(opts Options) error {
 	port, err := FreePort()
 	if err != nil {
 		return err
 	}
 	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller"
-	if dra {
+	if opts.DRA {
 		controllers += ",resourceclaim-controller"
+	}
+	if opts.Workloads {
+		controllers += "," + workloadControllers
 	}
 	_, err = cp.start("kube-controller-manager",
 		"--kubeconfig="+cp.KubeconfigPath,
