@@ -1,0 +1,125 @@
+package kueue
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/app"
+	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// env is a control plane with the workload controllers, Kueue with the
+// example teams' queues, Tessera's extender, kube-scheduler and webhook,
+// and a goroutine playing the nodes' kubelets.
+type env struct {
+	cp       *framework.ControlPlane
+	dynamic  dynamic.Interface
+	extender string // host:port
+}
+
+// startEnv starts everything for one test; t.Cleanup stops it.
+func startEnv(t *testing.T) *env {
+	t.Helper()
+	cp := framework.Start(t, framework.Options{ControllerManager: true, Workloads: true})
+	cp.StartKueue(t)
+	ctx := context.Background()
+	examples := filepath.Join(framework.RepoRoot(), "deploy", "examples", "kueue")
+	if err := framework.ApplyManifests(ctx, cp.Config, filepath.Join(examples, "queues.yaml"), filepath.Join(examples, "teams.yaml")); err != nil {
+		t.Fatalf("applying the example queues: %v", err)
+	}
+	client, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cp: cp, dynamic: client, extender: startExtender(t, cp)}
+	cp.StartShippedScheduler(t, "http://"+e.extender)
+	startWebhook(t, cp)
+	serveAllocations(t, cp)
+	return e
+}
+
+// startExtender runs Tessera's extender in process until the test ends
+// and returns its address once it is ready.
+func startExtender(t *testing.T, cp *framework.ControlPlane) string {
+	t.Helper()
+	cfg := options.NewConfig()
+	cfg.HeartbeatMaxAge.Duration = time.Hour
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
+	done := make(chan error, 1)
+	go func() { done <- app.Serve(ctx, cfg, cp.Config, app.Listeners{Extender: ln}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("extender: %v", err)
+		}
+	})
+	addr := ln.Addr().String()
+	framework.WaitReady(t, "the extender", "http://"+addr+"/readyz")
+	return addr
+}
+
+// addNode creates a Node whose device plugin advertises 10 shares of each
+// of its A100s, its GPUNode with the GPUs and a fresh heartbeat, and waits
+// until the extender sees it: kube-scheduler does not retry a pod on an
+// extender's account.
+func (e *env) addNode(ctx context.Context, t *testing.T, name string, gpus int) {
+	t.Helper()
+	names := gpurequest.DefaultResourceNames()
+	framework.CreateReadyNode(ctx, t, e.cp.Kube, name, corev1.ResourceList{names.Count: resource.MustParse(strconv.Itoa(10 * gpus))})
+	gn, err := e.cp.Tessera.GpuV1alpha1().GPUNodes().Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating GPUNode %s: %v", name, err)
+	}
+	for i := range gpus {
+		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
+			UUID: fmt.Sprintf("GPU-%s-%d", name, i), Index: int32(i), Model: "NVIDIA A100-SXM4-80GB",
+			MemoryMiB: 81920, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+		})
+	}
+	gn.Status.GPUCount = int32(gpus)
+	gn.Status.DriverVersion = "simulated"
+	if _, err := e.cp.Tessera.GpuV1alpha1().GPUNodes().UpdateStatus(ctx, gn, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("writing GPUNode %s status: %v", name, err)
+	}
+	framework.RenewNodeLease(ctx, t, e.cp.Kube, name, time.Now())
+	framework.WaitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
+		body, err := httpGet("http://" + e.extender + "/metrics/state")
+		return err == nil && strings.Contains(body, `node="`+name+`"`), ""
+	})
+}
+
+func httpGet(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}

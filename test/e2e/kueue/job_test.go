@@ -1,0 +1,210 @@
+package kueue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// queueLabel names the LocalQueue a Job is submitted to.
+const queueLabel = "kueue.x-k8s.io/queue-name"
+
+// slice is one pod's GPU request: per GPU as the user writes it under
+// nvidia.com/*, and Tessera's totals, which Kueue's quotas count.
+type slice struct{ gpus, memoryMiB, cores int64 }
+
+func (s slice) resources() corev1.ResourceList {
+	q := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
+	return corev1.ResourceList{
+		"nvidia.com/gpu":        q(s.gpus),
+		"nvidia.com/gpumem":     q(s.memoryMiB),
+		"nvidia.com/gpucores":   q(s.cores),
+		gpuv1alpha1.QuotaGPUs:   q(s.gpus),
+		gpuv1alpha1.QuotaMemory: q(s.gpus * s.memoryMiB),
+		gpuv1alpha1.QuotaCores:  q(s.gpus * s.cores),
+	}
+}
+
+// gpuJob is a Job of pods pods, each asking for s, in the namespace's
+// LocalQueue "gpu". Tessera's webhook writes the totals and the scheduler
+// name into pods, not Jobs, so the Job writes the totals Kueue counts
+// itself; the webhook refuses pods whose totals are not its own.
+func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{queueLabel: "gpu"}},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(pods),
+			Completions: ptr.To(pods),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy:                 corev1.RestartPolicyNever,
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []corev1.Container{{
+					Name:      "train",
+					Image:     "registry.example/train:1",
+					Resources: corev1.ResourceRequirements{Requests: s.resources(), Limits: s.resources()},
+				}},
+			}},
+		},
+	}
+}
+
+// TestJob submits Jobs of GPU slices to team-a's queue: one within the
+// cohort's quota is suspended by Kueue, admitted, resumed, and its pods
+// are created by the job controller and placed by Tessera with an
+// allocation each, and team-a's ClusterQueue counts Tessera's totals; one
+// asking for more GPUs than the cohort has stays suspended.
+func TestJob(t *testing.T) {
+	e := startEnv(t)
+	ctx := context.Background()
+	const node = "kueue-a100"
+	e.addNode(ctx, t, node, 4)
+
+	t.Run("admitted and placed", func(t *testing.T) {
+		job := e.submit(ctx, t, gpuJob("team-a", "slices", 2, slice{gpus: 1, memoryMiB: 20000, cores: 30}))
+		e.waitAdmitted(t, job, "team-a")
+		framework.WaitFor(t, 30*time.Second, "Kueue to resume the Job", func() (bool, string) {
+			got, err := e.cp.Kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+			return err == nil && !ptr.Deref(got.Spec.Suspend, true), fmt.Sprint(err)
+		})
+		e.waitPlaced(ctx, t, job, node, 2)
+		e.waitUsage(t, "team-a", map[corev1.ResourceName]int64{
+			gpuv1alpha1.QuotaGPUs: 2, gpuv1alpha1.QuotaMemory: 40000, gpuv1alpha1.QuotaCores: 60,
+		})
+	})
+
+	t.Run("over the cohort's quota", func(t *testing.T) {
+		// The two teams hold 8 GPUs between them.
+		job := e.submit(ctx, t, gpuJob("team-a", "too-big", 1, slice{gpus: 9, memoryMiB: 1000, cores: 10}))
+		framework.WaitFor(t, 30*time.Second, "Kueue to find no room for the Job", func() (bool, string) {
+			wl := e.workload(ctx, t, job)
+			if wl == nil {
+				return false, "no Workload yet"
+			}
+			c := condition(wl, "QuotaReserved")
+			return c != nil && c["status"] == "False" && c["reason"] == "Pending", fmt.Sprint(c)
+		})
+		got, err := e.cp.Kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil || !ptr.Deref(got.Spec.Suspend, false) {
+			t.Fatalf("Job %s: want it still suspended, got %v (%v)", job.Name, got.Spec.Suspend, err)
+		}
+		pods, err := e.cp.Kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+		if err != nil || len(pods.Items) != 0 {
+			t.Fatalf("Job %s: want no pods, got %d (%v)", job.Name, len(pods.Items), err)
+		}
+	})
+}
+
+// submit creates job and checks that Kueue's webhook suspended it.
+func (e *env) submit(ctx context.Context, t *testing.T, job *batchv1.Job) *batchv1.Job {
+	t.Helper()
+	created, err := e.cp.Kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating Job %s/%s: %v", job.Namespace, job.Name, err)
+	}
+	if !ptr.Deref(created.Spec.Suspend, false) {
+		t.Fatalf("Job %s/%s was not suspended at creation: Kueue's webhook did not run", job.Namespace, job.Name)
+	}
+	return created
+}
+
+// workload returns the Workload Kueue made for job, or nil.
+func (e *env) workload(ctx context.Context, t *testing.T, job *batchv1.Job) *unstructured.Unstructured {
+	t.Helper()
+	list, err := e.dynamic.Resource(framework.KueueResource("workloads")).Namespace(job.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing Workloads: %v", err)
+	}
+	for i := range list.Items {
+		for _, ref := range list.Items[i].GetOwnerReferences() {
+			if ref.UID == job.UID {
+				return &list.Items[i]
+			}
+		}
+	}
+	return nil
+}
+
+// condition returns the Workload's condition of type kind, or nil.
+func condition(wl *unstructured.Unstructured, kind string) map[string]any {
+	conditions, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
+	for _, c := range conditions {
+		if c, ok := c.(map[string]any); ok && c["type"] == kind {
+			return c
+		}
+	}
+	return nil
+}
+
+// waitAdmitted waits until job's Workload is admitted to clusterQueue.
+func (e *env) waitAdmitted(t *testing.T, job *batchv1.Job, clusterQueue string) {
+	t.Helper()
+	framework.WaitFor(t, 30*time.Second, "Kueue to admit Job "+job.Name, func() (bool, string) {
+		wl := e.workload(context.Background(), t, job)
+		if wl == nil {
+			return false, "no Workload yet"
+		}
+		cq, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue")
+		c := condition(wl, "Admitted")
+		return c != nil && c["status"] == "True" && cq == clusterQueue, fmt.Sprintf("clusterQueue %q, Admitted %v", cq, c)
+	})
+}
+
+// waitPlaced waits until the job controller has made pods pods for job and
+// Tessera has bound each to node with its GPUAllocation.
+func (e *env) waitPlaced(ctx context.Context, t *testing.T, job *batchv1.Job, node string, pods int) {
+	t.Helper()
+	framework.WaitFor(t, time.Minute, fmt.Sprintf("%d pods of Job %s to be placed", pods, job.Name), func() (bool, string) {
+		list, err := e.cp.Kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+		if err != nil {
+			return false, err.Error()
+		}
+		placed := 0
+		for _, pod := range list.Items {
+			alloc, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if pod.Spec.NodeName == node && err == nil && alloc.Spec.PodUID == pod.UID {
+				placed++
+			}
+		}
+		return len(list.Items) == pods && placed == pods, fmt.Sprintf("%d pods, %d placed", len(list.Items), placed)
+	})
+}
+
+// waitUsage waits until the ClusterQueue's usage of the example flavor is
+// want.
+func (e *env) waitUsage(t *testing.T, clusterQueue string, want map[corev1.ResourceName]int64) {
+	t.Helper()
+	framework.WaitFor(t, 30*time.Second, "ClusterQueue "+clusterQueue+" to count the admitted Job", func() (bool, string) {
+		cq, err := e.dynamic.Resource(framework.KueueResource("clusterqueues")).Get(context.Background(), clusterQueue, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsUsage")
+		got := map[corev1.ResourceName]int64{}
+		for _, f := range flavors {
+			resources, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
+			for _, r := range resources {
+				r := r.(map[string]any)
+				if total, err := resource.ParseQuantity(fmt.Sprint(r["total"])); err == nil {
+					got[corev1.ResourceName(fmt.Sprint(r["name"]))] = total.Value()
+				}
+			}
+		}
+		for name, total := range want {
+			if got[name] != total {
+				return false, fmt.Sprintf("usage %v, want %v", got, want)
+			}
+		}
+		return true, ""
+	})
+}
