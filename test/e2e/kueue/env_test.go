@@ -51,7 +51,7 @@ func startEnv(t *testing.T) *env {
 	}
 	e := &env{cp: cp, dynamic: client, extender: startExtender(t, cp)}
 	cp.StartShippedScheduler(t, "http://"+e.extender)
-	startWebhook(t, cp)
+	cp.StartWebhook(t, nil)
 	serveAllocations(t, cp)
 	return e
 }
