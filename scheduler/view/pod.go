@@ -31,6 +31,10 @@ type Pod struct {
 	Since time.Time
 
 	holds []placement.Hold
+	// use is what the pod holds of its namespace's GPU quota, counted
+	// when it was added to the view, so that releasing it takes off
+	// exactly that.
+	use placement.Use
 	// replaced is, for a reservation, the GPUAllocation it took the place of.
 	replaced types.UID
 }
@@ -52,3 +56,6 @@ func newPod(uid types.UID, namespace, name, node string, containers []gpuv1alpha
 // Holds returns what the pod holds on each of its GPUs. The result must not
 // be changed.
 func (p *Pod) Holds() []placement.Hold { return p.holds }
+
+// Use returns what the pod holds of its namespace's GPU quota.
+func (p *Pod) Use() placement.Use { return p.use }

@@ -11,6 +11,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 )
 
 // View is the extender's in-memory picture of every GPU and what holds it.
@@ -31,6 +32,8 @@ type View struct {
 	// nanoseconds. A node shares its Lease's, so that a renewal, many
 	// a second in a large cluster, takes no write lock.
 	leases map[string]*atomic.Int64
+	// usage is what each namespace's pods hold of its GPU quota.
+	usage namespaceUse
 }
 
 // New returns an empty view.
@@ -62,6 +65,7 @@ func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 		n.NoHAMiCore = c.Message
 	}
 	n.rebuild()
+	v.recount(n)
 }
 
 // SetLease records when the node's Lease, its device plugin's heartbeat,
@@ -182,26 +186,41 @@ type FitFunc func(n *Node) ([]gpuv1alpha1.ContainerAllocation, error)
 // counted while fit runs, and is replaced when fit succeeds; replaced
 // returns it. When fit fails, the view is left as it was.
 func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
+	return v.ReserveWithin(quota.Limits{}, uid, namespace, name, nodeName, now, fit)
+}
+
+// ReserveWithin is Reserve within the namespace's GPU limits: what fit
+// gives the pod, as the quota counts it (placement.UseOf), must fit beside
+// what the namespace's other pods hold, or nothing is reserved and the
+// error is a *quota.ExceededError. The check and the reservation are one
+// step under the view's lock, so two pods of a namespace reserved at once,
+// on any nodes, never both pass a limit that has room for one.
+func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n := v.node(nodeName)
 	old, hadOld := v.pods[uid]
-	if hadOld && old.Node == nodeName {
+	sameNode := hadOld && old.Node == nodeName
+	if sameNode {
 		n.Placement.Remove(old.holds)
 	}
 	containers, err = fit(n)
+	if err == nil && limits.Enforced() {
+		err = limits.Check(namespace, v.usedWithout(namespace, uid), placement.UseOf(containers, &n.Placement))
+	}
 	if err != nil {
-		if hadOld && old.Node == nodeName {
+		if sameNode {
 			n.Placement.Add(old.holds)
 		}
 		v.forgetIfEmpty(nodeName, n)
 		return nil, nil, err
 	}
 	if hadOld {
-		if old.Node == nodeName {
+		if sameNode {
 			// Its holds are off the node already.
 			delete(n.pods, uid)
 			delete(v.pods, uid)
+			v.usage.sub(old.Namespace, old.use)
 		} else {
 			v.release(uid)
 		}
@@ -233,6 +252,8 @@ func (v *View) add(p *Pod) {
 	n.pods[p.UID] = p
 	n.Placement.Add(p.holds)
 	v.pods[p.UID] = p
+	p.use = placement.UseOf(p.Containers, &n.Placement)
+	v.usage.add(p.Namespace, p.use)
 }
 
 func (v *View) release(uid types.UID) (*Pod, bool) {
@@ -241,6 +262,7 @@ func (v *View) release(uid types.UID) (*Pod, bool) {
 		return nil, false
 	}
 	delete(v.pods, uid)
+	v.usage.sub(p.Namespace, p.use)
 	if n, ok := v.nodes[p.Node]; ok {
 		n.Placement.Remove(p.holds)
 		delete(n.pods, uid)
