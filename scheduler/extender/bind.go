@@ -17,7 +17,6 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/commit"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
-	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -26,9 +25,11 @@ import (
 const ReasonFailedGPUPlacement = "FailedGPUPlacement"
 
 // Bind gives the pod its GPUs on the node the scheduler chose: it fits the
-// pod again on the current view and reserves the GPUs, waits for the node's
-// in-flight allocation, writes the pod's GPUAllocation and binds the pod.
-// Whatever fails, the GPUs and the allocation are given back.
+// pod again on the current view and reserves the GPUs within its
+// namespace's GPU quota, waits for the node's in-flight allocation, writes
+// the pod's GPUAllocation and binds the pod. Whatever fails, the GPUs and
+// the allocation are given back; a pod the quota has no room for gets
+// nothing written.
 func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArgs) (string, error) {
 	if err := validateBinding(args); err != nil {
 		return metrics.ResultInvalid, err
@@ -72,18 +73,9 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 
 	now := e.Clock.Now()
 	var warning view.Reason
-	containers, _, err := e.View.Reserve(pod.UID, pod.Namespace, pod.Name, args.Node, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
-		closed, unenforced := e.rules().Closed(n, now, req.Request)
-		if !closed.OK() {
-			return nil, errors.New(string(closed))
-		}
-		assignment, failure := placement.Fit(&n.Placement, req.Request)
-		if failure != nil {
-			return nil, errors.New(failure.Of("it"))
-		}
-		warning = unenforced
-		return assignment, nil
-	})
+	rules := e.rules()
+	containers, _, err := e.View.ReserveWithin(rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, args.Node, now,
+		rules.Fit(now, req.Request, "it", &warning))
 	if err != nil {
 		err = fmt.Errorf("pod %s/%s no longer fits node %s: %w", pod.Namespace, pod.Name, args.Node, err)
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
@@ -91,7 +83,9 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	}
 
 	if err := committer.Commit(ctx, pod, args.Node, containers); err != nil {
-		e.View.ReleaseReservation(pod.UID, now)
+		if e.View.ReleaseReservation(pod.UID, now) && e.QuotaRequeue != nil {
+			e.QuotaRequeue.QuotaFreed(pod.Namespace)
+		}
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return resultOf(err), err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -48,6 +49,10 @@ type Config struct {
 	// Requeue learns which pods no node could take, so that they are
 	// retried when GPUs are freed; nil for none.
 	Requeue Requeue
+	// QuotaRequeue learns which of them their namespace's GPU quota
+	// turned away, so that they are retried when the namespace frees GPUs
+	// or its quota is raised; nil for none.
+	QuotaRequeue QuotaRequeue
 
 	// ResourceNames are the resources pods ask for GPU slices with.
 	ResourceNames gpurequest.ResourceNames
@@ -63,6 +68,8 @@ type Config struct {
 	// HAMiCoreMissing is what happens to pods asking for GPU slices on a
 	// node without the HAMi-core library; empty means HAMiCoreRefuse.
 	HAMiCoreMissing view.HAMiCorePolicy
+	// Quotas tell the namespaces' GPU limits; nil enforces none.
+	Quotas quota.Source
 
 	// Ready reports whether the view holds everything the API does; until
 	// it does, the extender refuses to decide.
@@ -79,6 +86,19 @@ type Requeue interface {
 	// node could take it now.
 	Rejected(pod *corev1.Pod, serves func(ft *placement.Fitter, node string) bool)
 	Forget(uid types.UID)
+}
+
+// QuotaRequeue remembers the pods a namespace's GPU quota turned away,
+// until they are bound.
+type QuotaRequeue interface {
+	// OverQuota records that the pod's namespace's GPU quota turned it
+	// away on some node, by what the namespace held at since; admits
+	// tells whether the quota has room now for what the pod asked beside
+	// taken, and what it asked.
+	OverQuota(pod *corev1.Pod, since time.Time, admits func(taken placement.Use) (placement.Use, bool))
+	// QuotaFreed says the namespace's GPU quota may have room: a bind
+	// gave back what it reserved.
+	QuotaFreed(namespace string)
 }
 
 // Extender answers filter, prioritize and bind.
@@ -134,7 +154,7 @@ func (e *Extender) request(pod *corev1.Pod) (podrequest.Request, error) {
 // rules are what keep a node from taking a pod whatever its GPUs' usage:
 // such a node is unresolvable, since evicting pods would not help.
 func (e *Extender) rules() view.Rules {
-	return view.Rules{HeartbeatMaxAge: e.HeartbeatMaxAge, HAMiCoreMissing: e.HAMiCoreMissing}
+	return view.Rules{HeartbeatMaxAge: e.HeartbeatMaxAge, HAMiCoreMissing: e.HAMiCoreMissing, Quotas: e.Quotas}
 }
 
 // errNotReady is the answer while the view is still being built.

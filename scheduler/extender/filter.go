@@ -34,38 +34,13 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 		return metrics.ResultInvalid
 	}
 
+	var j *judge
 	if len(req.Containers) == 0 {
 		// Nothing to place: every node fits.
 		out.feasible = append(out.feasible, names...)
 	} else {
-		now, rules := e.Clock.Now(), e.rules()
-		workers := e.workers()
-		out.parts = resize(out.parts, workers)
-		for w := range out.parts {
-			out.parts[w].reset()
-		}
-		e.View.ReadParallel(&out.lookup, names, pod.UID, workers, func(w, i int, n *view.Node) {
-			part, name := &out.parts[w], names[i]
-			if closed, _ := rules.Closed(n, now, req.Request); !closed.OK() {
-				part.unresolvable = append(part.unresolvable, nodeReason{name, string(closed)})
-				return
-			}
-			f := &part.failure
-			switch {
-			case part.fitter.Feasible(&n.Placement, req.Request, f):
-				part.feasible = append(part.feasible, name)
-			case f.Unresolvable:
-				part.unresolvable = append(part.unresolvable, nodeReason{name, part.reason(f)})
-			default:
-				part.failed = append(part.failed, nodeReason{name, part.reason(f)})
-			}
-		})
-		for w := range out.parts {
-			part := &out.parts[w]
-			out.feasible = append(out.feasible, part.feasible...)
-			out.failed = append(out.failed, part.failed...)
-			out.unresolvable = append(out.unresolvable, part.unresolvable...)
-		}
+		j = e.judge(pod, req.Request)
+		e.decideAll(j, pod, names, out)
 	}
 	if nodes := args.Nodes(); nodes != nil {
 		// A scheduler that is not node-cache capable expects whole nodes back.
@@ -77,12 +52,38 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 	}
 	if len(out.feasible) == 0 {
 		if e.Requeue != nil {
-			e.Requeue.Rejected(pod, e.serves(req.Request))
+			e.Requeue.Rejected(pod, e.serves(pod, req.Request))
+		}
+		if j != nil && j.turnedAway.Any && e.QuotaRequeue != nil {
+			e.QuotaRequeue.OverQuota(pod, j.now, e.admits(pod, req.Request, j.turnedAway.Asked))
 		}
 		e.tellNoPreemption(pod, req, out.failed)
 		return metrics.ResultUnschedulable
 	}
 	return metrics.ResultSuccess
+}
+
+// decideAll decides every named node for the pod by j, each run of them
+// on a worker of its own, and gathers the parts into out in the order of
+// the runs, and into j what the quota turned away.
+func (e *Extender) decideAll(j *judge, pod *corev1.Pod, names []string, out *filterAnswer) {
+	workers := e.workers()
+	out.parts = resize(out.parts, workers)
+	for w := range out.parts {
+		out.parts[w].reset()
+	}
+	e.View.ReadParallel(&out.lookup, names, pod.UID, workers, func(w, i int, n *view.Node) {
+		j.decide(&out.parts[w], names[i], n)
+	})
+	for w := range out.parts {
+		part := &out.parts[w]
+		out.feasible = append(out.feasible, part.feasible...)
+		out.failed = append(out.failed, part.failed...)
+		out.unresolvable = append(out.unresolvable, part.unresolvable...)
+		if part.turnedAway.Any {
+			j.turnedAway.Add(part.turnedAway.Asked)
+		}
+	}
 }
 
 // filterAnswer is the answer to one filter call, kept in buffers that the
@@ -110,6 +111,8 @@ type filterPart struct {
 	// reasons words each distinct failure once per call: thousands of
 	// nodes fail for a handful of reasons.
 	reasons map[placement.Failure]string
+	// turnedAway is what the namespace's GPU quota turned away.
+	turnedAway view.TurnedAway
 	// fitter and failure are what deciding a node reuses.
 	fitter  placement.Fitter
 	failure placement.Failure
@@ -125,6 +128,7 @@ func (a *filterAnswer) reset() {
 
 func (p *filterPart) reset() {
 	p.feasible, p.failed, p.unresolvable = p.feasible[:0], p.failed[:0], p.unresolvable[:0]
+	p.turnedAway = view.TurnedAway{}
 	if p.reasons == nil {
 		p.reasons = map[placement.Failure]string{}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,6 +15,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -67,27 +69,10 @@ func (e *Extender) Preempt(ctx context.Context, args *extenderv1.ExtenderPreempt
 	slices.Sort(names)
 	decisions := make([]nodeDecision, len(names))
 	now, rules := e.Clock.Now(), e.rules()
+	q := rules.Quota(e.View, pod.Namespace, pod.UID, req.Request)
 	e.View.Read(names, pod.UID, func(name string, n *view.Node) {
 		i, _ := slices.BinarySearch(names, name)
-		d := &decisions[i]
-		if n == nil {
-			d.why = "it has no GPUNode"
-			return
-		}
-		if closed, _ := rules.Closed(n, now, req.Request); !closed.OK() {
-			d.why = string(closed)
-			return
-		}
-		uids := candidates[name].Pods
-		gone := func(uid types.UID) bool {
-			return slices.ContainsFunc(uids, func(p *extenderv1.MetaPod) bool { return p != nil && p.UID == string(uid) })
-		}
-		containers, failure := preemption.FitWithout(n, req.Request, gone)
-		if failure != nil {
-			d.why = failure.Of("without them the node")
-			return
-		}
-		d.why, d.containers = "", containers
+		decisions[i] = decideVictims(n, now, rules, &q, req.Request, candidates[name].Pods)
 	})
 
 	// What is said names the nodes kept first.
@@ -122,6 +107,33 @@ func (e *Extender) Preempt(ctx context.Context, args *extenderv1.ExtenderPreempt
 type nodeDecision struct {
 	containers []gpuv1alpha1.ContainerAllocation
 	why        string
+}
+
+// decideVictims decides whether evicting victims from node n, in the view,
+// makes room for req, by the rules' admission order. The namespace's GPU
+// quota counts what it holds with the victims still there: no pod is
+// evicted to make room in a quota, even one of the same namespace.
+func decideVictims(n *view.Node, now time.Time, rules view.Rules, q *view.Quota, req *placement.Request, victims []*extenderv1.MetaPod) nodeDecision {
+	if n == nil {
+		return nodeDecision{why: "it has no GPUNode"}
+	}
+	if closed, _ := rules.Closed(n, now, req); !closed.OK() {
+		return nodeDecision{why: string(closed)}
+	}
+	if closed := q.Closed(); !closed.OK() {
+		return nodeDecision{why: string(closed) + ", and no pod is evicted to make room in a quota"}
+	}
+	gone := func(uid types.UID) bool {
+		return slices.ContainsFunc(victims, func(p *extenderv1.MetaPod) bool { return p != nil && p.UID == string(uid) })
+	}
+	containers, failure := preemption.FitWithout(n, req, gone)
+	if failure != nil {
+		return nodeDecision{why: failure.Of("without them the node")}
+	}
+	if over := q.ExceededBy(placement.UseOf(containers, &n.Placement)); !over.OK() {
+		return nodeDecision{why: string(over) + ", and no pod is evicted to make room in a quota"}
+	}
+	return nodeDecision{containers: containers}
 }
 
 // notifyPreemption tells the pod what preemption would do: the nodes kept,
