@@ -10,4 +10,9 @@
 // all. So when GPUs are freed, or a GPUNode appears or changes, the
 // extender updates an annotation on the pods it turned away shortly
 // before, which kube-scheduler takes as a reason to retry them.
+//
+// A pod its namespace's GPU quota turned away waits on no event
+// kube-scheduler watches: the namespace freeing GPUs, or a ResourceQuota
+// raised or deleted. Such pods are remembered until they are bound or
+// deleted, and poked when their namespace's quota has room for them.
 package requeue

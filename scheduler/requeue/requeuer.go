@@ -37,6 +37,9 @@ type Requeuer struct {
 
 	mu       sync.Mutex
 	rejected map[types.UID]*rejection
+	// quotaFreed is when each namespace's GPU quota last may have got
+	// room (see QuotaFreed).
+	quotaFreed map[string]time.Time
 	// ft is what deciding whether a node serves a pod reuses.
 	ft    placement.Fitter
 	queue workqueue.TypedRateLimitingInterface[types.UID]
@@ -47,6 +50,10 @@ type rejection struct {
 	namespace, name string
 	// serves tells whether a node could take the pod now.
 	serves func(ft *placement.Fitter, node string) bool
+	// admits, for a pod its namespace's GPU quota turned away, tells
+	// whether the quota has room for it now (see OverQuota); nil for
+	// others.
+	admits func(taken placement.Use) (placement.Use, bool)
 	at     time.Time // the latest time it was turned away
 	poked  time.Time // when it was last queued for a poke
 }
@@ -61,6 +68,7 @@ func New(kube kubernetes.Interface, clk clock.WithTicker, window time.Duration, 
 		window:       window,
 		fieldManager: fieldManager,
 		rejected:     map[types.UID]*rejection{},
+		quotaFreed:   map[string]time.Time{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[types.UID](),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Clock: clk},
@@ -75,7 +83,7 @@ func (r *Requeuer) Rejected(pod *corev1.Pod, serves func(ft *placement.Fitter, n
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rej, ok := r.rejected[pod.UID]; ok {
-		rej.at, rej.serves = now, serves
+		rej.at, rej.serves, rej.admits = now, serves, nil
 		return
 	}
 	if len(r.rejected) >= MaxTracked {
@@ -114,10 +122,17 @@ func (r *Requeuer) Freed(node string) {
 
 // expire forgets pods turned away longer than the window ago: kube-scheduler
 // retries those on the cluster event itself, after the extender saw it.
+// It keeps those their namespace's GPU quota turned away: no event of
+// kube-scheduler's follows a quota raised.
 func (r *Requeuer) expire(now time.Time) {
 	for uid, rej := range r.rejected {
-		if now.Sub(rej.at) > r.window {
+		if now.Sub(rej.at) > r.window && rej.admits == nil {
 			delete(r.rejected, uid)
+		}
+	}
+	for namespace, freed := range r.quotaFreed {
+		if now.Sub(freed) > r.window {
+			delete(r.quotaFreed, namespace)
 		}
 	}
 }
