@@ -82,6 +82,8 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Recorder:          s.events.NewRecorder(scheme.Scheme, extender.FieldManager),
 		Metrics:           requests,
 		Requeue:           requeuer,
+		QuotaRequeue:      requeuer,
+		Quotas:            keeper.Quotas,
 		ResourceNames:     cfg.ResourceNames,
 		DefaultNodePolicy: cfg.DefaultNodePolicy,
 		DefaultGPUPolicy:  cfg.DefaultGPUPolicy,

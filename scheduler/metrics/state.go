@@ -30,6 +30,7 @@ type State struct {
 	heartbeat        family
 	allocationMemory family
 	allocationCores  family
+	namespaces       namespaceFamilies
 }
 
 // gpuFamily is a per-GPU family and the device's value in it.
@@ -44,6 +45,9 @@ type StateOptions struct {
 	// (tessera_allocation_*). Off, the state is per GPU and node only:
 	// kube-state-metrics already exports each pod's resource limits.
 	Allocations bool
+	// Quotas, when set, adds the series of each namespace's GPU quota
+	// (tessera_namespace_*): what its pods hold and its hard limits.
+	Quotas Quotas
 }
 
 // NewState returns the state of the view.
@@ -79,6 +83,7 @@ func NewState(v *view.View, opts StateOptions) *State {
 			"Time the scheduler last saw the node's device plugin renew its Lease, its heartbeat, by the scheduler's clock, in seconds since the epoch.", []string{"node"}},
 		allocationMemory: allocation("memory_bytes", "GPU memory given to a container on one GPU."),
 		allocationCores:  allocation("cores", "Compute given to a container on one GPU, in percent of one GPU; 0 means no limit."),
+		namespaces:       newNamespaceFamilies(),
 	}
 }
 
@@ -87,6 +92,7 @@ type snapshot struct {
 	gpus        []gpu
 	heartbeats  []heartbeat
 	allocations []allocation
+	namespaces  []namespaceQuota
 }
 
 type gpu struct {
@@ -131,6 +137,9 @@ func (s *State) snapshot() *snapshot {
 	slices.SortStableFunc(out.gpus, func(a, b gpu) int { return cmp.Compare(a.node, b.node) })
 	slices.SortFunc(out.heartbeats, func(a, b heartbeat) int { return cmp.Compare(a.node, b.node) })
 	out.allocations = sumAllocations(out.allocations)
+	if s.opts.Quotas != nil {
+		out.namespaces = namespaceSnapshot(s.view, s.opts.Quotas)
+	}
 	return &out
 }
 
@@ -186,6 +195,7 @@ func (s *State) write(w *bufio.Writer, snap *snapshot) {
 			buf = s.allocationCores.sample(w, buf, float64(a.cores), a.container, a.namespace, a.pod, a.uuid)
 		}
 	}
+	s.namespaces.write(w, buf, snap.namespaces)
 }
 
 func boolValue(b bool) float64 {

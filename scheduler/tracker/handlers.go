@@ -66,8 +66,8 @@ func (t *Tracker) allocationHandler(logger klog.Logger) cache.ResourceEventHandl
 		},
 		DeleteFunc: func(obj any) {
 			if a, ok := unwrap(obj).(*gpuv1alpha1.GPUAllocation); ok {
-				if _, ok := t.view.ReleaseAllocation(a); ok {
-					t.freed(a.Spec.NodeName)
+				if p, ok := t.view.ReleaseAllocation(a); ok {
+					t.released(p)
 				}
 				t.gate.ReleaseAllocation(a.Spec.NodeName, a.Spec.PodUID, a.UID)
 			}
@@ -79,9 +79,9 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 	uid, node := a.Spec.PodUID, a.Spec.NodeName
 	if a.Status.Phase == gpuv1alpha1.AllocationFailed {
 		// The device plugin gave nothing out: the GPUs are free again.
-		if _, ok := t.view.ReleaseAllocation(a); ok {
+		if p, ok := t.view.ReleaseAllocation(a); ok {
 			logger.V(2).Info("Released GPUs of failed allocation", "allocation", klog.KObj(a), "node", node, "message", a.Status.Message)
-			t.freed(node)
+			t.released(p)
 		}
 		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
@@ -89,8 +89,8 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 	pod, err := t.pods.Pods(a.Namespace).Get(a.Name)
 	switch {
 	case err == nil && pod.UID == uid && podDone(pod):
-		if _, ok := t.view.ReleaseAllocation(a); ok {
-			t.freed(node)
+		if p, ok := t.view.ReleaseAllocation(a); ok {
+			t.released(p)
 		}
 		t.gate.ReleaseAllocation(node, uid, a.UID)
 		return
@@ -135,7 +135,7 @@ func (t *Tracker) podHandler() cache.ResourceEventHandler {
 func (t *Tracker) releasePod(pod *corev1.Pod) {
 	if p, ok := t.view.Release(pod.UID); ok {
 		t.gate.Release(p.Node, pod.UID)
-		t.freed(p.Node)
+		t.released(p)
 	}
 	if pod.Spec.NodeName != "" {
 		t.gate.Release(pod.Spec.NodeName, pod.UID)

@@ -52,6 +52,7 @@ func (t *Tracker) Sweep(ctx context.Context) {
 		if t.view.ReleaseReservation(r.uid, r.since) {
 			logger.Info("Dropped a reservation whose GPUAllocation never appeared", "pod", klog.KRef(r.namespace, r.name), "node", r.node, "since", r.since)
 			t.freed(r.node)
+			t.quotaFreed(r.namespace)
 		}
 	}
 }

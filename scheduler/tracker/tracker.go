@@ -49,12 +49,18 @@ type Config struct {
 	// Renewals tells when each Lease was seen renewed; the liveness
 	// Marker shares it.
 	Renewals *liveness.Renewals
+	// Quotas is an informer on ResourceQuotas, whose GPU limits the
+	// scheduler enforces; nil for none. The view is not synced until it is.
+	Quotas coreinformers.ResourceQuotaInformer
 
 	// SweepInterval is how often every allocation is checked for a missing pod.
 	SweepInterval time.Duration
 	// Requeue is told when GPUs may have become free and when pods go;
 	// nil for none.
 	Requeue Requeue
+	// QuotaRequeue is told when a namespace's GPU quota may have room for
+	// more; nil for none.
+	QuotaRequeue QuotaRequeue
 	// HeartbeatMaxAge is how old a node's Lease may be before the node
 	// takes no new pods; a node whose Lease is renewed again frees GPUs.
 	HeartbeatMaxAge time.Duration
@@ -86,6 +92,7 @@ type Tracker struct {
 	allocations gpulisters.GPUAllocationLister
 
 	requeue           Requeue
+	quotaRequeue      QuotaRequeue
 	renewals          *liveness.Renewals
 	heartbeatMaxAge   time.Duration
 	orphans           workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -108,6 +115,7 @@ func New(ctx context.Context, cfg Config) (*Tracker, error) {
 		sweepInterval:     cfg.SweepInterval,
 		reservationMaxAge: cfg.ReservationMaxAge,
 		requeue:           cfg.Requeue,
+		quotaRequeue:      cfg.QuotaRequeue,
 		renewals:          cfg.Renewals,
 		heartbeatMaxAge:   cfg.HeartbeatMaxAge,
 		orphans: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -117,16 +125,21 @@ func New(ctx context.Context, cfg Config) (*Tracker, error) {
 	}
 	logger := klog.FromContext(ctx)
 	opts := cache.HandlerOptions{Logger: &logger}
-	for _, reg := range []struct {
+	type registration struct {
 		what     string
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
-	}{
+	}
+	regs := []registration{
 		{"GPUNodes", cfg.GPUNodes.Informer(), t.gpuNodeHandler()},
 		{"GPUAllocations", cfg.Allocations.Informer(), t.allocationHandler(logger)},
 		{"pods", cfg.Pods.Informer(), t.podHandler()},
 		{"Leases", cfg.Leases.Informer(), t.leaseHandler()},
-	} {
+	}
+	if cfg.Quotas != nil {
+		regs = append(regs, registration{"ResourceQuotas", cfg.Quotas.Informer(), t.quotaHandler()})
+	}
+	for _, reg := range regs {
 		r, err := reg.informer.AddEventHandlerWithOptions(reg.handler, opts)
 		if err != nil {
 			return nil, fmt.Errorf("watching %s: %w", reg.what, err)

@@ -11,7 +11,7 @@ import (
 )
 
 // Trim returns an informer transform that keeps only what the extender
-// reads of pods, GPUAllocations, GPUNodes and Leases. At 40,000 pods the
+// reads of pods, GPUAllocations, GPUNodes, Leases and ResourceQuotas. At 40,000 pods the
 // whole objects, with their managed fields, would be most of the
 // extender's memory.
 func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
@@ -27,6 +27,10 @@ func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 			// The view copies what it needs; the tracker compares spec and status.
 			o.ManagedFields = nil
 			return o, nil
+		case *corev1.ResourceQuota:
+			// The scheduler reads the limits, never what the quota
+			// controller counts.
+			return &corev1.ResourceQuota{TypeMeta: o.TypeMeta, ObjectMeta: trimMeta(&o.ObjectMeta), Spec: o.Spec}, nil
 		case *coordinationv1.Lease:
 			// A node's heartbeat is its Lease's renew time.
 			return &coordinationv1.Lease{

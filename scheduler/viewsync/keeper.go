@@ -22,6 +22,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/liveness"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -61,13 +62,18 @@ type Keeper struct {
 	Gate *inflight.Gate
 	// Pods is the informer on the profile's pods.
 	Pods coreinformers.PodInformer
+	// Quotas tell the namespaces' GPU limits, from the ResourceQuotas.
+	Quotas *quota.Lister
 
 	opts         *options.Config
 	fieldManager string
 	kube         informers.SharedInformerFactory
 	tessera      externalversions.SharedInformerFactory
 	// leases watches the namespace of the nodes' Leases only.
-	leases  informers.SharedInformerFactory
+	leases informers.SharedInformerFactory
+	// quotas watches every namespace's ResourceQuotas, which the pods'
+	// field selector of kube would not select.
+	quotas  informers.SharedInformerFactory
 	tracker *tracker.Tracker
 	// state serves the per-GPU and per-node series.
 	state http.Handler
@@ -111,22 +117,27 @@ func New(cfg Config) (*Keeper, error) {
 		tessera: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim)),
 		leases: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithNamespace(o.LeaseNamespace), informers.WithTransform(trim)),
+		quotas: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim)),
 	}
 	k.Gate = inflight.NewGate(clk, o.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(k.View, kube, tessera))
 	k.Pods = k.kube.Core().V1().Pods()
-	k.state = metrics.NewState(k.View, metrics.StateOptions{Allocations: o.AllocationMetrics}).Handler()
+	k.Quotas = quota.NewLister(k.quotas.Core().V1().ResourceQuotas().Lister())
+	k.state = metrics.NewState(k.View, metrics.StateOptions{Allocations: o.AllocationMetrics, Quotas: k.Quotas}).Handler()
 	return k, nil
 }
 
 // Start builds the tracker, which tells requeue when GPUs may have become
-// free, the liveness marker and the free-memory publisher, and starts them
-// and the informers; they run until ctx ends.
+// free (and, when requeue is a tracker.QuotaRequeue too, when a
+// namespace's GPU quota may have room), the liveness marker and the
+// free-memory publisher, and starts them and the informers; they run
+// until ctx ends.
 func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	o := k.opts
 	gpuNodes := k.tessera.Gpu().V1alpha1().GPUNodes()
 	leases := k.leases.Coordination().V1().Leases()
 	// The tracker and the marker age the nodes' Leases alike.
 	renewals := liveness.NewRenewals(k.Clock)
+	quotaRequeue, _ := requeue.(tracker.QuotaRequeue)
 	var err error
 	k.tracker, err = tracker.New(ctx, tracker.Config{
 		View:              k.View,
@@ -140,6 +151,8 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 		Leases:            leases,
 		Renewals:          renewals,
 		Requeue:           requeue,
+		QuotaRequeue:      quotaRequeue,
+		Quotas:            k.quotas.Core().V1().ResourceQuotas(),
 		HeartbeatMaxAge:   o.HeartbeatMaxAge.Duration,
 		SweepInterval:     o.OrphanSweepInterval.Duration,
 		ReservationMaxAge: 2*o.BindWaitTimeout.Duration + o.InFlightTTL.Duration,
@@ -167,6 +180,7 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	k.kube.Start(ctx.Done())
 	k.tessera.Start(ctx.Done())
 	k.leases.Start(ctx.Done())
+	k.quotas.Start(ctx.Done())
 	for _, run := range []func(context.Context){k.tracker.Run, marker.Run, free.Run} {
 		k.wg.Go(func() { run(ctx) })
 	}
@@ -184,5 +198,6 @@ func (k *Keeper) Stop() {
 	k.kube.Shutdown()
 	k.tessera.Shutdown()
 	k.leases.Shutdown()
+	k.quotas.Shutdown()
 	k.wg.Wait()
 }
