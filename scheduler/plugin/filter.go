@@ -27,7 +27,8 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("pod %s/%s has an invalid GPU request: %v", pod.Namespace, pod.Name, err))
 	}
-	state.Write(stateKey, &cycleState{req: req})
+	s := &cycleState{req: req, overQuota: &overQuota{}}
+	state.Write(stateKey, s)
 	if len(req.Containers) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -38,6 +39,14 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		// its back-off, where an unschedulable pod would wait for a GPU
 		// event that the view's first sync does not send.
 		return nil, fwk.AsStatus(errNotReady)
+	}
+	s.quotaAt = p.clock.Now()
+	s.quota = p.rules.Quota(p.view, pod.Namespace, pod.UID, req.Request)
+	if closed := s.quota.Closed(); !closed.OK() {
+		// No node has room in the quota: Filter need not run, and
+		// preemption passes every node by.
+		s.overQuota.closeAll(s.quota.Least)
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(closed))
 	}
 	return nil, nil
 }
@@ -104,9 +113,11 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, preemptor 
 }
 
 // Filter fits the pod on the node's GPUs, as the view sees them with this
-// cycle's changes. A node that could not take the pod even with none of its
-// GPUs in use, or whose device plugin is gone, is unresolvable: preemption
-// passes it by.
+// cycle's changes, and then what it gets there on its namespace's GPU
+// quota. A node that could not take the pod even with none of its GPUs in
+// use, whose device plugin is gone, or where the quota has no room for
+// what the pod would get, is unresolvable: preemption passes it by, and
+// evicts no pod to make room in a quota.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
@@ -123,7 +134,12 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 			return
 		}
 		var f placement.Failure
-		if ft.Feasible(s.changes[name].apply(n, knownPods(nodeInfo)), s.req.Request, &f) {
+		node := s.changes[name].apply(n, knownPods(nodeInfo))
+		if ft.Feasible(node, s.req.Request, &f) {
+			if asked, over := s.quota.Exceeded(ft, node, s.req.Request); !over.OK() {
+				s.overQuota.add(name, asked)
+				status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(over))
+			}
 			return
 		}
 		code := fwk.Unschedulable

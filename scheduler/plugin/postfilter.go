@@ -36,6 +36,12 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		// Not a GPU pod, or one whose preemption is under way.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
+	if turnedAway, every := s.overQuota.read(""); turnedAway.Any {
+		p.requeue.overQuota(pod, s.quotaAt, turnedAway.Asked)
+		if every {
+			return nil, fwk.NewStatus(fwk.Unschedulable, "GPU preemption: none, "+noQuotaEviction)
+		}
+	}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "GPU preemption: none, the pod's preemptionPolicy is Never")
 	}
@@ -47,16 +53,25 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		}
 		nodes = append(nodes, found...)
 	}
-	why := p.whyNoPreemption(pod, s.req, nodes, m)
+	nodes, overQuota := s.notOverQuota(nodes)
+	var more []string
+	if overQuota > 0 {
+		more = append(more, fmt.Sprintf("%d node(s) would take the pod's GPUs but its namespace's GPU quota has no room for them there, and %s", overQuota, noQuotaEviction))
+	}
+	why := p.whyNoPreemption(pod, s.req, nodes, m, more...)
 	klog.FromContext(ctx).V(4).Info("No GPU preemption helps", "pod", klog.KObj(pod), "reason", why)
 	return nil, fwk.NewStatus(fwk.Unschedulable, why)
 }
 
+// noQuotaEviction says why a node where the pod's namespace's GPU quota
+// has no room for it is passed by.
+const noQuotaEviction = "no pod is evicted to make room in a namespace's GPU quota"
+
 // whyNoPreemption words, for the nodes on which the pod's GPUs did not fit
 // (Tessera's Filter failed them), why evicting lower-priority pods there
 // does not make room, or why the node could never take them (see
-// whyNever).
-func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fwk.NodeInfo, m fwk.NodeToStatusReader) string {
+// whyNever), followed by more.
+func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fwk.NodeInfo, m fwk.NodeToStatusReader, more ...string) string {
 	priority := preemption.Priority(pod)
 	var short, never []string
 	var none, wouldFit int
@@ -113,6 +128,7 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 	if none > 0 {
 		parts = append(parts, fmt.Sprintf("%d node(s) had no lower-priority pods holding GPUs", none))
 	}
+	parts = append(parts, more...)
 	if wouldFit > 0 {
 		parts = append(parts, fmt.Sprintf("%d node(s) would have room without their lower-priority GPU pods, but kube-scheduler's preemption took none of them (its other filters, or PodDisruptionBudgets)", wouldFit))
 	}

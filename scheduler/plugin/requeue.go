@@ -3,6 +3,7 @@ package plugin
 import (
 	"slices"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,9 @@ type requeuer struct {
 	// pods it chose.
 	hinted       *v1.Node
 	hintedChosen map[types.UID]bool
+	// quotaFreed is when each namespace's GPU quota last may have got
+	// room (see QuotaFreed).
+	quotaFreed map[string]time.Time
 }
 
 // waiter is a pod waiting for GPUs.
@@ -67,12 +71,15 @@ type waiter struct {
 	// next cycle starts; trying is that node while the cycle runs.
 	heldOn, trying string
 	gone           bool
+	// quotaAsked, for a pod its namespace's GPU quota turned away, is the
+	// least it asked of the quota; nil for others.
+	quotaAsked *placement.Use
 }
 
 func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules view.Rules) *requeuer {
 	return &requeuer{
 		activator: activator, logger: logger, view: v, clock: clk, rules: rules,
-		pods: map[types.UID]*waiter{}, byKey: map[string]*shape{},
+		pods: map[types.UID]*waiter{}, byKey: map[string]*shape{}, quotaFreed: map[string]time.Time{},
 	}
 }
 
@@ -192,8 +199,8 @@ func (r *requeuer) replayAll(uid types.UID, placedOn string, w *waiter) []*v1.Po
 }
 
 // play walks the waiting pods in queue order, fits each on the node as
-// the view holds it and returns those that fit, each taking its room,
-// marking them held on the node. Pods held on another node are passed by;
+// the view holds it and returns those that fit, its namespace's GPU quota
+// included, each taking its room, marking them held on the node. Pods held on another node are passed by;
 // those held on this one take their room again. It runs under r.mu.
 func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 	if len(r.pods) == 0 {
@@ -211,6 +218,8 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 			next int
 		}
 		var cands []candidate
+		// taken is what the pods chosen take of their namespaces' quotas.
+		taken := map[string]placement.Use{}
 		most := mostFreeMemoryMiB(&room)
 		for _, s := range r.shapes {
 			if s.minMemoryMiB > most {
@@ -241,11 +250,14 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 				cands = slices.Delete(cands, best, best+1)
 				continue
 			}
-			room.Add(placement.Holds(assignment))
 			w := c.s.pods[c.next]
+			c.next++
+			if !r.quotaRoom(w, assignment, &room, taken) {
+				continue
+			}
+			room.Add(placement.Holds(assignment))
 			w.heldOn = node
 			chosen = append(chosen, w.pod)
-			c.next++
 		}
 	})
 	return chosen

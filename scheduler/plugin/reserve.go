@@ -9,8 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -26,18 +25,13 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	now := p.clock.Now()
 	var warning view.Reason
-	containers, _, err := p.view.Reserve(pod.UID, pod.Namespace, pod.Name, nodeName, now, func(n *view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
-		closed, unenforced := p.rules.Closed(n, now, s.req.Request)
-		if !closed.OK() {
-			return nil, errors.New(string(closed))
-		}
-		assignment, failure := placement.Fit(&n.Placement, s.req.Request)
-		if failure != nil {
-			return nil, failure
-		}
-		warning = unenforced
-		return assignment, nil
-	})
+	containers, _, err := p.view.ReserveWithin(p.rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, nodeName, now,
+		p.rules.Fit(now, s.req.Request, "node(s)", &warning))
+	if over := (*quota.ExceededError)(nil); errors.As(err, &over) {
+		// Another pod of the namespace took the room since Filter.
+		p.requeue.overQuota(pod, now, over.Asked)
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, over.Reason)
+	}
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, "node no longer fits the pod's GPUs: "+err.Error())
 	}
@@ -62,6 +56,7 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if p.view.ReleaseReservation(pod.UID, s.reservedAt) {
 		klog.FromContext(ctx).V(4).Info("Released reserved GPUs", "pod", klog.KObj(pod), "node", nodeName)
 		p.requeue.Freed(nodeName)
+		p.requeue.QuotaFreed(pod.Namespace)
 	}
 	s.reservedAt, s.containers = time.Time{}, nil
 }

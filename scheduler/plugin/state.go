@@ -3,6 +3,7 @@ package plugin
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,12 @@ const stateKey fwk.StateKey = Name
 // pods put on or took off nodes, and what Reserve took.
 type cycleState struct {
 	req podrequest.Request
+	// quota is the pod's namespace's GPU quota, read once in PreFilter
+	// at quotaAt; overQuota gathers, over Filter's nodes, what it turned
+	// away.
+	quota     view.Quota
+	quotaAt   time.Time
+	overQuota *overQuota
 	// changes are the pods added or removed per node by AddPod and
 	// RemovePod, which change only clones of the cycle's state.
 	changes map[string]*nodeChanges
@@ -47,8 +54,61 @@ type addedPod struct {
 	holds []placement.Hold
 }
 
+// overQuota is what a pod's namespace's GPU quota turned away in one
+// scheduling cycle, whose Filter runs on many nodes at once: the nodes,
+// and the least asked there. Clones of the cycle's state share it.
+type overQuota struct {
+	mu    sync.Mutex
+	nodes map[string]bool
+	// every is set when the quota had no room on any node (PreFilter).
+	every      bool
+	turnedAway view.TurnedAway
+}
+
+// closeAll records that the quota has room on no node for the least the
+// pod asks, asked.
+func (o *overQuota) closeAll(asked placement.Use) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.every = true
+	o.turnedAway.Add(asked)
+}
+
+// add records that the quota turned node away, where the pod asked for
+// asked.
+func (o *overQuota) add(node string, asked placement.Use) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.nodes == nil {
+		o.nodes = map[string]bool{}
+	}
+	o.nodes[node] = true
+	o.turnedAway.Add(asked)
+}
+
+// read returns what the quota turned away, and whether it turned away
+// node.
+func (o *overQuota) read(node string) (view.TurnedAway, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.turnedAway, o.every || o.nodes[node]
+}
+
+// notOverQuota returns the nodes the quota did not turn away, and how many
+// it did.
+func (s *cycleState) notOverQuota(nodes []fwk.NodeInfo) (kept []fwk.NodeInfo, over int) {
+	for _, ni := range nodes {
+		if _, turnedAway := s.overQuota.read(ni.Node().Name); turnedAway {
+			over++
+			continue
+		}
+		kept = append(kept, ni)
+	}
+	return kept, over
+}
+
 // Clone copies the changes, which AddPod and RemovePod alter; the request
-// is shared.
+// and what the quota turned away are shared.
 func (s *cycleState) Clone() fwk.StateData {
 	c := *s
 	c.changes = make(map[string]*nodeChanges, len(s.changes))
