@@ -18,6 +18,10 @@
 # --scheduler=plugin to schedule with tessera-scheduler (kube-scheduler with
 # the Tessera plugin, which can preempt GPU slices) instead of kube-scheduler
 # and the extender.
+#
+# --kueue also runs Kueue (built from the module proxy by
+# hack/build-kueue.sh, cached) with two example teams' queues from
+# deploy/examples/kueue, and submits an example Job to each.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -34,6 +38,11 @@ for arg in "$@"; do
 		echo ">>> Building tessera-scheduler (cached after the first run)"
 		TESSERA_SCHEDULER_BIN=$(hack/build-scheduler.sh | tail -n 1)
 		export TESSERA_SCHEDULER_BIN
+	fi
+	if [[ "$arg" == "--kueue" ]]; then
+		echo ">>> Building Kueue (cached after the first run)"
+		TESSERA_KUEUE_BIN=$(hack/build-kueue.sh | tail -n 1)
+		export TESSERA_KUEUE_BIN
 	fi
 done
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh runs every Tessera test on a fresh machine: it builds the pinned
-# control plane and Helm (cached after the first run), checks that generated code is
+# control plane, Kueue and Helm (cached after the first run), checks that generated code is
 # current, vets, and runs unit, integration and end-to-end tests of every Go
 # module in the tree against real etcd, kube-apiserver, kube-scheduler and
 # kube-controller-manager.
@@ -20,6 +20,10 @@ export TESSERA_CONTROLPLANE_BIN
 step "Building tessera-scheduler"
 TESSERA_SCHEDULER_BIN=$(hack/build-scheduler.sh | tail -n 1)
 export TESSERA_SCHEDULER_BIN
+
+step "Building Kueue"
+TESSERA_KUEUE_BIN=$(hack/build-kueue.sh | tail -n 1)
+export TESSERA_KUEUE_BIN
 
 step "Building Helm"
 TESSERA_HELM=$(hack/build-helm.sh | tail -n 1)

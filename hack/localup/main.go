@@ -23,6 +23,7 @@ func main() {
 	flag.StringVar(&o.mode, "mode", modeExtender, "how GPUs are scheduled: extender (kube-scheduler with Tessera's extender, device plugins) or dra (stock kube-scheduler allocating the nodes' ResourceSlices, node daemons as DRA drivers)")
 	flag.StringVar(&o.examples, "examples", "", "directory of example manifests (pods, and ResourceClaimTemplates in dra mode) to apply (default deploy/examples, or deploy/examples/dra with --mode=dra); \"none\" for none")
 	flag.StringVar(&o.scheduler, "scheduler", schedulerExtender, "how extender mode schedules: extender (kube-scheduler calling the extender) or plugin (tessera-scheduler, kube-scheduler with the Tessera plugin, built by hack/build-scheduler.sh)")
+	flag.BoolVar(&o.kueue, "kueue", false, "also run Kueue (built by hack/build-kueue.sh) with two example teams' queues (deploy/examples/kueue): namespaces team-a and team-b, ClusterQueues in one cohort with quotas on Tessera's GPU totals, a LocalQueue each, and an example Job per team")
 	flag.BoolVar(&o.exitAfterDemo, "exit-after-demo", false, "stop everything once the examples are placed instead of waiting for Ctrl-C")
 	klog.InitFlags(nil)
 	flag.Parse()

@@ -17,7 +17,9 @@ type options struct {
 	binDir, stateDir, examples, mode string
 	// scheduler is how extender mode schedules: schedulerExtender or
 	// schedulerPlugin.
-	scheduler     string
+	scheduler string
+	// kueue also runs Kueue with the example teams' queues.
+	kueue         bool
 	exitAfterDemo bool
 }
 
@@ -39,6 +41,10 @@ func (o *options) complete() error {
 		return fmt.Errorf("--scheduler=%s: want %s or %s", o.scheduler, schedulerExtender, schedulerPlugin)
 	case o.scheduler == schedulerPlugin && o.dra():
 		return fmt.Errorf("--scheduler=%s needs --mode=%s: DRA mode schedules with the stock kube-scheduler", schedulerPlugin, modeExtender)
+	case o.kueue && o.dra():
+		// Kueue counts the gpu.tessera.dev totals in containers' requests;
+		// in DRA mode GPUs are claims, which these queues do not count.
+		return fmt.Errorf("--kueue needs --mode=%s", modeExtender)
 	}
 	switch {
 	case o.examples == "none":
@@ -88,10 +94,20 @@ func run(ctx context.Context, o options) error {
 	defer c.stop()
 
 	say("Starting etcd, kube-apiserver and kube-controller-manager")
-	cp, err := framework.StartControlPlane(ctx, framework.Options{ControllerManager: true, DRA: o.dra(), Dir: filepath.Join(o.stateDir, "controlplane")})
+	// The workload controllers always run: a person's Deployments and Jobs
+	// get pods, and PodDisruptionBudgets allow disruptions.
+	cp, err := framework.StartControlPlane(ctx, framework.Options{
+		ControllerManager: true, DRA: o.dra(), Workloads: true, Dir: filepath.Join(o.stateDir, "controlplane"),
+	})
 	c.cp = cp
 	if err != nil {
 		return err
+	}
+	if o.kueue {
+		say("Starting Kueue and the example teams' queues (%s)", kueueExamples)
+		if err := c.startKueue(ctx); err != nil {
+			return err
+		}
 	}
 	if o.dra() {
 		say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", gpuv1alpha1.DRADriverName)
@@ -120,6 +136,12 @@ func run(ctx context.Context, o options) error {
 	if o.examples != "" {
 		say("Applying the example pods in %s", o.examples)
 		if err := c.demo(ctx); err != nil {
+			return err
+		}
+	}
+	if o.kueue && o.examples != "" {
+		say("Submitting the example Jobs in %s to the teams' queues", filepath.Join(kueueExamples, "jobs"))
+		if err := c.kueueDemo(ctx, os.Stdout); err != nil {
 			return err
 		}
 	}
@@ -163,6 +185,9 @@ func (c *cluster) printAccess() {
 		fmt.Println("  kubectl get resourceslices,resourceclaims -A")
 	} else {
 		fmt.Println("  kubectl get gpuallocations -A")
+	}
+	if c.o.kueue {
+		fmt.Println("  kubectl get clusterqueues,localqueues,workloads -A")
 	}
 	fmt.Println("  go run ./hack/inventory")
 	fmt.Println("Metrics:")
