@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,23 @@ func (cp *ControlPlane) StartWebhook(t testing.TB, adjust func(*webhookapp.Optio
 	if adjust != nil {
 		adjust(opts)
 	}
+	stop := cp.RunWebhook(t, opts, ln)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("webhook: %v", err)
+		}
+	})
+	if err := WaitWebhookTrusted(ctx, cp.Kube, mutating, validating); err != nil {
+		t.Fatalf("waiting for the API server to trust Tessera's webhook: %v", err)
+	}
+}
+
+// RunWebhook runs the admission webhook of opts in process on ln, its
+// clients built as the daemon builds them (its rate limits, not the
+// test's), until stop is called; stop returns what the server's Run
+// returned, however often it is called.
+func (cp *ControlPlane) RunWebhook(t testing.TB, opts *webhookapp.Options, ln net.Listener) (stop func() error) {
+	t.Helper()
 	deps, err := webhookapp.NewDependencies(cp.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -51,16 +69,11 @@ func (cp *ControlPlane) StartWebhook(t testing.TB, adjust func(*webhookapp.Optio
 		t.Fatalf("creating the webhook server: %v", err)
 	}
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	runCtx, stop := context.WithCancel(klog.NewContext(context.Background(), logger))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	done := make(chan error, 1)
-	go func() { done <- server.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("webhook: %v", err)
-		}
+	go func() { done <- server.Run(ctx) }()
+	return sync.OnceValue(func() error {
+		cancel()
+		return <-done
 	})
-	if err := WaitWebhookTrusted(ctx, cp.Kube, mutating, validating); err != nil {
-		t.Fatalf("waiting for the API server to trust Tessera's webhook: %v", err)
-	}
 }

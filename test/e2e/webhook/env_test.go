@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -28,9 +26,7 @@ import (
 
 // runningWebhook is the webhook daemon running in process for one test.
 type runningWebhook struct {
-	base   string // https://127.0.0.1:port
-	cancel context.CancelFunc
-	done   chan error
+	base string // https://127.0.0.1:port
 }
 
 // startWebhook runs the daemon with opts on a fresh loopback port and waits
@@ -49,29 +45,9 @@ func startWebhook(t *testing.T, cp *framework.ControlPlane, opts *app.Options) *
 func startWebhookOn(t *testing.T, cp *framework.ControlPlane, opts *app.Options, ln net.Listener) *runningWebhook {
 	t.Helper()
 	opts.ListenAddress = ln.Addr().String()
-	deps, err := app.NewDependencies(cp.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deps.Listener = ln
-	server, err := app.NewServer(opts, deps)
-	if err != nil {
-		t.Fatalf("creating the webhook server: %v", err)
-	}
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	w := &runningWebhook{base: "https://" + ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
-	go func() { w.done <- server.Run(ctx) }()
-	t.Cleanup(w.stop)
-	return w
-}
-
-func (w *runningWebhook) stop() {
-	if w.cancel != nil {
-		w.cancel()
-		<-w.done
-		w.cancel = nil
-	}
+	stop := cp.RunWebhook(t, opts, ln)
+	t.Cleanup(func() { _ = stop() })
+	return &runningWebhook{base: "https://" + ln.Addr().String()}
 }
 
 // insecure is how the kubelet probes an HTTPS endpoint: without verifying.
