@@ -59,12 +59,13 @@ func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
 	}
 }
 
-// TestJob submits Jobs of GPU slices to team-a's queue: one within the
-// cohort's quota is suspended by Kueue, admitted, resumed, and its pods
+// TestKueue submits work of GPU slices to the teams' queues: a Job within
+// the cohort's quota is suspended by Kueue, admitted, resumed, and its pods
 // are created by the job controller and placed by Tessera with an
-// allocation each, and team-a's ClusterQueue counts Tessera's totals; one
-// asking for more GPUs than the cohort has stays suspended.
-func TestJob(t *testing.T) {
+// allocation each, and team-a's ClusterQueue counts Tessera's totals; a Job
+// asking for more GPUs than the cohort has stays suspended; a plain pod is
+// gated until admitted (testPlainPod).
+func TestKueue(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
 	const node = "kueue-a100"
@@ -103,6 +104,9 @@ func TestJob(t *testing.T) {
 			t.Fatalf("Job %s: want no pods, got %d (%v)", job.Name, len(pods.Items), err)
 		}
 	})
+
+	t.Run("a plain pod", func(t *testing.T) { testPlainPod(ctx, t, e, node) })
+	e.checkNoOvercommit(ctx, t)
 }
 
 // submit creates job and checks that Kueue's webhook suspended it.
