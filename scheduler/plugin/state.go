@@ -87,8 +87,11 @@ func (o *overQuota) add(node string, asked placement.Use) {
 }
 
 // read returns what the quota turned away, and whether it turned away
-// node.
+// node; a nil o turned none away.
 func (o *overQuota) read(node string) (view.TurnedAway, bool) {
+	if o == nil {
+		return view.TurnedAway{}, false
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.turnedAway, o.every || o.nodes[node]
