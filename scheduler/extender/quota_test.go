@@ -8,7 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
@@ -176,5 +178,40 @@ func TestPreemptEvictsNoneForQuota(t *testing.T) {
 	ev := strings.Join(f.events(), "\n")
 	if !strings.Contains(ev, "used 10000, asked 12000, limit 12000, and no pod is evicted to make room in a quota") {
 		t.Errorf("events = %s, want the quota's reason", ev)
+	}
+}
+
+// TestQuotaLoweredAndDeleted reads the limits from ResourceQuotas as the
+// scheduler does: a quota lowered below what the namespace holds evicts
+// nothing and turns new pods away with the excess; once it is deleted,
+// they fit again.
+func TestQuotaLoweredAndDeleted(t *testing.T) {
+	f := newFixture(t)
+	informer := informers.NewSharedInformerFactory(f.kube, 0).Core().V1().ResourceQuotas()
+	f.ext.Quotas = quota.NewLister(informer.Lister())
+	f.place("held", "uid-held", "a100-1-gpu0", 30000, 0)
+	lowered := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "ns"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{quota.KeyMemory: resource.MustParse("20000")}},
+	}
+	if err := informer.Informer().GetIndexer().Add(lowered); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"a100-2"}
+	pod := podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=1000")
+	result, _ := f.filter(&extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+	want := "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 30000, asked 1000, limit 20000"
+	if got := result.FailedAndUnresolvableNodes["a100-2"]; got != want {
+		t.Errorf("under a lowered quota a100-2 says %q, want %q", got, want)
+	}
+	if _, ok := f.view.Pod("uid-held"); !ok {
+		t.Error("the pod holding GPUs was released under the lowered quota, want it kept")
+	}
+	if err := informer.Informer().GetIndexer().Delete(lowered); err != nil {
+		t.Fatal(err)
+	}
+	result, _ = f.filter(&extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+	if got := *result.NodeNames; len(got) != 1 {
+		t.Errorf("with the quota deleted feasible = %v, want a100-2: %v", got, result.FailedAndUnresolvableNodes)
 	}
 }
