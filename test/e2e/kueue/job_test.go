@@ -24,17 +24,25 @@ const queueLabel = "kueue.x-k8s.io/queue-name"
 // nvidia.com/*, and Tessera's totals, which Kueue's quotas count.
 type slice struct{ gpus, memoryMiB, cores int64 }
 
-func (s slice) resources() corev1.ResourceList {
-	q := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
+// perGPU is the request as the user writes it.
+func (s slice) perGPU() corev1.ResourceList {
 	return corev1.ResourceList{
-		"nvidia.com/gpu":        q(s.gpus),
-		"nvidia.com/gpumem":     q(s.memoryMiB),
-		"nvidia.com/gpucores":   q(s.cores),
-		gpuv1alpha1.QuotaGPUs:   q(s.gpus),
-		gpuv1alpha1.QuotaMemory: q(s.gpus * s.memoryMiB),
-		gpuv1alpha1.QuotaCores:  q(s.gpus * s.cores),
+		"nvidia.com/gpu":      quantity(s.gpus),
+		"nvidia.com/gpumem":   quantity(s.memoryMiB),
+		"nvidia.com/gpucores": quantity(s.cores),
 	}
 }
+
+// resources is the request with Tessera's totals beside it.
+func (s slice) resources() corev1.ResourceList {
+	r := s.perGPU()
+	r[gpuv1alpha1.QuotaGPUs] = quantity(s.gpus)
+	r[gpuv1alpha1.QuotaMemory] = quantity(s.gpus * s.memoryMiB)
+	r[gpuv1alpha1.QuotaCores] = quantity(s.gpus * s.cores)
+	return r
+}
+
+func quantity(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
 
 // gpuJob is a Job of pods pods, each asking for s, in the namespace's
 // LocalQueue "gpu". Tessera's webhook writes the totals and the scheduler

@@ -18,9 +18,10 @@ import (
 // queue and takes off once the pod's Workload is admitted.
 const kueueGate = "kueue.x-k8s.io/admission"
 
-// testPlainPod submits a bare pod of a GPU slice to team-b's queue: Kueue
-// gates it, admits it to team-b's ClusterQueue, ungates it, and Tessera
-// places it.
+// testPlainPod submits a bare pod of a GPU slice, written per GPU only,
+// to team-b's queue: Tessera's webhook adds the totals, Kueue gates it,
+// admits it to team-b's ClusterQueue counting those totals, ungates it,
+// and Tessera places it.
 func testPlainPod(ctx context.Context, t *testing.T, e *env, node string) {
 	s := slice{gpus: 1, memoryMiB: 10000, cores: 20}
 	pod := &corev1.Pod{
@@ -29,7 +30,7 @@ func testPlainPod(ctx context.Context, t *testing.T, e *env, node string) {
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Containers: []corev1.Container{{
 				Name: "lab", Image: "registry.example/lab:1",
-				Resources: corev1.ResourceRequirements{Requests: s.resources(), Limits: s.resources()},
+				Resources: corev1.ResourceRequirements{Limits: s.perGPU()},
 			}},
 		},
 	}
@@ -49,7 +50,9 @@ func testPlainPod(ctx context.Context, t *testing.T, e *env, node string) {
 		placed := err == nil && alloc.Spec.PodUID == got.UID && got.Spec.NodeName == node
 		return !hasGate(got) && placed, fmt.Sprintf("gates %v, node %q, allocation: %v", got.Spec.SchedulingGates, got.Spec.NodeName, err)
 	})
-	e.waitUsage(t, "team-b", map[corev1.ResourceName]int64{gpuv1alpha1.QuotaMemory: 10000})
+	e.waitUsage(t, "team-b", map[corev1.ResourceName]int64{
+		gpuv1alpha1.QuotaGPUs: 1, gpuv1alpha1.QuotaMemory: 10000, gpuv1alpha1.QuotaCores: 20,
+	})
 }
 
 func hasGate(pod *corev1.Pod) bool {
