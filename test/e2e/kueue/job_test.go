@@ -72,7 +72,8 @@ func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
 // are created by the job controller and placed by Tessera with an
 // allocation each, and team-a's ClusterQueue counts Tessera's totals; a Job
 // asking for more GPUs than the cohort has stays suspended; a plain pod is
-// gated until admitted (testPlainPod).
+// gated until admitted (testPlainPod); and a team borrows from the other,
+// which takes its GPUs back (testBorrowAndReclaim).
 func TestKueue(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
@@ -114,6 +115,7 @@ func TestKueue(t *testing.T) {
 	})
 
 	t.Run("a plain pod", func(t *testing.T) { testPlainPod(ctx, t, e, node) })
+	t.Run("borrowing and reclaim", func(t *testing.T) { testBorrowAndReclaim(ctx, t, e, node) })
 	e.checkNoOvercommit(ctx, t)
 }
 
@@ -196,21 +198,10 @@ func (e *env) waitPlaced(ctx context.Context, t *testing.T, job *batchv1.Job, no
 // want.
 func (e *env) waitUsage(t *testing.T, clusterQueue string, want map[corev1.ResourceName]int64) {
 	t.Helper()
-	framework.WaitFor(t, 30*time.Second, "ClusterQueue "+clusterQueue+" to count the admitted Job", func() (bool, string) {
-		cq, err := e.dynamic.Resource(framework.KueueResource("clusterqueues")).Get(context.Background(), clusterQueue, metav1.GetOptions{})
+	framework.WaitFor(t, 30*time.Second, "ClusterQueue "+clusterQueue+" to count the admitted work", func() (bool, string) {
+		got, err := e.usage(clusterQueue, "total")
 		if err != nil {
 			return false, err.Error()
-		}
-		flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsUsage")
-		got := map[corev1.ResourceName]int64{}
-		for _, f := range flavors {
-			resources, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
-			for _, r := range resources {
-				r := r.(map[string]any)
-				if total, err := resource.ParseQuantity(fmt.Sprint(r["total"])); err == nil {
-					got[corev1.ResourceName(fmt.Sprint(r["name"]))] = total.Value()
-				}
-			}
 		}
 		for name, total := range want {
 			if got[name] != total {
@@ -219,4 +210,25 @@ func (e *env) waitUsage(t *testing.T, clusterQueue string, want map[corev1.Resou
 		}
 		return true, ""
 	})
+}
+
+// usage returns one column of the ClusterQueue's flavorsUsage ("total"
+// or "borrowed"), by resource.
+func (e *env) usage(clusterQueue, column string) (map[corev1.ResourceName]int64, error) {
+	cq, err := e.dynamic.Resource(framework.KueueResource("clusterqueues")).Get(context.Background(), clusterQueue, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	flavors, _, _ := unstructured.NestedSlice(cq.Object, "status", "flavorsUsage")
+	got := map[corev1.ResourceName]int64{}
+	for _, f := range flavors {
+		resources, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
+		for _, r := range resources {
+			r := r.(map[string]any)
+			if q, err := resource.ParseQuantity(fmt.Sprint(r[column])); err == nil {
+				got[corev1.ResourceName(fmt.Sprint(r["name"]))] += q.Value()
+			}
+		}
+	}
+	return got, nil
 }
