@@ -44,8 +44,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	s.quota = p.rules.Quota(p.view, pod.Namespace, pod.UID, req.Request)
 	if closed := s.quota.Closed(); !closed.OK() {
 		// No node has room in the quota: Filter need not run, and
-		// preemption passes every node by.
+		// preemption passes every node by. The requeuer hears of it here,
+		// not only from PostFilter.
 		s.overQuota.closeAll(s.quota.Least)
+		p.requeue.overQuota(pod, s.quotaAt, s.quota.Least)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(closed))
 	}
 	return nil, nil
