@@ -40,42 +40,20 @@ func (h *Heartbeats) perSecond(v float64) float64 { return v / h.Window.Seconds(
 // measures the steady state for window once every node has beaten.
 func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *extenderProcess) (*Heartbeats, error) {
 	logger := klog.FromContext(ctx)
-	var requests atomic.Int64
-	cfg := rest.CopyConfig(env.cp.Config)
-	cfg.QPS, cfg.Burst = float32(o.Nodes), o.Nodes
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			requests.Add(1)
-			return rt.RoundTrip(r)
-		})
-	})
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, requests, err := countingClient(env, o.Nodes)
 	if err != nil {
-		return nil, fmt.Errorf("creating the heartbeats' client: %w", err)
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	for i := range o.Nodes {
+	wait := startFleet(ctx, o.Nodes, o.HeartbeatPeriod, func(ctx context.Context, i int) {
 		// The device plugin's heartbeat is its Lease; its GPUNode status
 		// is written only when it changes, which it does not here.
-		p := nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
-			NodeName: nodeName(i), Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace, Holder: fieldManager,
-			Kube: kube, Clock: clock.RealClock{}, Period: o.HeartbeatPeriod,
-		})
-		delay := o.HeartbeatPeriod * time.Duration(i) / time.Duration(o.Nodes)
-		wg.Go(func() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(delay):
-			}
-			p.Run(ctx)
-		})
-	}
+		leaseRenewer(kube, i, o.HeartbeatPeriod).Run(ctx)
+	})
+	defer func() {
+		cancel()
+		wait()
+	}()
 	// Every node has started and beaten once more after a period and a half.
 	select {
 	case <-ctx.Done():
@@ -102,6 +80,53 @@ func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *e
 	res.APIServer, res.Etcd, res.Extender = used["kube-apiserver"], used["etcd"], extenderAfter-extenderBefore
 	logger.Info("Measured heartbeats", "nodes", o.Nodes, "period", o.HeartbeatPeriod, "writes", res.Writes, "cpu", used)
 	return res, nil
+}
+
+// countingClient is a client for n simulated node daemons, its rate
+// limits lifted, with a count of every request it sends.
+func countingClient(env *clusterEnv, n int) (kubernetes.Interface, *atomic.Int64, error) {
+	requests := &atomic.Int64{}
+	cfg := rest.CopyConfig(env.cp.Config)
+	cfg.QPS, cfg.Burst = float32(n), n
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			requests.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the node daemons' client: %w", err)
+	}
+	return kube, requests, nil
+}
+
+// startFleet runs run for each of n nodes until ctx ends, their starts
+// spread evenly over one period as a fleet's are. The returned wait
+// returns once every run has, after ctx ended.
+func startFleet(ctx context.Context, n int, period time.Duration, run func(ctx context.Context, i int)) (wait func()) {
+	var wg sync.WaitGroup
+	for i := range n {
+		delay := period * time.Duration(i) / time.Duration(n)
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			run(ctx, i)
+		})
+	}
+	return wg.Wait
+}
+
+// leaseRenewer is the i-th node's device plugin heartbeat, through the
+// device plugin's own code.
+func leaseRenewer(kube kubernetes.Interface, i int, period time.Duration) *nodestatus.LeaseRenewer {
+	return nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
+		NodeName: nodeName(i), Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace, Holder: fieldManager,
+		Kube: kube, Clock: clock.RealClock{}, Period: period,
+	})
 }
 
 // roundTripperFunc is a function as an http.RoundTripper.

@@ -18,7 +18,9 @@
 // latency with many pods already placed, with --mode=writes what each
 // write of a pod's scheduling costs the control plane, and with
 // --mode=backlog how rows c, d and e keep a full cluster busy while pods
-// end and thousands wait. See docs/benchmark.md.
+// end and thousands wait; --mode=scale --rows=e measures kube-scheduler in
+// DRA mode with many claims allocated, and the node daemons' steady state
+// while claims churn. See docs/benchmark.md.
 //
 //	go run ./hack/bench                      # 1,000 nodes × 8 GPUs, 5,000 pods
 //	go run ./hack/bench --mode=scale --nodes=5000 --pods=40000
@@ -96,13 +98,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	logger.Info("Scheduler configuration for the extender rows", "source", config.Source, "schedulerName", config.SchedulerName)
 
 	bin := o.ExtenderBin
-	if bin == "" && (o.Mode == modeScale || o.wants(rowTessera)) {
+	if bin == "" && !o.scaleDRA() && (o.Mode == modeScale || o.wants(rowTessera)) {
 		if bin, err = buildExtender(ctx, base); err != nil {
 			return err
 		}
 	}
 
-	if o.Mode == modeScale {
+	if o.Mode == modeScale && !o.scaleDRA() {
 		res, err := runScale(ctx, o, base, bin, config)
 		if err != nil {
 			return err
@@ -133,6 +135,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		where = r.pin.String()
+	}
+	if o.scaleDRA() {
+		res, err := r.runScaleDRA(ctx)
+		if err != nil {
+			return err
+		}
+		return emit(out, o.Out, res)
 	}
 	if o.Mode == modeBacklog {
 		table := BacklogTable{

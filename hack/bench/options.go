@@ -108,6 +108,12 @@ type Options struct {
 	HeartbeatPeriod time.Duration
 	// SteadyWindow is how long scale mode measures that steady state.
 	SteadyWindow time.Duration
+	// NewPods is how many DRA pods scale mode with row e schedules once
+	// kube-scheduler is ready, onto the room the placed pods left.
+	NewPods int
+	// ClaimChurn is how many ResourceClaims a second scale mode with row e
+	// creates and deletes while it measures the node daemons' steady state.
+	ClaimChurn float64
 	// Logs configures logging (-v, --logging-format).
 	Logs *logsapi.LoggingConfiguration
 }
@@ -128,6 +134,8 @@ func NewOptions() *Options {
 		Workers:         32,
 		HeartbeatPeriod: 15 * time.Second,
 		SteadyWindow:    time.Minute,
+		NewPods:         200,
+		ClaimChurn:      50,
 		FinishRate:      50,
 		BacklogDuration: time.Minute,
 		BacklogWarmup:   3 * time.Minute,
@@ -142,7 +150,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
 	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
 	fs.IntVar(&o.Pods, "pods", o.Pods, fmt.Sprintf("Pods to schedule (throughput) or to place before the extender starts (scale) (1 to %d).", maxPods))
-	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA mode); in backlog mode a subset of c, d, e, all three by default.")
+	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA mode); in backlog mode a subset of c, d, e, all three by default; in scale mode e alone measures DRA mode (kube-scheduler with --pods claims allocated, and the node daemons' steady state), anything else the extender.")
 	fs.Float64Var(&o.FinishRate, "finish-rate", o.FinishRate, fmt.Sprintf("Backlog mode: running pods ended each second, each picked at random (above 0, at most %d).", maxFinishRate))
 	fs.DurationVar(&o.BacklogDuration, "backlog-duration", o.BacklogDuration, "Backlog mode: how long pods end after the warm-up; binds are watched 10s longer.")
 	fs.DurationVar(&o.BacklogWarmup, "backlog-warmup", o.BacklogWarmup, "Backlog mode: the longest wait after the scheduler starts for it to have tried every waiting pod once (its active and backoff queues empty) before pods start to end.")
@@ -160,15 +168,23 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Probes, "probes", o.Probes, fmt.Sprintf("Filter calls for the probe pod in scale mode (1 to %d).", maxProbes))
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Requests in flight while the bench creates nodes, pods and allocations (1 to 256).")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "Scale mode: after the probes, every node's device plugin heartbeats at this period (the device plugin's default), and the steady state's CPU is measured; 0 skips it.")
-	fs.DurationVar(&o.SteadyWindow, "steady-window", o.SteadyWindow, "Scale mode: how long the heartbeats' steady state is measured, once every node has beaten.")
+	fs.DurationVar(&o.SteadyWindow, "steady-window", o.SteadyWindow, "Scale mode: how long the heartbeats' steady state is measured, once every node has beaten; with --rows=e each of its four windows.")
+	fs.IntVar(&o.NewPods, "new-pods", o.NewPods, fmt.Sprintf("Scale mode with --rows=e: DRA pods scheduled by kube-scheduler once it is ready, onto the room the --pods placed left (1 to %d).", maxPods))
+	fs.Float64Var(&o.ClaimChurn, "claim-churn", o.ClaimChurn, fmt.Sprintf("Scale mode with --rows=e: ResourceClaims created and deleted a second while the node daemons' steady state is measured (above 0, at most %d).", maxFinishRate))
 	logsapi.AddFlags(o.Logs, fs)
 }
 
 // Complete sets what depends on other flags: backlog mode runs rows c,
-// d and e unless --rows says otherwise.
+// d and e unless --rows says otherwise, scale mode the extender (row c).
 func (o *Options) Complete(fs *pflag.FlagSet) {
-	if o.Mode == modeBacklog && !fs.Changed("rows") {
+	if fs.Changed("rows") {
+		return
+	}
+	switch o.Mode {
+	case modeBacklog:
 		o.Rows = allBacklogRows()
+	case modeScale:
+		o.Rows = []string{rowTessera}
 	}
 }
 
@@ -228,6 +244,11 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
+	if o.Mode == modeScale {
+		if err := o.validateScale(); err != nil {
+			return err
+		}
+	}
 	if o.PinControlPlane && numCPU() < 2 {
 		return fmt.Errorf("--pin-control-plane: needs at least 2 CPUs, the bench may use %d", numCPU())
 	}
@@ -254,6 +275,30 @@ func (o *Options) validateBacklog() error {
 		return fmt.Errorf("--backlog-warmup=%s: must be at least 1s", o.BacklogWarmup)
 	}
 	return nil
+}
+
+// validateScale checks scale mode's flags for DRA mode (--rows=e); any
+// other rows measure the extender.
+func (o *Options) validateScale() error {
+	if !o.scaleDRA() {
+		return nil
+	}
+	if o.NewPods < 1 || o.NewPods > maxPods {
+		return fmt.Errorf("--new-pods=%d: must be from 1 to %d", o.NewPods, maxPods)
+	}
+	if !(o.ClaimChurn > 0 && o.ClaimChurn <= maxFinishRate) {
+		return fmt.Errorf("--claim-churn=%g: must be above 0 and at most %d", o.ClaimChurn, maxFinishRate)
+	}
+	if o.HeartbeatPeriod == 0 {
+		return fmt.Errorf("--heartbeat-period=0: scale mode with --rows=e measures the node daemons' steady state, which needs their period")
+	}
+	return nil
+}
+
+// scaleDRA reports whether scale mode measures DRA mode (--rows=e alone)
+// rather than the extender.
+func (o *Options) scaleDRA() bool {
+	return o.Mode == modeScale && len(o.Rows) == 1 && o.Rows[0] == rowDRA
 }
 
 // wants reports whether the row is asked for.

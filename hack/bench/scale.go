@@ -81,7 +81,7 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 	if err := createNodes(ctx, env, o, formSlices); err != nil {
 		return nil, err
 	}
-	if err := placePods(ctx, env, o); err != nil {
+	if err := placePods(ctx, env, o, formSlices); err != nil {
 		return nil, err
 	}
 	probe, err := env.cp.Kube.CoreV1().Pods(benchNamespace).Create(ctx,
@@ -189,33 +189,51 @@ func runScale(ctx context.Context, o *Options, base, bin string, config schedule
 }
 
 // placePods creates o.Pods pods already bound to nodes, each with the
-// GPUAllocation the extender would have written, marked Allocated.
-func placePods(ctx context.Context, env *clusterEnv, o *Options) error {
-	shapes := DefaultMix().Sequence(o.Pods)
-	p := newPlacer(o.Nodes, o.GPUsPerNode, o.Split)
-	type placed struct {
-		node    int
-		devices []gpuv1alpha1.DeviceAllocation
-	}
-	placements := make([]placed, o.Pods)
-	for i, s := range shapes {
-		node, devices, err := p.place(i, s)
-		if err != nil {
-			return err
-		}
-		placements[i] = placed{node, devices}
+// GPUAllocation the extender would have written, marked Allocated, or in
+// formClaim with its claim allocated and reserved for it, as
+// kube-scheduler would have left it.
+func placePods(ctx context.Context, env *clusterEnv, o *Options, form podForm) error {
+	shapes, placements, err := scalePlacements(o.Nodes, o.GPUsPerNode, o.Split, o.Pods)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
-	err := forEach(ctx, o.Pods, o.Workers, func(ctx context.Context, i int) error {
-		pod := newPod(podName(i), env.schedulerName, shapes[i], formSlices)
+	err = forEach(ctx, o.Pods, o.Workers, func(ctx context.Context, i int) error {
+		pod := newPod(podName(i), env.schedulerName, shapes[i], form)
 		pod.Spec.NodeName = nodeName(placements[i].node)
+		if form == formClaim {
+			return createAllocatedClaimPod(ctx, env, pod, shapes[i], placements[i].devices)
+		}
 		return createAllocatedPod(ctx, env, pod, placements[i].devices)
 	})
 	if err != nil {
 		return err
 	}
-	klog.FromContext(ctx).Info("Placed pods with their allocations", "pods", o.Pods, "duration", time.Since(start).Round(time.Second))
+	klog.FromContext(ctx).Info("Placed pods with their allocations", "pods", o.Pods, "claims", form == formClaim, "duration", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// scalePlacement is where the placer put one of scale mode's pods: the
+// node's index and the devices its container got.
+type scalePlacement struct {
+	node    int
+	devices []gpuv1alpha1.DeviceAllocation
+}
+
+// scalePlacements are the shapes of scale mode's pods, in the workload's
+// mix, and where the placer's first fit puts each.
+func scalePlacements(nodes, gpusPerNode, split, pods int) ([]Shape, []scalePlacement, error) {
+	shapes := DefaultMix().Sequence(pods)
+	p := newPlacer(nodes, gpusPerNode, split)
+	placements := make([]scalePlacement, pods)
+	for i, s := range shapes {
+		node, devices, err := p.place(i, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		placements[i] = scalePlacement{node, devices}
+	}
+	return shapes, placements, nil
 }
 
 // createAllocatedPod creates a pod already bound to its node, with the

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// SteadyWindow is one window of DRA mode's steady state: with or without
+// the node daemons running, with or without claims churning.
+type SteadyWindow struct {
+	// Daemons says whether every node's daemon ran; Churn whether claims
+	// churned at --claim-churn.
+	Daemons, Churn bool
+	// Window is how long it was measured.
+	Window time.Duration
+	// Requests are what the node daemons sent in the window; Churned the
+	// claims created and deleted in it.
+	Requests, Churned int64
+	// CPU is every process's CPU time in the window.
+	CPU cpuUsage
+	// Load is the load average when the window began.
+	Load string
+}
+
+// perSecond is a count or a CPU time per second of the window.
+func (w SteadyWindow) perSecond(v float64) float64 { return v / w.Window.Seconds() }
+
+// measureSteady measures four windows of --steady-window: nothing
+// running, claims churning alone, then with every node's DRA daemon
+// started (after a period and a half, and draDaemonSettle at least) the
+// daemons alone and the daemons with claims churning.
+func (r *runner) measureSteady(ctx context.Context, env *clusterEnv) ([]SteadyWindow, error) {
+	o := r.o
+	kube, requests, err := countingClient(env, o.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	churn := &claimChurn{kube: env.cp.Kube, rate: o.ClaimChurn}
+	var windows []SteadyWindow
+	measure := func(daemons, churning bool) error {
+		w, err := r.steadyWindow(ctx, env, requests, churn, daemons, churning)
+		windows = append(windows, w)
+		return err
+	}
+	if err := measure(false, false); err != nil {
+		return windows, err
+	}
+	if err := measure(false, true); err != nil {
+		return windows, err
+	}
+	daemonCtx, stop := context.WithCancel(ctx)
+	wait := startFleet(daemonCtx, o.Nodes, o.HeartbeatPeriod, func(ctx context.Context, i int) {
+		runDRADaemon(ctx, kube, o, i)
+	})
+	defer func() {
+		stop()
+		wait()
+	}()
+	klog.FromContext(ctx).Info("Started the DRA node daemons", "nodes", o.Nodes, "period", o.HeartbeatPeriod)
+	select {
+	case <-ctx.Done():
+		return windows, context.Cause(ctx)
+	case <-time.After(max(o.HeartbeatPeriod*3/2, draDaemonSettle)):
+	}
+	if err := measure(true, false); err != nil {
+		return windows, err
+	}
+	return windows, measure(true, true)
+}
+
+// steadyWindow measures one window, churning claims through it if asked
+// to (from a second before it, so that the churn runs at its rate).
+func (r *runner) steadyWindow(ctx context.Context, env *clusterEnv, requests *atomic.Int64, churn *claimChurn, daemons, churning bool) (SteadyWindow, error) {
+	w := SteadyWindow{Daemons: daemons, Churn: churning, Window: r.o.SteadyWindow}
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	churned := make(chan error, 1)
+	if churning {
+		go func() { churned <- churn.run(churnCtx) }()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	} else {
+		churned <- nil
+	}
+	w.Load = loadAverage()
+	cpu, sent, done := sampleCPU(env.dir), requests.Load(), churn.done.Load()
+	select {
+	case <-ctx.Done():
+	case <-time.After(w.Window):
+	}
+	w.CPU = sampleCPU(env.dir).since(cpu)
+	w.Requests, w.Churned = requests.Load()-sent, churn.done.Load()-done
+	stopChurn()
+	err := <-churned
+	klog.FromContext(ctx).Info("Measured DRA steady state", "daemons", daemons, "churn", churning,
+		"requests", w.Requests, "churned", w.Churned, "cpu", w.CPU.String())
+	if err == nil {
+		err = context.Cause(ctx)
+	}
+	return w, err
+}
