@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
@@ -16,24 +17,7 @@ import (
 // memory, cores or shares than it has, and every allocation of a GPU its
 // node does not have.
 func (s *state) overCommitted() []string {
-	capacity := map[string]gpuv1alpha1.GPUDevice{}
-	for _, n := range s.nodes {
-		for _, d := range n.Status.Devices {
-			capacity[d.UUID] = d
-		}
-	}
-	var out []string
-	for uuid, u := range s.used() {
-		c, ok := capacity[uuid]
-		switch {
-		case !ok:
-			out = append(out, fmt.Sprintf("allocations use GPU %s, which no GPUNode has", uuid))
-		case u.MemoryMiB > c.MemoryMiB || u.Cores > c.Cores || u.Shares > c.ShareLimit:
-			out = append(out, fmt.Sprintf("GPU %s over-committed: %d/%d MiB, %d/%d cores, %d/%d shares",
-				uuid, u.MemoryMiB, c.MemoryMiB, u.Cores, c.Cores, u.Shares, c.ShareLimit))
-		}
-	}
-	return out
+	return framework.OverCommitted(s.nodes, s.used())
 }
 
 // orphanedAllocations returns, by UID, every allocation whose pod is gone

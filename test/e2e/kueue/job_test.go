@@ -15,6 +15,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/webhook/admission"
 )
 
 // queueLabel names the LocalQueue a Job is submitted to.
@@ -116,7 +117,7 @@ func TestKueue(t *testing.T) {
 
 	t.Run("a plain pod", func(t *testing.T) { testPlainPod(ctx, t, e, node) })
 	t.Run("borrowing and reclaim", func(t *testing.T) { testBorrowAndReclaim(ctx, t, e, node) })
-	e.checkNoOvercommit(ctx, t)
+	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
 }
 
 // submit creates job and checks that Kueue's webhook suspended it.

@@ -3,73 +3,11 @@ package scheduler
 import (
 	"context"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/scheduler/placement"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// checkNoOvercommit sums, for every GPU, what the allocations of live pods
-// hold, and fails the test when any GPU holds more memory, cores or shares
-// than it has. It also checks that every bound GPU pod has exactly its own
-// allocation, on its node.
+// checkNoOvercommit fails the test unless the GPU accounting invariants
+// hold (framework.CheckGPUAccounting) for Tessera's pods.
 func (e *env) checkNoOvercommit(ctx context.Context, t *testing.T) {
 	t.Helper()
-	nodes, err := e.cp.Tessera.GpuV1alpha1().GPUNodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	allocs, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := e.cp.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			live[p.Namespace+"/"+p.Name] = p
-		}
-	}
-	capacity := map[string]gpuv1alpha1.GPUDevice{}
-	for _, n := range nodes.Items {
-		for _, d := range n.Status.Devices {
-			capacity[d.UUID] = d
-		}
-	}
-	used := map[string]*placement.Hold{}
-	allocated := map[string]bool{}
-	for _, a := range allocs.Items {
-		key := a.Namespace + "/" + a.Name
-		pod, ok := live[key]
-		if !ok || pod.UID != a.Spec.PodUID || a.Status.Phase == gpuv1alpha1.AllocationFailed {
-			continue
-		}
-		if pod.Spec.NodeName != "" && pod.Spec.NodeName != a.Spec.NodeName {
-			t.Errorf("pod %s is on node %s but its allocation is on %s", key, pod.Spec.NodeName, a.Spec.NodeName)
-		}
-		allocated[key] = true
-		framework.AddGPUUse(used, &a)
-	}
-	for uuid, u := range used {
-		c, ok := capacity[uuid]
-		switch {
-		case !ok:
-			t.Errorf("allocations use GPU %s, which no GPUNode has", uuid)
-		case u.MemoryMiB > c.MemoryMiB || u.Cores > c.Cores || u.Shares > c.ShareLimit:
-			t.Errorf("GPU %s over-committed: %d/%d MiB, %d/%d cores, %d/%d shares",
-				uuid, u.MemoryMiB, c.MemoryMiB, u.Cores, c.Cores, u.Shares, c.ShareLimit)
-		}
-	}
-	for key, pod := range live {
-		if pod.Spec.NodeName != "" && pod.Spec.SchedulerName == schedulerName && !allocated[key] {
-			t.Errorf("bound pod %s has no allocation of its own", key)
-		}
-	}
+	e.cp.CheckGPUAccounting(ctx, t, schedulerName)
 }
