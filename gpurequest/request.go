@@ -77,17 +77,22 @@ func PodRequests(pod *corev1.Pod, names ResourceNames) ([]ContainerRequest, erro
 // kubelet allocates devices (init containers first), with the container's
 // kind and its path in the pod spec.
 func EachContainer(pod *corev1.Pod, visit func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path)) {
-	spec := field.NewPath("spec")
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
+	EachSpecContainer(&pod.Spec, field.NewPath("spec"), visit)
+}
+
+// EachSpecContainer is EachContainer for a pod spec that lies at path, such
+// as a Job's spec.template.spec.
+func EachSpecContainer(spec *corev1.PodSpec, path *field.Path, visit func(c *corev1.Container, kind gpuv1alpha1.ContainerKind, path *field.Path)) {
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
 		kind := gpuv1alpha1.ContainerInit
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			kind = gpuv1alpha1.ContainerSidecar
 		}
-		visit(c, kind, spec.Child("initContainers").Index(i))
+		visit(c, kind, path.Child("initContainers").Index(i))
 	}
-	for i := range pod.Spec.Containers {
-		visit(&pod.Spec.Containers[i], gpuv1alpha1.ContainerApp, spec.Child("containers").Index(i))
+	for i := range spec.Containers {
+		visit(&spec.Containers[i], gpuv1alpha1.ContainerApp, path.Child("containers").Index(i))
 	}
 }
 

@@ -13,7 +13,9 @@
 // totals (gpurequest.QuotaTotals) under gpu.tessera.dev/gpus, cores and
 // memory, for a namespace's ResourceQuota to count, and the validation
 // refuses a pod whose totals differ or that its namespace's quota has no
-// room for (quota.go, quotaroom.go).
+// room for (quota.go, quotaroom.go). A batch/v1 Job, which Kueue counts
+// from its pod template before any pod exists, gets the same counts and
+// totals in its template and is held to the same rules (job.go).
 //
 // In DRA mode (the webhook's, or a namespace's mode label) the mutation
 // holds the pod to the same rules and then turns its GPU resources into

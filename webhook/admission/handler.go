@@ -75,7 +75,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (result string, 
 		return fail(http.StatusBadRequest, "%v", err)
 	}
 	req := review.Request
-	logger = logger.WithValues("uid", req.UID, "pod", klog.KRef(req.Namespace, req.Name))
+	logger = logger.WithValues("uid", req.UID, "kind", req.Kind.Kind, "object", klog.KRef(req.Namespace, req.Name))
 	resp := h.review(klog.NewContext(r.Context(), logger), req)
 	resp.UID = req.UID
 	out, err := json.Marshal(&admissionv1.AdmissionReview{

@@ -130,8 +130,8 @@ func TestHandlerAnswersUnreadableRequests(t *testing.T) {
 		{
 			name: "wrong kind",
 			req:  deployment(),
-			message: `the Tessera webhook reviews only v1 pods, got kind "apps/v1, Kind=Deployment" of resource "apps/v1/deployments": ` +
-				`the webhook configuration's rules must select only pods`,
+			message: `the Tessera webhook reviews only v1 pods and batch/v1 Jobs, got kind "apps/v1, Kind=Deployment" of resource "apps/v1/deployments": ` +
+				`the webhook configuration's rules must select only those`,
 		},
 		{name: "no object", req: withObject(""), message: "the AdmissionReview's request.object is empty: expected the pod being created"},
 		{name: "object that is not a pod", req: withObject(`{"spec":"gpu"}`), message: "decoding request.object as a v1 Pod: json: cannot unmarshal string into Go struct field Pod.spec of type v1.PodSpec"},

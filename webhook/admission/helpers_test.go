@@ -148,6 +148,15 @@ func createRequest(t testing.TB, p *corev1.Pod) *admissionv1.AdmissionRequest {
 // applyPatch applies a response's JSON patch to the pod of the request.
 func applyPatch(t testing.TB, req *admissionv1.AdmissionRequest, resp *admissionv1.AdmissionResponse) *corev1.Pod {
 	t.Helper()
+	out := &corev1.Pod{}
+	decodePatched(t, req, resp, out)
+	return out
+}
+
+// decodePatched applies a response's JSON patch to the object of the
+// request and decodes the result into out.
+func decodePatched(t testing.TB, req *admissionv1.AdmissionRequest, resp *admissionv1.AdmissionResponse, out any) {
+	t.Helper()
 	raw := req.Object.Raw
 	if len(resp.Patch) > 0 {
 		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
@@ -161,11 +170,9 @@ func applyPatch(t testing.TB, req *admissionv1.AdmissionRequest, resp *admission
 			t.Fatalf("applying patch %s: %v", resp.Patch, err)
 		}
 	}
-	out := &corev1.Pod{}
 	if err := json.Unmarshal(raw, out); err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 // mutated is the pod as the validating webhook receives it: after the

@@ -15,8 +15,12 @@ import (
 // pods that ask for GPUs to Tessera's scheduler unless they name another
 // scheduler; in DRA mode (the webhook's, or the namespace's mode
 // label) it turns their GPU resources into claims (mutateForDRA). A pod
-// that asks for no GPU is admitted unchanged.
+// that asks for no GPU is admitted unchanged. A Job's pod template gets
+// the counts and totals a pod would (mutateJob).
 func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if reviewsJob(req) {
+		return a.mutateJob(ctx, req)
+	}
 	pod, resp := a.podUnderReview(ctx, req)
 	if resp != nil {
 		return resp
@@ -28,7 +32,12 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 	if mode == ModeDRA {
 		return a.mutateForDRA(ctx, req, pod)
 	}
-	ops := a.mutations(pod)
+	return patched(ctx, req, a.mutations(pod))
+}
+
+// patched admits the request with the patch ops, or unchanged when there
+// are none.
+func patched(ctx context.Context, req *admissionv1.AdmissionRequest, ops []patchOp) *admissionv1.AdmissionResponse {
 	if len(ops) == 0 {
 		return allowed(req)
 	}
@@ -37,7 +46,7 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 		// Unreachable with string values; answered rather than panicking.
 		return internalError(req, "encoding the patch: "+err.Error())
 	}
-	klog.FromContext(ctx).V(2).Info("Mutating GPU pod", "operations", len(ops))
+	klog.FromContext(ctx).V(2).Info("Mutating GPU workload", "kind", req.Kind.Kind, "operations", len(ops))
 	patchType := admissionv1.PatchTypeJSONPatch
 	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &patchType}
 }
@@ -45,17 +54,10 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 // mutations returns the JSON patch that normalises the pod, empty when it
 // needs none. Applying it and mutating again yields no patch.
 func (a *Admitter) mutations(pod *corev1.Pod) []patchOp {
-	var ops []patchOp
-	for i := range pod.Spec.InitContainers {
-		ops = append(ops, a.countMutations("initContainers", i, &pod.Spec.InitContainers[i])...)
-	}
-	for i := range pod.Spec.Containers {
-		ops = append(ops, a.countMutations("containers", i, &pod.Spec.Containers[i])...)
-	}
-	if !a.podAsks(pod) {
+	ops := a.templateMutations(podTemplateOf(pod))
+	if !a.podAsks(&pod.Spec) {
 		return ops
 	}
-	ops = append(ops, a.quotaMutations(a.withCounts(pod))...)
 	switch pod.Spec.SchedulerName {
 	case "", corev1.DefaultSchedulerName:
 		if a.cfg.SchedulerName != pod.Spec.SchedulerName {
@@ -67,12 +69,30 @@ func (a *Admitter) mutations(pod *corev1.Pod) []patchOp {
 	return ops
 }
 
+// templateMutations returns the patch that gives a pod, or a Job's pod
+// template, its GPU counts and, when it asks for GPUs, its quota totals.
+func (a *Admitter) templateMutations(t podTemplate) []patchOp {
+	var ops []patchOp
+	for i := range t.spec.InitContainers {
+		ops = append(ops, a.countMutations(t, "initContainers", i, &t.spec.InitContainers[i])...)
+	}
+	for i := range t.spec.Containers {
+		ops = append(ops, a.countMutations(t, "containers", i, &t.spec.Containers[i])...)
+	}
+	if !a.podAsks(t.spec) {
+		return ops
+	}
+	counted := t
+	counted.spec = a.withCounts(t.spec)
+	return append(ops, a.quotaMutations(counted)...)
+}
+
 // countMutations adds a GPU count of 1 to a container that asks for a slice
 // but no count. Extended resources live in limits (the API server copies
 // them into requests), so the count goes into limits; it also goes into
 // requests when the container lists GPU resources there, since the API
 // server requires the two to agree.
-func (a *Admitter) countMutations(list string, i int, c *corev1.Container) []patchOp {
+func (a *Admitter) countMutations(t podTemplate, list string, i int, c *corev1.Container) []patchOp {
 	u := a.useOf(c)
 	if !u.slice || u.count {
 		return nil
@@ -80,7 +100,7 @@ func (a *Admitter) countMutations(list string, i int, c *corev1.Container) []pat
 	names := a.cfg.ResourceNames
 	count := string(names.Count)
 	path := func(tokens ...string) string {
-		return pointer(append([]string{"spec", list, index(i), "resources"}, tokens...)...)
+		return t.pointer(append([]string{"spec", list, index(i), "resources"}, tokens...)...)
 	}
 	var ops []patchOp
 	if c.Resources.Limits == nil {

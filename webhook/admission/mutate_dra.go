@@ -30,7 +30,7 @@ const draScheduler = "kube-scheduler (its DynamicResources plugin allocates the 
 // refused, naming the field and the limit, when DRA cannot express its
 // request.
 func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionRequest, pod *corev1.Pod) *admissionv1.AdmissionResponse {
-	if !a.podAsks(pod) {
+	if !a.podAsks(&pod.Spec) {
 		return allowed(req)
 	}
 	name := pod.Name
@@ -38,8 +38,8 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 		name = req.Name
 	}
 	// A slice without a count is a slice of one GPU, as in extender mode.
-	counted := a.withCounts(pod)
-	refusals, asks := a.check(counted, draScheduler)
+	counted := &corev1.Pod{ObjectMeta: pod.ObjectMeta, Spec: *a.withCounts(&pod.Spec)}
+	refusals, asks := a.check(podTemplateOf(counted), draScheduler)
 	if len(refusals) > 0 {
 		return denied(req, name, refusals)
 	}

@@ -240,19 +240,19 @@ func TestMutateLeavesOtherOperationsAlone(t *testing.T) {
 	}
 }
 
-// asJSON is the pod as the API server would store it, for comparison:
+// asJSON is the object as the API server would store it, for comparison:
 // quantities built and parsed compare equal once formatted.
-func asJSON(t testing.TB, p *corev1.Pod) map[string]any {
+func asJSON(t testing.TB, p any) any {
 	t.Helper()
 	raw, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return v
 }
 
 func TestPointerEscapes(t *testing.T) {

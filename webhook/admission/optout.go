@@ -3,18 +3,22 @@ package admission
 import (
 	"context"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 )
 
-// optedOut reports why the webhook must leave the pod alone, or "" when it
-// must not. The webhook configurations' selectors already skip opted-out
-// pods and namespaces; this check stands in for a configuration that was
-// edited or installed without them.
-func (a *Admitter) optedOut(ctx context.Context, namespace string, pod *corev1.Pod) string {
-	if pod.Labels[a.cfg.OptOutLabel] == a.cfg.OptOutValue {
-		return "pod is labelled " + a.cfg.OptOutLabel + "=" + a.cfg.OptOutValue
+// optedOut reports why the webhook must leave the object alone, or ""
+// when it must not: the object (a pod, or a Job or its pod template), as
+// labelled by each of labels, or its namespace opted out. The webhook
+// configurations' selectors already skip opted-out objects and
+// namespaces; this check stands in for a configuration that was edited or
+// installed without them, and for a Job's template, which no selector
+// reads.
+func (a *Admitter) optedOut(ctx context.Context, namespace string, labels ...map[string]string) string {
+	for _, l := range labels {
+		if l[a.cfg.OptOutLabel] == a.cfg.OptOutValue {
+			return "labelled " + a.cfg.OptOutLabel + "=" + a.cfg.OptOutValue
+		}
 	}
 	ns, err := a.namespaces.Get(namespace)
 	switch {

@@ -22,7 +22,7 @@ func (a *Admitter) podUnderReview(ctx context.Context, req *admissionv1.Admissio
 	logger := klog.FromContext(ctx)
 	if req.Kind != podKind || req.Resource != podResource {
 		return nil, badRequest(req,
-			"the Tessera webhook reviews only v1 pods, got kind %q of resource %q: the webhook configuration's rules must select only pods",
+			"the Tessera webhook reviews only v1 pods and batch/v1 Jobs, got kind %q of resource %q: the webhook configuration's rules must select only those",
 			kindString(req.Kind), resourceString(req.Resource))
 	}
 	if req.Operation != admissionv1.Create || req.SubResource != "" {
@@ -38,7 +38,7 @@ func (a *Admitter) podUnderReview(ctx context.Context, req *admissionv1.Admissio
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Object.Raw, pod); err != nil {
 		return nil, badRequest(req, "decoding request.object as a v1 Pod: %v", err)
 	}
-	if why := a.optedOut(ctx, req.Namespace, pod); why != "" {
+	if why := a.optedOut(ctx, req.Namespace, pod.Labels); why != "" {
 		logger.V(4).Info("Opted out, admitting unchanged", "reason", why)
 		return nil, allowed(req)
 	}

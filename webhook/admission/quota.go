@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,12 +21,12 @@ import (
 // rule for init and sidecar containers); the validation refuses a pod
 // whose totals are not those, as when it was created past the mutation.
 
-// withCounts returns a copy of the pod in which every container that asks
-// for a slice without a GPU count has a count of 1 in its limits, as the
-// mutation writes it: such a slice is a slice of one GPU.
-func (a *Admitter) withCounts(pod *corev1.Pod) *corev1.Pod {
-	counted := pod.DeepCopy()
-	gpurequest.EachContainer(counted, func(c *corev1.Container, _ gpuv1alpha1.ContainerKind, _ *field.Path) {
+// withCounts returns a copy of the pod spec in which every container that
+// asks for a slice without a GPU count has a count of 1 in its limits, as
+// the mutation writes it: such a slice is a slice of one GPU.
+func (a *Admitter) withCounts(spec *corev1.PodSpec) *corev1.PodSpec {
+	counted := spec.DeepCopy()
+	gpurequest.EachSpecContainer(counted, field.NewPath("spec"), func(c *corev1.Container, _ gpuv1alpha1.ContainerKind, _ *field.Path) {
 		if u := a.useOf(c); u.slice && !u.count {
 			if c.Resources.Limits == nil {
 				c.Resources.Limits = corev1.ResourceList{}
@@ -52,22 +53,22 @@ func (a *Admitter) quotaTotals(c *corev1.Container) (corev1.ResourceList, bool) 
 }
 
 // quotaMutations returns the patch that gives every container of counted,
-// the pod with the counts countMutations adds, its quota totals in its
-// limits and requests, and takes them from a container that asks for no
-// GPU.
-func (a *Admitter) quotaMutations(counted *corev1.Pod) []patchOp {
+// the pod or pod template with the counts countMutations adds, its quota
+// totals in its limits and requests, and takes them from a container that
+// asks for no GPU.
+func (a *Admitter) quotaMutations(counted podTemplate) []patchOp {
 	var ops []patchOp
 	for _, list := range []struct {
 		name       string
 		containers []corev1.Container
-	}{{"initContainers", counted.Spec.InitContainers}, {"containers", counted.Spec.Containers}} {
+	}{{"initContainers", counted.spec.InitContainers}, {"containers", counted.spec.Containers}} {
 		for i := range list.containers {
 			c := &list.containers[i]
 			want, ok := a.quotaTotals(c)
 			if !ok {
 				continue
 			}
-			base := []string{"spec", list.name, index(i), "resources"}
+			base := append(slices.Clone(counted.at), "spec", list.name, index(i), "resources")
 			ops = append(ops, quotaListOps(base, "limits", c.Resources.Limits, want)...)
 			ops = append(ops, quotaListOps(base, "requests", c.Resources.Requests, want)...)
 		}
@@ -107,9 +108,9 @@ func quotaListOps(base []string, list string, have, want corev1.ResourceList) []
 // quotaMismatches returns a refusal for every quota resource of a
 // container that is not the total the mutation writes: a pod created past
 // the mutation, or changed after it, would be counted wrong.
-func (a *Admitter) quotaMismatches(pod *corev1.Pod) []refusal {
+func (a *Admitter) quotaMismatches(t podTemplate) []refusal {
 	var refusals []refusal
-	gpurequest.EachContainer(pod, func(c *corev1.Container, _ gpuv1alpha1.ContainerKind, path *field.Path) {
+	gpurequest.EachSpecContainer(t.spec, t.path("spec"), func(c *corev1.Container, _ gpuv1alpha1.ContainerKind, path *field.Path) {
 		want, ok := a.quotaTotals(c)
 		if !ok {
 			return

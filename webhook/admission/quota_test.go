@@ -89,7 +89,7 @@ func TestMutateWritesQuotaTotals(t *testing.T) {
 			want := tc.pod.DeepCopy()
 			if tc.want != nil {
 				tc.want(want)
-				if want.Spec.SchedulerName == corev1.DefaultSchedulerName && len(want.Spec.ResourceClaims) == 0 && a.podAsks(want) {
+				if want.Spec.SchedulerName == corev1.DefaultSchedulerName && len(want.Spec.ResourceClaims) == 0 && a.podAsks(&want.Spec) {
 					want.Spec.SchedulerName = DefaultSchedulerName
 				}
 			}

@@ -43,7 +43,7 @@ func badRequest(req *admissionv1.AdmissionRequest, format string, args ...any) *
 	}
 }
 
-// denied refuses a pod. The message lists every reason; kubectl shows it
+// denied refuses a pod or a Job. The message lists every reason; kubectl shows it
 // after "admission webhook ... denied the request: ". The causes carry the
 // same reasons for programs. Forbidden rather than Invalid: kubectl prints
 // only the causes of an Invalid error, without saying a webhook refused.
@@ -66,7 +66,7 @@ func denied(req *admissionv1.AdmissionRequest, name string, refusals []refusal) 
 			Code:    http.StatusForbidden,
 			Reason:  metav1.StatusReasonForbidden,
 			Message: strings.Join(msgs, "; "),
-			Details: &metav1.StatusDetails{Kind: "pods", Name: name, Causes: causes},
+			Details: &metav1.StatusDetails{Kind: req.Resource.Resource, Name: name, Causes: causes},
 		},
 	}
 }

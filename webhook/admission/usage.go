@@ -38,15 +38,16 @@ func (a *Admitter) useOf(c *corev1.Container) gpuUse {
 	return u
 }
 
-// podAsks reports whether any container of the pod asks Tessera for GPUs.
-func (a *Admitter) podAsks(pod *corev1.Pod) bool {
-	for i := range pod.Spec.InitContainers {
-		if a.useOf(&pod.Spec.InitContainers[i]).asks() {
+// podAsks reports whether any container of the pod spec asks Tessera for
+// GPUs.
+func (a *Admitter) podAsks(spec *corev1.PodSpec) bool {
+	for i := range spec.InitContainers {
+		if a.useOf(&spec.InitContainers[i]).asks() {
 			return true
 		}
 	}
-	for i := range pod.Spec.Containers {
-		if a.useOf(&pod.Spec.Containers[i]).asks() {
+	for i := range spec.Containers {
+		if a.useOf(&spec.Containers[i]).asks() {
 			return true
 		}
 	}

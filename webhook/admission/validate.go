@@ -20,25 +20,37 @@ import (
 // and in extender mode a pod whose GPU quota totals are not those the
 // mutation writes or that its namespace's ResourceQuota has no room for
 // (checkQuota); it warns about a request larger than any GPU the cluster
-// has now. A pod that asks for no GPU is admitted.
+// has now. A pod that asks for no GPU is admitted. A Job is held to the
+// same rules by its pod template (validateJob).
 func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if reviewsJob(req) {
+		return a.validateJob(ctx, req)
+	}
 	pod, resp := a.podUnderReview(ctx, req)
 	if resp != nil {
 		return resp
 	}
-	refusals, asks := a.check(pod, fmt.Sprintf("scheduler %q", a.cfg.SchedulerName))
+	name := pod.Name
+	if name == "" {
+		name = req.Name
+	}
+	return a.validated(ctx, req, name, podTemplateOf(pod), func() []refusal { return a.checkQuota(ctx, req.Namespace, pod) })
+}
+
+// validated checks a pod, or a Job's pod template, by the rules that
+// protect a node and, when it asks for GPUs and they hold, by quota: it
+// refuses it for every reason found, or admits it with a warning for each
+// request no GPU of the cluster can serve.
+func (a *Admitter) validated(ctx context.Context, req *admissionv1.AdmissionRequest, name string, t podTemplate, quota func() []refusal) *admissionv1.AdmissionResponse {
+	refusals, asks := a.check(t, fmt.Sprintf("scheduler %q", a.cfg.SchedulerName))
 	if len(asks) > 0 {
-		refusals = a.checkQuota(ctx, req.Namespace, pod)
+		refusals = quota()
 	}
 	if len(refusals) > 0 {
-		klog.FromContext(ctx).V(2).Info("Refusing GPU pod", "reasons", len(refusals), "firstReason", refusals[0].String())
-		name := pod.Name
-		if name == "" {
-			name = req.Name
-		}
+		klog.FromContext(ctx).V(2).Info("Refusing GPU workload", "kind", req.Kind.Kind, "reasons", len(refusals), "firstReason", refusals[0].String())
 		return denied(req, name, refusals)
 	}
-	resp = allowed(req)
+	resp := allowed(req)
 	if len(asks) > 0 {
 		resp.Warnings = a.warnings(ctx, requestsOf(asks))
 	}
@@ -53,7 +65,7 @@ func (a *Admitter) checkQuota(ctx context.Context, namespace string, pod *corev1
 	if mode, ferr := a.modeOf(namespace); ferr != nil || mode != ModeExtender {
 		return nil
 	}
-	if refusals := a.quotaMismatches(pod); len(refusals) > 0 {
+	if refusals := a.quotaMismatches(podTemplateOf(pod)); len(refusals) > 0 {
 		return refusals
 	}
 	return a.quotaExcesses(ctx, namespace, pod)
@@ -75,9 +87,10 @@ func requestsOf(asks []containerAsk) []gpurequest.ContainerRequest {
 	return out
 }
 
-// check returns every reason to refuse the pod, and, when there is none,
-// its containers that ask for GPUs. scheduler names what assigns the GPUs.
-func (a *Admitter) check(pod *corev1.Pod, scheduler string) ([]refusal, []containerAsk) {
+// check returns every reason to refuse the pod, or the pods a Job's
+// template makes, and, when there is none, its containers that ask for
+// GPUs. scheduler names what assigns the GPUs.
+func (a *Admitter) check(t podTemplate, scheduler string) ([]refusal, []containerAsk) {
 	var (
 		refusals []refusal
 		asks     []containerAsk
@@ -98,16 +111,16 @@ func (a *Admitter) check(pod *corev1.Pod, scheduler string) ([]refusal, []contai
 			asks = append(asks, containerAsk{container: c, request: req, path: path})
 		}
 	}
-	gpurequest.EachContainer(pod, visit)
+	gpurequest.EachSpecContainer(t.spec, t.path("spec"), visit)
 	if !asksGPUs {
 		return nil, nil
 	}
-	if pod.Spec.NodeName != "" {
-		refusals = append(refusals, refusal{err: field.Forbidden(field.NewPath("spec", "nodeName"), fmt.Sprintf(
+	if t.spec.NodeName != "" {
+		refusals = append(refusals, refusal{err: field.Forbidden(t.path("spec", "nodeName"), fmt.Sprintf(
 			"must be empty when the pod asks for GPUs: %s must place the pod, since it is what assigns the GPUs", scheduler))})
 	}
-	if _, err := gpurequest.ParseAnnotations(pod.Annotations); err != nil {
-		for _, ferr := range fieldErrors(err, field.NewPath("metadata", "annotations")) {
+	if _, err := gpurequest.ParseAnnotations(t.meta.Annotations); err != nil {
+		for _, ferr := range fieldErrors(err, t.path("metadata", "annotations")) {
 			refusals = append(refusals, refusal{err: ferr})
 		}
 	}
