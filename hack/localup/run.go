@@ -74,19 +74,7 @@ type endpoint struct{ what, url string }
 
 func run(ctx context.Context, o options) error {
 	start := time.Now()
-	// Both directories end up in kubeconfigs and in the daemons' flags,
-	// which are read from other working directories.
-	for _, dir := range []*string{&o.stateDir, &o.binDir} {
-		abs, err := filepath.Abs(*dir)
-		if err != nil {
-			return err
-		}
-		*dir = abs
-	}
-	if err := os.RemoveAll(o.stateDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
+	if err := o.prepareDirs(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -154,6 +142,23 @@ func run(ctx context.Context, o options) error {
 	<-ctx.Done()
 	say("Stopping")
 	return nil
+}
+
+// prepareDirs makes the state and binary directories absolute, since both
+// end up in kubeconfigs and in the daemons' flags, which are read from
+// other working directories, and empties the state directory.
+func (o *options) prepareDirs() error {
+	for _, dir := range []*string{&o.stateDir, &o.binDir} {
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			return err
+		}
+		*dir = abs
+	}
+	if err := os.RemoveAll(o.stateDir); err != nil {
+		return err
+	}
+	return os.MkdirAll(o.stateDir, 0o755)
 }
 
 // daemon starts one of Tessera's binaries, logging into the state dir.
