@@ -24,10 +24,26 @@ func (q *room) admits(asked int64) func(placement.Use) (placement.Use, bool) {
 	}
 }
 
+// free makes room for one GPU in namespace ns and tells r.
+func (q *room) free(r *Requeuer, ns string) {
+	q.left = 1
+	r.QuotaFreed(ns)
+}
+
 // waitOnQuota has the pod turned away by its quota, asking for asked GPUs.
 func waitOnQuota(r *Requeuer, clk *clocktesting.FakeClock, q *room, name string, asked int64) {
 	r.Rejected(testPod(name), nil)
 	r.OverQuota(testPod(name), clk.Now(), q.admits(asked))
+}
+
+// waitThenFree has pod a turned away by its quota, asking for asked GPUs,
+// and a second later room for one GPU freed in namespace ns.
+func waitThenFree(asked int64, ns string) func(r *Requeuer, clk *clocktesting.FakeClock, q *room) {
+	return func(r *Requeuer, clk *clocktesting.FakeClock, q *room) {
+		waitOnQuota(r, clk, q, "a", asked)
+		clk.Step(time.Second)
+		q.free(r, ns)
+	}
 }
 
 func TestQuotaRequeue(t *testing.T) {
@@ -38,31 +54,16 @@ func TestQuotaRequeue(t *testing.T) {
 	}{
 		{
 			name: "a pod over its quota is poked when the quota has room",
-			run: func(r *Requeuer, clk *clocktesting.FakeClock, q *room) {
-				waitOnQuota(r, clk, q, "a", 1)
-				clk.Step(time.Second)
-				q.left = 1
-				r.QuotaFreed("ns")
-			},
+			run:  waitThenFree(1, "ns"),
 			want: []string{"a"},
 		},
 		{
 			name: "not while the quota has no room for what it asked",
-			run: func(r *Requeuer, clk *clocktesting.FakeClock, q *room) {
-				waitOnQuota(r, clk, q, "a", 2)
-				clk.Step(time.Second)
-				q.left = 1
-				r.QuotaFreed("ns")
-			},
+			run:  waitThenFree(2, "ns"),
 		},
 		{
 			name: "nor for another namespace's room",
-			run: func(r *Requeuer, clk *clocktesting.FakeClock, q *room) {
-				waitOnQuota(r, clk, q, "a", 1)
-				clk.Step(time.Second)
-				q.left = 1
-				r.QuotaFreed("other")
-			},
+			run:  waitThenFree(1, "other"),
 		},
 		{
 			name: "room for one pod pokes one, the one turned away first",
@@ -71,8 +72,7 @@ func TestQuotaRequeue(t *testing.T) {
 					waitOnQuota(r, clk, q, name, 1)
 					clk.Step(time.Second)
 				}
-				q.left = 1
-				r.QuotaFreed("ns")
+				q.free(r, "ns")
 			},
 			want: []string{"b"},
 		},
@@ -83,8 +83,7 @@ func TestQuotaRequeue(t *testing.T) {
 				r.Rejected(testPod("b"), nil)
 				clk.Step(10 * window)
 				r.Freed("n1")
-				q.left = 1
-				r.QuotaFreed("ns")
+				q.free(r, "ns")
 			},
 			want: []string{"a"},
 		},
@@ -94,8 +93,7 @@ func TestQuotaRequeue(t *testing.T) {
 				waitOnQuota(r, clk, q, "a", 1)
 				clk.Step(time.Second)
 				r.Rejected(testPod("a"), servedBy())
-				q.left = 1
-				r.QuotaFreed("ns")
+				q.free(r, "ns")
 			},
 		},
 		{
