@@ -20,6 +20,15 @@ import (
 
 func limit(hard int64) quota.Limit { return quota.Limit{Hard: hard, Set: true, Quota: "gpu"} }
 
+// sameReason is the unresolvable reasons of nodes that all give reason.
+func sameReason(reason string, nodes ...string) map[string]string {
+	reasons := make(map[string]string, len(nodes))
+	for _, node := range nodes {
+		reasons[node] = reason
+	}
+	return reasons
+}
+
 // quotaRequeue records what the extender tells the requeuer of quotas.
 type quotaRequeue struct {
 	pods   []string
@@ -57,22 +66,16 @@ func TestFilterQuota(t *testing.T) {
 			},
 		},
 		{
-			name:   "a quota without room for the least asked closes every node",
-			limits: quota.Limits{GPUs: limit(1)},
-			pod:    podSpec("p", nil, "nvidia.com/gpu=1"),
-			wantUnresolvable: map[string]string{
-				"a100-1": "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/gpus (GPUs): used 1, asked 1, limit 1",
-				"t4":     "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/gpus (GPUs): used 1, asked 1, limit 1",
-			},
+			name:             "a quota without room for the least asked closes every node",
+			limits:           quota.Limits{GPUs: limit(1)},
+			pod:              podSpec("p", nil, "nvidia.com/gpu=1"),
+			wantUnresolvable: sameReason("namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/gpus (GPUs): used 1, asked 1, limit 1", "a100-1", "t4"),
 		},
 		{
-			name:   "a whole GPU counts 100 cores",
-			limits: quota.Limits{Cores: limit(100)},
-			pod:    podSpec("p", nil, "nvidia.com/gpu=1"),
-			wantUnresolvable: map[string]string{
-				"a100-1": "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/cores (GPU compute in percent of one GPU): used 20, asked 100, limit 100",
-				"t4":     "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/cores (GPU compute in percent of one GPU): used 20, asked 100, limit 100",
-			},
+			name:             "a whole GPU counts 100 cores",
+			limits:           quota.Limits{Cores: limit(100)},
+			pod:              podSpec("p", nil, "nvidia.com/gpu=1"),
+			wantUnresolvable: sameReason("namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/cores (GPU compute in percent of one GPU): used 20, asked 100, limit 100", "a100-1", "t4"),
 		},
 	}
 	for _, tc := range tests {
