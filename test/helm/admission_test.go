@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -184,10 +185,10 @@ func checkOwnNodePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 	}
 }
 
-// checkWebhookSelection creates pods with the webhook configured but not
-// running: the API server must call it (and so, with failurePolicy Fail,
-// refuse the pod) exactly for pods that ask for a Tessera resource outside
-// the excluded namespaces and opt-outs.
+// checkWebhookSelection creates pods and Jobs with the webhook configured
+// but not running: the API server must call it (and so, with failurePolicy
+// Fail, refuse the object) exactly for pods and Jobs' pod templates that
+// ask for a Tessera resource outside the excluded namespaces and opt-outs.
 func checkWebhookSelection(ctx context.Context, t *testing.T, cp *framework.ControlPlane, releaseNamespace string) {
 	createNamespace(ctx, t, cp, "workloads")
 	optedOut := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "opted-out", Labels: map[string]string{"tessera.dev/webhook": "disabled"}}}
@@ -245,13 +246,35 @@ func checkWebhookSelection(ctx context.Context, t *testing.T, cp *framework.Cont
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := cp.Kube.CoreV1().Pods(tt.pod.Namespace).Create(ctx, tt.pod, metav1.CreateOptions{})
-			sent := err != nil && strings.Contains(err.Error(), "gpu.tessera.dev")
-			if err != nil && !sent {
-				t.Fatalf("creating the pod: %v", err)
-			}
-			if sent != tt.sent {
-				t.Errorf("sent to the webhook = %v, want %v (error: %v)", sent, tt.sent, err)
-			}
+			checkSent(t, err, "pods", tt.sent)
 		})
+	}
+	// A Job is sent by its pod template, which Kueue counts.
+	for _, tt := range tests {
+		t.Run("a Job of "+tt.name, func(t *testing.T) {
+			job := &batchv1.Job{
+				ObjectMeta: metav1.ObjectMeta{Name: tt.pod.Name, Namespace: tt.pod.Namespace, Labels: tt.pod.Labels},
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *tt.pod.Spec.DeepCopy()}},
+			}
+			job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+			_, err := cp.Kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
+			checkSent(t, err, "jobs", tt.sent)
+		})
+	}
+}
+
+// checkSent checks that the creation of an object of resource failed at
+// its webhook exactly when it should have been sent there.
+func checkSent(t *testing.T, err error, resource string, want bool) {
+	t.Helper()
+	sent := err != nil && strings.Contains(err.Error(), "gpu.tessera.dev")
+	if err != nil && !sent {
+		t.Fatalf("creating the object: %v", err)
+	}
+	if sent != want {
+		t.Errorf("sent to the webhook = %v, want %v (error: %v)", sent, want, err)
+	}
+	if sent && !strings.Contains(err.Error(), `"mutate.`+resource+`.gpu.tessera.dev"`) {
+		t.Errorf("refused with %q, want a failed call to mutate.%s.gpu.tessera.dev", err, resource)
 	}
 }

@@ -95,7 +95,7 @@ func TestChartOnAPIServer(t *testing.T) {
 	t.Run("GPU pods reach nodes only through Tessera's scheduler", func(t *testing.T) {
 		checkGPUPodsPolicy(ctx, t, cp)
 	})
-	t.Run("only GPU pods are sent to the webhook", func(t *testing.T) {
+	t.Run("only GPU pods and Jobs are sent to the webhook", func(t *testing.T) {
 		checkWebhookSelection(ctx, t, cp, release.namespace)
 	})
 	t.Run("daemons run with the rendered flags as their service accounts", func(t *testing.T) {
