@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -14,10 +13,7 @@ import (
 // allocated its claim, with the limits its CDI devices carry, and nothing
 // is left running afterwards.
 func TestLocalUpDRA(t *testing.T) {
-	root := framework.RepoRoot()
-	cmd := exec.Command("hack/local-up.sh", "--mode=dra", "--exit-after-demo")
-	cmd.Dir = root
-	output := runLocalUp(t, cmd)
+	output := runDemo(t, "--mode=dra")
 
 	rows := placementRows(t, output)
 	for _, name := range []string{"memory-slice", "memory-and-cores", "exclusive", "two-gpus", "a100-only", "numa-aligned", "hami-style"} {
@@ -42,7 +38,7 @@ func TestLocalUpDRA(t *testing.T) {
 	if r := rows["a100-only"]; len(r) == 1 && !strings.HasPrefix(r[0].model, "NVIDIA A100") {
 		t.Errorf("a100-only landed on a %s", r[0].model)
 	}
-	checkNothingLeft(t, root)
+	checkNothingLeft(t, framework.RepoRoot())
 }
 
 // placementRow is one GPU of one container in the table local-up prints.

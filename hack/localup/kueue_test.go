@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -13,10 +12,7 @@ import (
 // team's ClusterQueue and every pod of it placed with the slice it asked
 // for; and that nothing, Kueue included, is left running afterwards.
 func TestLocalUpKueue(t *testing.T) {
-	root := framework.RepoRoot()
-	cmd := exec.Command("hack/local-up.sh", "--kueue", "--exit-after-demo")
-	cmd.Dir = root
-	output := runLocalUp(t, cmd)
+	output := runDemo(t, "--kueue")
 
 	// JOB CLUSTERQUEUE POD NODE GPUS MEMORY(MiB) CORES(%)
 	rows := map[string][][]string{}
@@ -45,5 +41,5 @@ func TestLocalUpKueue(t *testing.T) {
 			}
 		}
 	}
-	checkNothingLeft(t, root)
+	checkNothingLeft(t, framework.RepoRoot())
 }

@@ -118,6 +118,15 @@ func startLocalUp(t *testing.T, cmd *exec.Cmd) (*output, <-chan struct{}) {
 	return out, out.up
 }
 
+// runDemo runs hack/local-up.sh with flags and --exit-after-demo from the
+// repository root, to its end, and returns what it printed.
+func runDemo(t *testing.T, flags ...string) string {
+	t.Helper()
+	cmd := exec.Command("hack/local-up.sh", append(flags, "--exit-after-demo")...)
+	cmd.Dir = framework.RepoRoot()
+	return runLocalUp(t, cmd)
+}
+
 // runLocalUp runs cmd, a local-up that exits after its demo, to its end
 // and returns what it printed; the test fails if it fails or takes more
 // than 15 minutes.
