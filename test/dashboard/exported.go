@@ -20,6 +20,7 @@ import (
 	dpmetrics "github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/internal/version"
 	schedmetrics "github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 	"github.com/tessera-gpu/tessera/webhook/admission"
 	"github.com/tessera-gpu/tessera/webhook/certs"
@@ -91,9 +92,11 @@ func Exported(t testing.TB) map[string]Metric {
 	return out
 }
 
-// stateMetrics reads the extender's per-GPU, per-node and per-allocation
-// families from its /metrics/state handler, which writes them without
-// descriptors, for a view with one GPU and one allocation on it.
+// stateMetrics reads the extender's per-GPU, per-node, per-allocation and
+// per-namespace families from its /metrics/state handler, which writes
+// them without descriptors, for a view with one GPU and one allocation on
+// it, in a namespace whose quota limits all three GPU resources (a hard
+// series is written only for a resource some quota limits).
 func stateMetrics(t testing.TB) map[string]Metric {
 	t.Helper()
 	v := view.New()
@@ -111,7 +114,9 @@ func stateMetrics(t testing.TB) map[string]Metric {
 	rec := httptest.NewRecorder()
 	// With the optional per-allocation series, which the dashboard shows
 	// where the extender runs with --allocation-metrics.
-	schedmetrics.NewState(v, schedmetrics.StateOptions{Allocations: true}).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/state", nil))
+	limit := func(hard int64) quota.Limit { return quota.Limit{Hard: hard, Set: true, Quota: "gpu"} }
+	quotas := quota.Fixed{"ns": {MemoryMiB: limit(4096), Cores: limit(400), GPUs: limit(4)}}
+	schedmetrics.NewState(v, schedmetrics.StateOptions{Allocations: true, Quotas: quotas}).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/state", nil))
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(rec.Body)
 	if err != nil {

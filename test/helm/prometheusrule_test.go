@@ -57,7 +57,7 @@ func TestPrometheusRule(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"TesseraGPUNodeStale", "TesseraGPUUnhealthy", "TesseraWebhookCertificateExpiresSoon", "TesseraBindsFailing", "TesseraBindsWaitingOnInFlightAllocations"} {
+	for _, want := range []string{"TesseraGPUNodeStale", "TesseraGPUUnhealthy", "TesseraWebhookCertificateExpiresSoon", "TesseraBindsFailing", "TesseraBindsWaitingOnInFlightAllocations", quotaAlert} {
 		if !alerts[want] {
 			t.Errorf("no alert %s", want)
 		}

@@ -276,6 +276,23 @@ func TestValuesRefused(t *testing.T) {
 			want:   []string{"/metrics/prometheusRule/certificateExpiryWarning"},
 		},
 		{
+			// It would fire for every namespace with a quota.
+			name:   "quota warning at no use",
+			values: map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "quotaWarning": map[string]any{"threshold": 0, "for": "15m"}}}},
+			want:   []string{"/metrics/prometheusRule/quotaWarning/threshold"},
+		},
+		{
+			// 90 meant as percent.
+			name:   "quota warning in percent",
+			values: map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "quotaWarning": map[string]any{"threshold": 90, "for": "15m"}}}},
+			want:   []string{"/metrics/prometheusRule/quotaWarning/threshold", "maximum"},
+		},
+		{
+			name:   "quota warning for no unit",
+			values: map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "quotaWarning": map[string]any{"threshold": 0.9, "for": "15"}}}},
+			want:   []string{"/metrics/prometheusRule/quotaWarning/for"},
+		},
+		{
 			name:        "kube-scheduler newer than the cluster",
 			kubeVersion: "1.36.3",
 			want:        []string{"scheduler.kubeScheduler.image.tag v1.37.2", "v1.36.3"},
