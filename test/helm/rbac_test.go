@@ -252,6 +252,9 @@ func TestRBAC(t *testing.T) {
 					{"gpu.tessera.dev", "gpuallocations", "create"}, {"", "pods/binding", "create"},
 					{"gpu.tessera.dev", "gpunodes", "watch"}, {"", "pods", "watch"}, {"", "pods", "patch"},
 					{"coordination.k8s.io", "leases", "watch"}, {"gpu.tessera.dev", "gpunodes/status", "patch"},
+					// The namespaces' GPU quotas: its view is not ready
+					// until their informer has listed them.
+					{"", "resourcequotas", "list"}, {"", "resourcequotas", "watch"},
 				} {
 					if !a.allows(need[0], need[1], need[2]) {
 						t.Errorf("the extender may not %s %s/%s, which it needs", need[2], need[0], need[1])
