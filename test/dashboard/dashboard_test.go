@@ -133,6 +133,10 @@ func TestEveryQueriedMetricIsExported(t *testing.T) {
 		"tessera_allocation_memory_bytes", "tessera_allocation_cores",
 		"tessera_extender_request_duration_seconds", "tessera_extender_requests_total",
 		"tessera_node_gpu_memory_used_bytes",
+		// Each namespace's GPU quota, used against hard (issue 21).
+		"tessera_namespace_gpu_memory_used_bytes", "tessera_namespace_gpu_memory_hard_bytes",
+		"tessera_namespace_gpu_cores_used", "tessera_namespace_gpu_cores_hard",
+		"tessera_namespace_gpus_used", "tessera_namespace_gpus_hard",
 	} {
 		if !used[need] {
 			t.Errorf("the dashboard never shows %s", need)
@@ -146,6 +150,51 @@ func TestEveryQueriedMetricIsExported(t *testing.T) {
 	}
 	sort.Strings(unused)
 	t.Logf("exported but not on the dashboard: %v", unused)
+}
+
+// TestQuotaRow pins the row of each namespace's GPU quota: every GPU
+// resource's used and hard series are shown, and every query takes one
+// figure per namespace (the scheduler's replicas each export them) of the
+// namespaces the dashboard's variable selects.
+func TestQuotaRow(t *testing.T) {
+	d := load(t)
+	var row []panel
+	for i, p := range d.Panels {
+		if p.Type == "row" && p.Title == "GPU quota by namespace" {
+			for _, q := range d.Panels[i+1:] {
+				if q.Type == "row" {
+					break
+				}
+				row = append(row, q)
+			}
+		}
+	}
+	if len(row) == 0 {
+		t.Fatal(`no panels in a row "GPU quota by namespace"`)
+	}
+	shown := map[string]bool{}
+	for _, p := range row {
+		for _, tg := range p.Targets {
+			for _, name := range TesseraName.FindAllString(tg.Expr, -1) {
+				shown[name] = true
+				if !strings.HasPrefix(name, "tessera_namespace_") {
+					t.Errorf("panel %q target %s reads %s, not a namespace's quota", p.Title, tg.RefID, name)
+				}
+				if want := "max by (namespace) (" + name + `{namespace=~"$namespace"}`; !strings.Contains(tg.Expr, want) {
+					t.Errorf("panel %q target %s does not read %s as %s...): %s", p.Title, tg.RefID, name, want, tg.Expr)
+				}
+			}
+		}
+	}
+	for _, name := range []string{
+		"tessera_namespace_gpu_memory_used_bytes", "tessera_namespace_gpu_memory_hard_bytes",
+		"tessera_namespace_gpu_cores_used", "tessera_namespace_gpu_cores_hard",
+		"tessera_namespace_gpus_used", "tessera_namespace_gpus_hard",
+	} {
+		if !shown[name] {
+			t.Errorf("the quota row never shows %s", name)
+		}
+	}
 }
 
 func TestDashboardStructure(t *testing.T) {
