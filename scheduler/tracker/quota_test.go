@@ -33,6 +33,20 @@ func gpuQuota(memory, cpu string) *corev1.ResourceQuota {
 	}
 }
 
+// quotaAdded, quotaUpdated and quotaDeleted are runs that hand the quota
+// handler one ResourceQuota event.
+func quotaAdded(q *corev1.ResourceQuota) func(*fixture, cache.ResourceEventHandler) {
+	return func(_ *fixture, h cache.ResourceEventHandler) { h.OnAdd(q, false) }
+}
+
+func quotaUpdated(old, cur *corev1.ResourceQuota) func(*fixture, cache.ResourceEventHandler) {
+	return func(_ *fixture, h cache.ResourceEventHandler) { h.OnUpdate(old, cur) }
+}
+
+func quotaDeleted(obj any) func(*fixture, cache.ResourceEventHandler) {
+	return func(_ *fixture, h cache.ResourceEventHandler) { h.OnDelete(obj) }
+}
+
 func TestTrackerTellsQuotaRequeue(t *testing.T) {
 	cpuOnly := gpuQuota("1", "4")
 	delete(cpuOnly.Spec.Hard, quota.KeyMemory)
@@ -64,36 +78,30 @@ func TestTrackerTellsQuotaRequeue(t *testing.T) {
 		},
 		{
 			name: "a GPU quota raised",
-			run: func(_ *fixture, h cache.ResourceEventHandler) {
-				h.OnUpdate(gpuQuota("40000", "4"), gpuQuota("60000", "4"))
-			},
+			run:  quotaUpdated(gpuQuota("40000", "4"), gpuQuota("60000", "4")),
 			want: []string{"team-a"},
 		},
 		{
 			name: "a GPU quota deleted",
-			run: func(_ *fixture, h cache.ResourceEventHandler) {
-				h.OnDelete(cache.DeletedFinalStateUnknown{Obj: gpuQuota("40000", "4")})
-			},
+			run:  quotaDeleted(cache.DeletedFinalStateUnknown{Obj: gpuQuota("40000", "4")}),
 			want: []string{"team-a"},
 		},
 		{
 			name: "a GPU quota lowered may change what waits, and is told too",
-			run: func(_ *fixture, h cache.ResourceEventHandler) {
-				h.OnUpdate(gpuQuota("40000", "4"), gpuQuota("20000", "4"))
-			},
+			run:  quotaUpdated(gpuQuota("40000", "4"), gpuQuota("20000", "4")),
 			want: []string{"team-a"},
 		},
 		{
 			name: "a GPU quota created only lowers limits",
-			run:  func(_ *fixture, h cache.ResourceEventHandler) { h.OnAdd(gpuQuota("40000", "4"), false) },
+			run:  quotaAdded(gpuQuota("40000", "4")),
 		},
 		{
 			name: "what the quota controller counts changes nothing",
-			run:  func(_ *fixture, h cache.ResourceEventHandler) { h.OnUpdate(gpuQuota("40000", "4"), counted) },
+			run:  quotaUpdated(gpuQuota("40000", "4"), counted),
 		},
 		{
 			name: "a quota on other resources changes nothing",
-			run:  func(_ *fixture, h cache.ResourceEventHandler) { h.OnUpdate(cpuOnly, cpuRaised) },
+			run:  quotaUpdated(cpuOnly, cpuRaised),
 		},
 	}
 	for _, tc := range tests {
