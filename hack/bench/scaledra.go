@@ -18,6 +18,11 @@ type ScaleDRAResult struct {
 	// LoadAtStart is the load average before the bench created anything;
 	// Load when kube-scheduler started, after the bench's own writes.
 	LoadAtStart, Load string
+	// QuietAfter is how long kube-scheduler's start waited for the
+	// control plane to settle from the bench's writes; Quiet is whether it
+	// had by then.
+	QuietAfter time.Duration
+	Quiet      bool
 	// SyncTime is from kube-scheduler's start to its /readyz answering ok,
 	// which waits for its informers to sync.
 	SyncTime time.Duration
@@ -59,6 +64,11 @@ func (r *runner) runScaleDRA(ctx context.Context) (*ScaleDRAResult, error) {
 	}
 	sched, err := r.prepareScheduler(ctx, env, rowDRA)
 	if err != nil {
+		return nil, err
+	}
+	// kube-scheduler's start is timed on a control plane done with the
+	// bench's writes, as the extender's probes are.
+	if res.QuietAfter, res.Quiet, err = settled.wait(ctx, env.dir); err != nil {
 		return nil, err
 	}
 	res.Load = loadAverage()

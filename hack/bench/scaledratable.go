@@ -59,8 +59,12 @@ func (r *ScaleDRAResult) title() string {
 	if r.Pinning != nil {
 		where = r.Pinning.String()
 	}
-	return fmt.Sprintf("DRA at scale: %d nodes × %d GPUs, %d pods with their claims allocated, kube-scheduler alone (load average %s before the bench's writes, %s when kube-scheduler started); %s",
-		r.Nodes, r.GPUsPerNode, r.Pods, r.LoadAtStart, r.Load, where)
+	settled := "once the control plane was idle"
+	if !r.Quiet {
+		settled = "with the control plane still busy"
+	}
+	return fmt.Sprintf("DRA at scale: %d nodes × %d GPUs, %d pods with their claims allocated, kube-scheduler alone (load average %s before the bench's writes, %s when kube-scheduler started, %s after them, %s); %s",
+		r.Nodes, r.GPUsPerNode, r.Pods, r.LoadAtStart, r.Load, r.QuietAfter.Round(time.Second), settled, where)
 }
 
 func (r *ScaleDRAResult) notes() []string {
