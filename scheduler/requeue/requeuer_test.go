@@ -29,6 +29,15 @@ func servedBy(nodes ...string) func(*placement.Fitter, string) bool {
 	return func(_ *placement.Fitter, node string) bool { return slices.Contains(nodes, node) }
 }
 
+// freedAfter has pod a turned away and GPUs freed on n1 d later.
+func freedAfter(d time.Duration) func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
+	return func(r *Requeuer, clk *clocktesting.FakeClock, _ func()) {
+		r.Rejected(testPod("a"), nil)
+		clk.Step(d)
+		r.Freed("n1")
+	}
+}
+
 func TestRequeuer(t *testing.T) {
 	tests := []struct {
 		name string
@@ -37,20 +46,12 @@ func TestRequeuer(t *testing.T) {
 	}{
 		{
 			name: "a pod turned away is poked when GPUs are freed",
-			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
-				r.Rejected(testPod("a"), nil)
-				clk.Step(time.Second)
-				r.Freed("n1")
-			},
+			run:  freedAfter(time.Second),
 			want: []string{"a"},
 		},
 		{
 			name: "a pod turned away before the window is left to kube-scheduler",
-			run: func(r *Requeuer, clk *clocktesting.FakeClock, drain func()) {
-				r.Rejected(testPod("a"), nil)
-				clk.Step(window + time.Second)
-				r.Freed("n1")
-			},
+			run:  freedAfter(window + time.Second),
 		},
 		{
 			name: "a pod is poked once per time it is turned away",
