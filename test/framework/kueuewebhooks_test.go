@@ -1,12 +1,24 @@
 package framework
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// selectorPatch is a patch that gives the webhook of the configuration of
+// kind named config the namespace selector.
+func selectorPatch(kind, config, webhook, selector string) string {
+	return fmt.Sprintf(`
+kind: %s
+metadata: {name: %s}
+webhooks:
+- name: %s
+  namespaceSelector: %s`, kind, config, webhook, selector)
+}
 
 func TestKueueWebhookSelectors(t *testing.T) {
 	tests := []struct {
@@ -16,31 +28,16 @@ func TestKueueWebhookSelectors(t *testing.T) {
 		// selected names the webhooks that end with a namespace selector.
 		selected []string
 	}{{
-		name: "a mutating webhook gets the patch's selector",
-		patch: `
-kind: MutatingWebhookConfiguration
-metadata: {name: mutating-webhook-configuration}
-webhooks:
-- name: mpod.kb.io
-  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]}`,
+		name:     "a mutating webhook gets the patch's selector",
+		patch:    selectorPatch("MutatingWebhookConfiguration", "mutating-webhook-configuration", "mpod.kb.io", "{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}]}"),
 		selected: []string{"mpod.kb.io"},
 	}, {
-		name: "a validating webhook of the same name as a mutating one is told apart by kind",
-		patch: `
-kind: ValidatingWebhookConfiguration
-metadata: {name: validating-webhook-configuration}
-webhooks:
-- name: pod.kb.io
-  namespaceSelector: {matchLabels: {a: b}}`,
+		name:     "a validating webhook of the same name as a mutating one is told apart by kind",
+		patch:    selectorPatch("ValidatingWebhookConfiguration", "validating-webhook-configuration", "pod.kb.io", "{matchLabels: {a: b}}"),
 		selected: []string{"validating/pod.kb.io"},
 	}, {
-		name: "a webhook the manifests lack is an error, not a silent no-op",
-		patch: `
-kind: MutatingWebhookConfiguration
-metadata: {name: mutating-webhook-configuration}
-webhooks:
-- name: mdeployment.kb.io
-  namespaceSelector: {matchLabels: {a: b}}`,
+		name:    "a webhook the manifests lack is an error, not a silent no-op",
+		patch:   selectorPatch("MutatingWebhookConfiguration", "mutating-webhook-configuration", "mdeployment.kb.io", "{matchLabels: {a: b}}"),
 		wantErr: "has no webhook mdeployment.kb.io",
 	}}
 	for _, tc := range tests {
