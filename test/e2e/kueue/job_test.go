@@ -21,8 +21,8 @@ import (
 // queueLabel names the LocalQueue a Job is submitted to.
 const queueLabel = "kueue.x-k8s.io/queue-name"
 
-// slice is one pod's GPU request: per GPU as the user writes it under
-// nvidia.com/*, and Tessera's totals, which Kueue's quotas count.
+// slice is one pod's GPU request, per GPU as the user writes it under
+// nvidia.com/*.
 type slice struct{ gpus, memoryMiB, cores int64 }
 
 // perGPU is the request as the user writes it.
@@ -34,21 +34,18 @@ func (s slice) perGPU() corev1.ResourceList {
 	}
 }
 
-// resources is the request with Tessera's totals beside it.
-func (s slice) resources() corev1.ResourceList {
-	r := s.perGPU()
-	r[gpuv1alpha1.QuotaGPUs] = quantity(s.gpus)
-	r[gpuv1alpha1.QuotaMemory] = quantity(s.gpus * s.memoryMiB)
-	r[gpuv1alpha1.QuotaCores] = quantity(s.gpus * s.cores)
-	return r
+// totals are Tessera's totals of the request, which Kueue's quotas count.
+func (s slice) totals() map[corev1.ResourceName]int64 {
+	return map[corev1.ResourceName]int64{
+		gpuv1alpha1.QuotaGPUs: s.gpus, gpuv1alpha1.QuotaMemory: s.gpus * s.memoryMiB, gpuv1alpha1.QuotaCores: s.gpus * s.cores,
+	}
 }
 
 func quantity(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
 
-// gpuJob is a Job of pods pods, each asking for s, in the namespace's
-// LocalQueue "gpu". Tessera's webhook writes the totals and the scheduler
-// name into pods, not Jobs, so the Job writes the totals Kueue counts
-// itself; the webhook refuses pods whose totals are not its own.
+// gpuJob is a Job of pods pods, each asking for s per GPU only, in the
+// namespace's LocalQueue "gpu": Tessera's webhook writes the totals Kueue
+// counts into its pod template.
 func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{queueLabel: "gpu"}},
@@ -61,7 +58,7 @@ func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
 				Containers: []corev1.Container{{
 					Name:      "train",
 					Image:     "registry.example/train:1",
-					Resources: corev1.ResourceRequirements{Requests: s.resources(), Limits: s.resources()},
+					Resources: corev1.ResourceRequirements{Limits: s.perGPU()},
 				}},
 			}},
 		},
@@ -74,7 +71,9 @@ func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
 // allocation each, and team-a's ClusterQueue counts Tessera's totals; a Job
 // asking for more GPUs than the cohort has stays suspended; a plain pod is
 // gated until admitted (testPlainPod); and a team borrows from the other,
-// which takes its GPUs back (testBorrowAndReclaim).
+// which takes its GPUs back (testBorrowAndReclaim); a Job of 2 GPUs per
+// pod is counted by the sum (testTwoGPUs). Every Job writes its request per
+// GPU only: Tessera's webhook writes the totals Kueue counts.
 func TestKueue(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
@@ -117,10 +116,12 @@ func TestKueue(t *testing.T) {
 
 	t.Run("a plain pod", func(t *testing.T) { testPlainPod(ctx, t, e, node) })
 	t.Run("borrowing and reclaim", func(t *testing.T) { testBorrowAndReclaim(ctx, t, e, node) })
+	t.Run("a pod of 2 GPUs counted as their sum", func(t *testing.T) { testTwoGPUs(ctx, t, e, node) })
 	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
 }
 
-// submit creates job and checks that Kueue's webhook suspended it.
+// submit creates job and checks that Kueue's webhook suspended it and
+// Tessera's wrote the totals of its request, per GPU, into its template.
 func (e *env) submit(ctx context.Context, t *testing.T, job *batchv1.Job) *batchv1.Job {
 	t.Helper()
 	created, err := e.cp.Kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})
@@ -129,6 +130,18 @@ func (e *env) submit(ctx context.Context, t *testing.T, job *batchv1.Job) *batch
 	}
 	if !ptr.Deref(created.Spec.Suspend, false) {
 		t.Fatalf("Job %s/%s was not suspended at creation: Kueue's webhook did not run", job.Namespace, job.Name)
+	}
+	for _, c := range created.Spec.Template.Spec.Containers {
+		l := c.Resources.Limits
+		gpus, mem, cores := l["nvidia.com/gpu"], l["nvidia.com/gpumem"], l["nvidia.com/gpucores"]
+		want := slice{gpus: gpus.Value(), memoryMiB: mem.Value(), cores: cores.Value()}.totals()
+		for name, total := range want {
+			limit, request := l[name], c.Resources.Requests[name]
+			if limit.Value() != total || request.Value() != total {
+				t.Errorf("Job %s/%s container %s: %s is %s in limits and %s in requests, want %d written by Tessera's webhook",
+					job.Namespace, job.Name, c.Name, name, limit.String(), request.String(), total)
+			}
+		}
 	}
 	return created
 }
