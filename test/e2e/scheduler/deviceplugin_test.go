@@ -133,13 +133,7 @@ func (p *devicePlugin) serve(ctx context.Context, t *testing.T, cp *framework.Co
 		if err != nil {
 			continue
 		}
-		cur.Status.Phase = gpuv1alpha1.AllocationAllocated
-		cur.Status.ServedContainers = nil
-		for _, c := range cur.Spec.Containers {
-			cur.Status.ServedContainers = append(cur.Status.ServedContainers, c.Name)
-		}
-		now := metav1.Now()
-		cur.Status.AllocatedTime = &now
+		framework.MarkServed(cur)
 		if _, err = client.UpdateStatus(ctx, cur, metav1.UpdateOptions{FieldManager: "e2e-device-plugin"}); err == nil {
 			p.mu.Lock()
 			p.servedAt[a.Namespace+"/"+a.Name] = time.Now()
