@@ -117,6 +117,7 @@ func TestKueue(t *testing.T) {
 	t.Run("a plain pod", func(t *testing.T) { testPlainPod(ctx, t, e, node) })
 	t.Run("borrowing and reclaim", func(t *testing.T) { testBorrowAndReclaim(ctx, t, e, node) })
 	t.Run("a pod of 2 GPUs counted as their sum", func(t *testing.T) { testTwoGPUs(ctx, t, e, node) })
+	t.Run("a suspended Job resized", func(t *testing.T) { testSuspendedJobResized(ctx, t, e) })
 	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
 }
 
