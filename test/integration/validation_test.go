@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -20,19 +21,24 @@ func TestServerSideValidation(t *testing.T) {
 		t.Fatalf("creating a valid allocation: %v", err)
 	}
 
+	// writeT4 writes the node's status of one T4, with change made to the T4.
+	writeT4 := func(change func(d *gpuv1alpha1.GPUDevice)) func() error {
+		return func() error {
+			n := node.DeepCopy()
+			n.Status = gpuNodeStatus("T4")
+			change(&n.Status.Devices[0])
+			_, err := client.GPUNodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		}
+	}
+
 	tests := []struct {
 		name      string
 		write     func() error
 		wantField string
 	}{{
-		name: "negative device memory",
-		write: func() error {
-			n := node.DeepCopy()
-			n.Status = gpuNodeStatus("T4")
-			n.Status.Devices[0].MemoryMiB = -1
-			_, err := client.GPUNodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			return err
-		},
+		name:      "negative device memory",
+		write:     writeT4(func(d *gpuv1alpha1.GPUDevice) { d.MemoryMiB = -1 }),
 		wantField: "status.devices[0].memoryMiB",
 	}, {
 		name: "negative allocated cores",
@@ -56,14 +62,8 @@ func TestServerSideValidation(t *testing.T) {
 		},
 		wantField: "status.phase",
 	}, {
-		name: "health outside the enum",
-		write: func() error {
-			n := node.DeepCopy()
-			n.Status = gpuNodeStatus("T4")
-			n.Status.Devices[0].Health = "Sick"
-			_, err := client.GPUNodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			return err
-		},
+		name:      "health outside the enum",
+		write:     writeT4(func(d *gpuv1alpha1.GPUDevice) { d.Health = "Sick" }),
 		wantField: "status.devices[0].health",
 	}, {
 		name: "missing pod UID",
@@ -83,14 +83,8 @@ func TestServerSideValidation(t *testing.T) {
 		},
 		wantField: "spec.containers",
 	}, {
-		name: "share limit of zero",
-		write: func() error {
-			n := node.DeepCopy()
-			n.Status = gpuNodeStatus("T4")
-			n.Status.Devices[0].ShareLimit = 0
-			_, err := client.GPUNodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			return err
-		},
+		name:      "share limit of zero",
+		write:     writeT4(func(d *gpuv1alpha1.GPUDevice) { d.ShareLimit = 0 }),
 		wantField: "status.devices[0].shareLimit",
 	}}
 	for _, tc := range tests {
