@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -72,11 +73,13 @@ func TestShippedConfigurations(t *testing.T) {
 		t.Errorf("configuration names %q and %q, want the webhook's defaults %q and %q",
 			m.Name, v.Name, defaults.MutatingWebhookConfiguration, defaults.ValidatingWebhookConfiguration)
 	}
-	if len(m.Webhooks) != 1 || len(v.Webhooks) != 1 {
-		t.Fatalf("want one webhook in each configuration, got %d and %d", len(m.Webhooks), len(v.Webhooks))
+	if len(m.Webhooks) != 2 || len(v.Webhooks) != 2 {
+		t.Fatalf("want two webhooks in each configuration, pods' and Jobs', got %d and %d", len(m.Webhooks), len(v.Webhooks))
 	}
-	if p := m.Webhooks[0].ReinvocationPolicy; p == nil || *p != admissionregistrationv1.IfNeededReinvocationPolicy {
-		t.Errorf("mutating reinvocationPolicy = %v, want IfNeeded", p)
+	for _, w := range m.Webhooks {
+		if p := w.ReinvocationPolicy; p == nil || *p != admissionregistrationv1.IfNeededReinvocationPolicy {
+			t.Errorf("%s: reinvocationPolicy = %v, want IfNeeded", w.Name, p)
+		}
 	}
 	optOut := labels.Set{admission.DefaultOptOutLabel: admission.DefaultOptOutValue}
 	for _, w := range shippedWebhooks(t) {
@@ -104,10 +107,7 @@ func TestShippedConfigurations(t *testing.T) {
 			if len(w.clientConfig.CABundle) != 0 {
 				t.Error("caBundle is set; the self-managed webhook writes it")
 			}
-			if len(w.rules) != 1 || !slices.Equal(w.rules[0].Resources, []string{"pods"}) ||
-				!slices.Equal(w.rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
-				t.Errorf("rules = %+v, want pod CREATE only", w.rules)
-			}
+			checkRules(t, w)
 			nsSel, err := metav1.LabelSelectorAsSelector(w.namespaceSelector)
 			if err != nil {
 				t.Fatal(err)
@@ -134,5 +134,21 @@ func TestShippedConfigurations(t *testing.T) {
 				t.Errorf("want one matchCondition selecting GPU pods, got %d", len(w.matchConditions))
 			}
 		})
+	}
+}
+
+// checkRules checks that a pods webhook selects pod creations only, and a
+// jobs webhook batch/v1 Job creations and updates (a suspended Job's
+// resources may change) only.
+func checkRules(t *testing.T, w shippedWebhook) {
+	t.Helper()
+	group, resource, ops := "", "pods", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	if strings.Contains(w.name, ".jobs.") {
+		group, resource = "batch", "jobs"
+		ops = append(ops, admissionregistrationv1.Update)
+	}
+	if len(w.rules) != 1 || !slices.Equal(w.rules[0].APIGroups, []string{group}) || !slices.Equal(w.rules[0].Resources, []string{resource}) ||
+		!slices.Equal(w.rules[0].Operations, ops) {
+		t.Errorf("rules = %+v, want %s %v only", w.rules, resource, ops)
 	}
 }
