@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,12 +17,13 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // checkColumns checks what kubectl get shows about the placed examples:
 // each GPUNode's free memory is its allocatable memory less what the
 // allocations on it hold, and each GPUAllocation names its GPUs' indexes.
-func checkColumns(ctx context.Context, t *testing.T, tessera versioned.Interface, placed map[string]*gpuv1alpha1.GPUAllocation) {
+func checkColumns(ctx context.Context, t *testing.T, kube kubernetes.Interface, tessera versioned.Interface, placed map[string]*gpuv1alpha1.GPUAllocation) {
 	t.Helper()
 	held := map[string]int64{}
 	for name, a := range placed {
@@ -41,7 +41,7 @@ func checkColumns(ctx context.Context, t *testing.T, tessera versioned.Interface
 		for _, i := range indexes {
 			want = append(want, strconv.Itoa(i))
 		}
-		row := tableRow(ctx, t, tessera, "gpuallocations", demoNamespace, name)
+		row := framework.GetTableRow(ctx, t, kube, "/apis/gpu.tessera.dev/v1alpha1/namespaces/"+demoNamespace+"/gpuallocations/"+name)
 		if row["GPUs"] != strings.Join(want, ",") {
 			t.Errorf("kubectl get gpuallocations shows GPUs %v for %s, want %q", row["GPUs"], name, strings.Join(want, ","))
 		}
@@ -55,7 +55,7 @@ func checkColumns(ctx context.Context, t *testing.T, tessera versioned.Interface
 		var row map[string]any
 		// The extender publishes free memory every few seconds.
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			if row = tableRow(ctx, t, tessera, "gpunodes", "", gn.Name); row["Free(MiB)"] == want || time.Now().After(deadline) {
+			if row = framework.GetTableRow(ctx, t, kube, "/apis/gpu.tessera.dev/v1alpha1/gpunodes/"+gn.Name); row["Free(MiB)"] == want || time.Now().After(deadline) {
 				break
 			}
 		}
@@ -104,29 +104,4 @@ func checkPinnedReason(ctx context.Context, t *testing.T, kube kubernetes.Interf
 		}
 	}
 	t.Errorf("no FailedScheduling event for the pinned pod saying %q; events: %v", want, seen)
-}
-
-// tableRow gets the row kubectl get prints for a Tessera object, by column.
-func tableRow(ctx context.Context, t *testing.T, tessera versioned.Interface, resource, namespace, name string) map[string]any {
-	t.Helper()
-	req := tessera.GpuV1alpha1().RESTClient().Get().Resource(resource).Name(name)
-	if namespace != "" {
-		req = req.Namespace(namespace)
-	}
-	body, err := req.SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("getting %s %s as a table: %v", resource, name, err)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
-		t.Fatal(err)
-	}
-	if len(table.Rows) != 1 {
-		t.Fatalf("%s %s: %d rows", resource, name, len(table.Rows))
-	}
-	row := map[string]any{}
-	for i, c := range table.ColumnDefinitions {
-		row[c.Name] = table.Rows[0].Cells[i]
-	}
-	return row
 }

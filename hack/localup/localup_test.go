@@ -62,7 +62,7 @@ func TestLocalUp(t *testing.T) {
 
 	placed := checkPlacements(ctx, t, kube, tessera)
 	checkMetrics(ctx, t, tessera, field(t, output, "extender GPU state"), placed)
-	checkColumns(ctx, t, tessera, placed)
+	checkColumns(ctx, t, kube, tessera, placed)
 	checkPinnedReason(ctx, t, kube, placed)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {

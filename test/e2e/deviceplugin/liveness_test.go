@@ -165,14 +165,7 @@ func TestCrashedPluginIsMarkedStale(t *testing.T) {
 // Table the API server renders from the printer columns.
 func gpuNodeRow(ctx context.Context, t *testing.T, c *cluster, node string) map[string]any {
 	t.Helper()
-	table := framework.GetTable(ctx, t, c.cp.Kube, "/apis/gpu.tessera.dev/v1alpha1/gpunodes/"+node)
-	if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(table.ColumnDefinitions) {
-		t.Fatalf("table %+v, want one row", table)
-	}
-	row := map[string]any{}
-	for i, col := range table.ColumnDefinitions {
-		row[col.Name] = table.Rows[0].Cells[i]
-	}
+	row := framework.GetTableRow(ctx, t, c.cp.Kube, "/apis/gpu.tessera.dev/v1alpha1/gpunodes/"+node)
 	if _, ok := row["Reason"]; !ok {
 		t.Fatalf("kubectl get gpunodes shows no REASON: %v", row)
 	}

@@ -2,13 +2,10 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -32,7 +29,7 @@ func testColumns(ctx context.Context, t *testing.T, e *env) {
 		{"col-a", strconv.Itoa(int(a.Spec.Containers[0].Devices[0].Index))},
 		{"col-b", "0,1"},
 	} {
-		row := e.tableRow(ctx, t, "/apis/gpu.tessera.dev/v1alpha1/namespaces/"+namespace+"/gpuallocations", alloc.name)
+		row := framework.GetTableRow(ctx, t, e.cp.Kube, "/apis/gpu.tessera.dev/v1alpha1/namespaces/"+namespace+"/gpuallocations/"+alloc.name)
 		if got := row["GPUs"]; got != alloc.want {
 			t.Errorf("GPUs column of %s = %v, want %q (row %v)", alloc.name, got, alloc.want, row)
 		}
@@ -54,29 +51,7 @@ func testColumns(ctx context.Context, t *testing.T, e *env) {
 func (e *env) waitFree(ctx context.Context, t *testing.T, node string, mib int64) {
 	t.Helper()
 	framework.WaitFor(t, 30*time.Second, fmt.Sprintf("GPUNode %s to show %d MiB free", node, mib), func() (bool, string) {
-		row := e.tableRow(ctx, t, "/apis/gpu.tessera.dev/v1alpha1/gpunodes", node)
+		row := framework.GetTableRow(ctx, t, e.cp.Kube, "/apis/gpu.tessera.dev/v1alpha1/gpunodes/"+node)
 		return row["Free(MiB)"] == float64(mib), fmt.Sprint(row)
 	})
-}
-
-// tableRow gets the row kubectl get prints for the named object, by column.
-func (e *env) tableRow(ctx context.Context, t *testing.T, path, name string) map[string]any {
-	t.Helper()
-	body, err := e.cp.Kube.Discovery().RESTClient().Get().AbsPath(path, name).
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("getting %s/%s as a table: %v", path, name, err)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(body, &table); err != nil {
-		t.Fatal(err)
-	}
-	if len(table.Rows) != 1 {
-		t.Fatalf("%s/%s: %d rows", path, name, len(table.Rows))
-	}
-	row := map[string]any{}
-	for i, c := range table.ColumnDefinitions {
-		row[c.Name] = table.Rows[0].Cells[i]
-	}
-	return row
 }
