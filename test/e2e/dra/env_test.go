@@ -257,6 +257,24 @@ func (c *cluster) waitRunning(name string) *corev1.Pod {
 	return pod
 }
 
+// waitUnschedulable waits until kube-scheduler finds the pod unschedulable;
+// what says what is waited for.
+func (c *cluster) waitUnschedulable(name, what string) {
+	c.t.Helper()
+	framework.WaitFor(c.t, time.Minute, what, func() (bool, string) {
+		pod, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+				return true, cond.Message
+			}
+		}
+		return false, fmt.Sprintf("node %q, conditions %v", pod.Spec.NodeName, pod.Status.Conditions)
+	})
+}
+
 // waitRunningCreated creates the pod and waits until it runs.
 func (c *cluster) waitRunningCreated(pod *corev1.Pod) *corev1.Pod {
 	c.t.Helper()

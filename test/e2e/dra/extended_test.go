@@ -57,18 +57,7 @@ func TestPlainGPUCountGetsWholeGPUsThroughTheExtendedResourceClass(t *testing.T)
 	}
 
 	c.createPod(countPod("waits", 1))
-	framework.WaitFor(t, time.Minute, "the second pod to be unschedulable", func() (bool, string) {
-		p, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, "waits", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
-				return true, cond.Message
-			}
-		}
-		return false, fmt.Sprintf("conditions %v, node %q", p.Status.Conditions, p.Spec.NodeName)
-	})
+	c.waitUnschedulable("waits", "the second pod to be unschedulable")
 
 	claim := pod.Status.ExtendedResourceClaimStatus.ResourceClaimName
 	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "whole", metav1.DeleteOptions{}); err != nil {

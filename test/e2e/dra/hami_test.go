@@ -132,18 +132,7 @@ func TestHAMiPodRunsUnchangedOnDRANodes(t *testing.T) {
 		}
 	}
 	c.createPod(hamiPod("shares-l4-gpu", map[string]string{"tessera.dev/gpu-uuid": visibleDevices(c.containerEnv(exclusive)["cuda"])}, "nvidia.com/gpumem", "1000"))
-	framework.WaitFor(t, time.Minute, "a pod asking for the exclusive pod's GPU to be unschedulable", func() (bool, string) {
-		p, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, "shares-l4-gpu", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
-				return true, cond.Message
-			}
-		}
-		return false, fmt.Sprintf("node %q, conditions %v", p.Spec.NodeName, p.Status.Conditions)
-	})
+	c.waitUnschedulable("shares-l4-gpu", "a pod asking for the exclusive pod's GPU to be unschedulable")
 
 	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "hami-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
