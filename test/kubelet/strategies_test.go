@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
-	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/config"
@@ -171,13 +170,7 @@ func checkStrategy(t *testing.T, strategy, name string, o *devicemanager.DeviceR
 // GPU is a device the runtime can resolve.
 func checkSpec(t *testing.T, dir string) {
 	t.Helper()
-	cache, err := cdi.NewCache(cdi.WithSpecDirs(dir), cdi.WithAutoRefresh(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs := cache.GetErrors(); len(errs) > 0 {
-		t.Errorf("CDI spec errors: %v", errs)
-	}
+	cache := framework.CDIRuntimeView(t, dir)
 	want := []string{"tessera.dev/gpu=GPU-k-0", "tessera.dev/gpu=GPU-k-1", "tessera.dev/gpu=GPU-k-2", "tessera.dev/gpu=GPU-k-3"}
 	if got := cache.ListDevices(); !slices.Equal(got, want) {
 		t.Errorf("CDI devices in %s: %v, want %v", dir, got, want)
