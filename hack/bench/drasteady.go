@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -16,9 +15,10 @@ type SteadyWindow struct {
 	Daemons, Churn bool
 	// Window is how long it was measured.
 	Window time.Duration
-	// Requests are what the node daemons sent in the window; Churned the
-	// claims created and deleted in it.
+	// Requests are what the node daemons sent in the window, ByKind by
+	// verb and resource; Churned the claims created and deleted in it.
 	Requests, Churned int64
+	ByKind            RequestCount
 	// CPU is every process's CPU time in the window.
 	CPU cpuUsage
 	// Load is the load average when the window began.
@@ -73,7 +73,7 @@ func (r *runner) measureSteady(ctx context.Context, env *clusterEnv) ([]SteadyWi
 
 // steadyWindow measures one window, churning claims through it if asked
 // to (from a second before it, so that the churn runs at its rate).
-func (r *runner) steadyWindow(ctx context.Context, env *clusterEnv, requests *atomic.Int64, churn *claimChurn, daemons, churning bool) (SteadyWindow, error) {
+func (r *runner) steadyWindow(ctx context.Context, env *clusterEnv, requests *requestTally, churn *claimChurn, daemons, churning bool) (SteadyWindow, error) {
 	w := SteadyWindow{Daemons: daemons, Churn: churning, Window: r.o.SteadyWindow}
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	churned := make(chan error, 1)
@@ -87,17 +87,18 @@ func (r *runner) steadyWindow(ctx context.Context, env *clusterEnv, requests *at
 		churned <- nil
 	}
 	w.Load = loadAverage()
-	cpu, sent, done := sampleCPU(env.dir), requests.Load(), churn.done.Load()
+	cpu, sent, done := sampleCPU(env.dir), requests.count(), churn.done.Load()
 	select {
 	case <-ctx.Done():
 	case <-time.After(w.Window):
 	}
 	w.CPU = sampleCPU(env.dir).since(cpu)
-	w.Requests, w.Churned = requests.Load()-sent, churn.done.Load()-done
+	w.ByKind, w.Churned = requests.count().since(sent), churn.done.Load()-done
+	w.Requests = int64(w.ByKind.Total)
 	stopChurn()
 	err := <-churned
 	klog.FromContext(ctx).Info("Measured DRA steady state", "daemons", daemons, "churn", churning,
-		"requests", w.Requests, "churned", w.Churned, "cpu", w.CPU.String())
+		"requests", w.Requests, "byKind", w.ByKind.String(), "churned", w.Churned, "cpu", w.CPU.String())
 	if err == nil {
 		err = context.Cause(ctx)
 	}

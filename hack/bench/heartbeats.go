@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -83,14 +82,14 @@ func runHeartbeats(ctx context.Context, env *clusterEnv, o *Options, extender *e
 }
 
 // countingClient is a client for n simulated node daemons, its rate
-// limits lifted, with a count of every request it sends.
-func countingClient(env *clusterEnv, n int) (kubernetes.Interface, *atomic.Int64, error) {
-	requests := &atomic.Int64{}
+// limits lifted, with a tally of every request it sends.
+func countingClient(env *clusterEnv, n int) (kubernetes.Interface, *requestTally, error) {
+	requests := newRequestTally()
 	cfg := rest.CopyConfig(env.cp.Config)
 	cfg.QPS, cfg.Burst = float32(n), n
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			requests.Add(1)
+			requests.add(r)
 			return rt.RoundTrip(r)
 		})
 	})

@@ -77,6 +77,9 @@ func (r *ScaleDRAResult) notes() []string {
 	}
 	for _, w := range r.Steady {
 		notes = append(notes, fmt.Sprintf("window of %s (daemons %t, churn %t), load average %s at its start: %s", w.Window, w.Daemons, w.Churn, w.Load, w.CPU.String()))
+		if w.Requests > 0 {
+			notes = append(notes, "  the daemons' requests by kind: "+w.ByKind.String())
+		}
 	}
 	return notes
 }
