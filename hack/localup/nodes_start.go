@@ -73,7 +73,7 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		if err := writeJSON(configFile, cfg); err != nil {
 			return err
 		}
-		if err := c.daemon("deviceplugin-"+n.name, "deviceplugin", "--config", configFile, "--kubeconfig", c.cp.KubeconfigPath); err != nil {
+		if _, err := c.daemon("deviceplugin-"+n.name, "deviceplugin", "--config", configFile, "--kubeconfig", c.cp.KubeconfigPath); err != nil {
 			return err
 		}
 		c.metrics = append(c.metrics, endpoint{"device plugin " + n.name, "http://" + metricsAddr + "/metrics"})

@@ -162,13 +162,13 @@ func (o *options) prepareDirs() error {
 }
 
 // daemon starts one of Tessera's binaries, logging into the state dir.
-func (c *cluster) daemon(name, bin string, args ...string) error {
+func (c *cluster) daemon(name, bin string, args ...string) (*framework.Process, error) {
 	p, err := framework.StartProcess(c.o.stateDir, filepath.Join(c.o.binDir, bin), name, args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.daemons = append(c.daemons, p)
-	return nil
+	return p, nil
 }
 
 func (c *cluster) stop() {

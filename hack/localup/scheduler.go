@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -62,12 +59,13 @@ func (c *cluster) startExtender(ctx context.Context) error {
 		return err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := c.daemon("scheduler-extender", "scheduler", "--kubeconfig", c.cp.KubeconfigPath, "--listen-address", addr,
+	p, err := c.daemon("scheduler-extender", "scheduler", "--kubeconfig", c.cp.KubeconfigPath, "--listen-address", addr,
 		// Metrics are scraped from addr; no second listener on every address.
-		"--metrics-address="); err != nil {
+		"--metrics-address=")
+	if err != nil {
 		return err
 	}
-	if err := waitOK(ctx, "http://"+addr+"/readyz"); err != nil {
+	if err := p.WaitOK(ctx, "http://"+addr+"/readyz", time.Minute); err != nil {
 		return fmt.Errorf("the scheduler extender did not become ready (see %s): %w",
 			filepath.Join(c.o.stateDir, "scheduler-extender.log"), err)
 	}
@@ -81,27 +79,10 @@ func (c *cluster) startExtender(ctx context.Context) error {
 	if !strings.Contains(string(config), shippedExtenderURL) {
 		return fmt.Errorf("deploy/scheduler/kube-scheduler-config.yaml does not name the extender at %s", shippedExtenderURL)
 	}
-	p, err := c.cp.StartSchedulerProcess(strings.ReplaceAll(string(config), shippedExtenderURL, "http://"+addr))
+	sched, err := c.cp.StartSchedulerProcess(strings.ReplaceAll(string(config), shippedExtenderURL, "http://"+addr))
 	if err != nil {
 		return err
 	}
-	c.daemons = append(c.daemons, p)
+	c.daemons = append(c.daemons, sched)
 	return nil
-}
-
-// waitOK polls url until it answers 200 OK.
-func waitOK(ctx context.Context, url string) error {
-	client := &http.Client{Timeout: time.Second}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
 }

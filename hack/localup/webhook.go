@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/webhook/admission"
@@ -36,7 +37,7 @@ func (c *cluster) startWebhook(ctx context.Context) error {
 		mode = admission.ModeDRA
 	}
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPort)
-	if err := c.daemon("webhook", "webhook",
+	p, err := c.daemon("webhook", "webhook",
 		"--kubeconfig", c.cp.KubeconfigPath,
 		"--listen-address", fmt.Sprintf("127.0.0.1:%d", port),
 		"--metrics-address", metricsAddr,
@@ -46,10 +47,11 @@ func (c *cluster) startWebhook(ctx context.Context) error {
 		"--mutating-webhook-configuration", mutating,
 		"--validating-webhook-configuration", validating,
 		"--mode", mode,
-	); err != nil {
+	)
+	if err != nil {
 		return err
 	}
-	if err := waitOK(ctx, "http://"+metricsAddr+"/readyz"); err != nil {
+	if err := p.WaitOK(ctx, "http://"+metricsAddr+"/readyz", time.Minute); err != nil {
 		return fmt.Errorf("the webhook did not become ready (see %s): %w", filepath.Join(c.o.stateDir, "webhook.log"), err)
 	}
 	c.metrics = append(c.metrics, endpoint{"admission webhook", "http://" + metricsAddr + "/metrics"})

@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 )
 
@@ -104,7 +102,7 @@ func (cp *ControlPlane) StartKueueProcess(ctx context.Context) (*Process, error)
 		return nil, err
 	}
 	cp.mountSecret(p, KueueNamespace, kueueWebhookSecret, certDir)
-	if err := waitProcessOK(ctx, p, "http://"+healthAddr+"/readyz"); err != nil {
+	if err := p.WaitOK(ctx, "http://"+healthAddr+"/readyz", 90*time.Second); err != nil {
 		return p, fmt.Errorf("waiting for Kueue to become ready: %w", err)
 	}
 	return p, cp.waitKueueWebhooks(ctx)
@@ -157,25 +155,4 @@ func freeLoopbackAddress() (string, error) {
 		return "", err
 	}
 	return "127.0.0.1:" + strconv.Itoa(port), nil
-}
-
-// waitProcessOK polls url until it answers 200 OK, and gives up when p
-// exits.
-func waitProcessOK(ctx context.Context, p *Process, url string) error {
-	client := &http.Client{Timeout: time.Second}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("%s exited (%v); last lines of %s:\n%s", p.name, err, p.logFile, p.LogTail(3000))
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
 }
