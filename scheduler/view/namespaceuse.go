@@ -50,7 +50,8 @@ func (v *View) Used(namespace string) placement.Use { return v.usage.get(namespa
 
 // UsedWithout is Used without what the pod holds, if it is of the
 // namespace: a pod being scheduled again holds only what an interrupted
-// bind left behind, which its new placement replaces. It must not be
+// bind left behind, which its new placement replaces. A pod of a gang
+// takes the place of one of its gang's holds, so one is left out too. It must not be
 // called from Read's fn.
 func (v *View) UsedWithout(namespace string, pod types.UID) placement.Use {
 	v.mu.RLock()
@@ -63,6 +64,9 @@ func (v *View) usedWithout(namespace string, pod types.UID) placement.Use {
 	used := v.usage.get(namespace)
 	if p, ok := v.pods[pod]; ok && p.Namespace == namespace {
 		used = used.Sub(p.use)
+	}
+	if h := v.anyHeldFor(pod); h != nil && h.Namespace == namespace {
+		used = used.Sub(h.use)
 	}
 	return used
 }

@@ -29,6 +29,9 @@ type Pod struct {
 	AllocationUID types.UID
 	// Since is when the hold was made.
 	Since time.Time
+	// Gang is, for room held for a gang's pods not yet created, the
+	// gang's key (see HoldGang); UID and Name are then the hold's own.
+	Gang string
 
 	holds []placement.Hold
 	// use is what the pod holds of its namespace's GPU quota, counted

@@ -19,8 +19,9 @@ func (v *View) Pod(uid types.UID) (*Pod, bool) {
 // Read calls fn for each named node under the read lock, with nil for a
 // node the view does not know. The pod with UID without, if it holds GPUs
 // on a node, is left out of the usage fn sees there: a pod being scheduled
-// again holds only what an interrupted bind left behind. fn must not keep
-// the node or change it.
+// again holds only what an interrupted bind left behind. So is one of its
+// gang's holds on the node, if it is a gang's pod (see JoinGang). fn must
+// not keep the node or change it.
 func (v *View) Read(names []string, without types.UID, fn func(name string, n *Node)) {
 	v.ReadWith(nil, names, without, fn)
 }
@@ -61,6 +62,7 @@ func (v *View) read(l *Lookup, names []string, without types.UID, workers int, f
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	stale, hasStale := v.pods[without]
+	g := v.members[without]
 	l.prepare(v.generation, len(names))
 	var found atomic.Bool
 	readRun := func(worker, from, to int) {
@@ -75,6 +77,9 @@ func (v *View) read(l *Lookup, names []string, without types.UID, workers int, f
 			}
 			if n != nil && hasStale && stale.Node == name {
 				n = n.without(stale)
+			}
+			if held := g.on(name); n != nil && held != nil {
+				n = n.without(held)
 			}
 			fn(worker, i, n)
 		}

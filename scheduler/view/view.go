@@ -34,6 +34,10 @@ type View struct {
 	leases map[string]*atomic.Int64
 	// usage is what each namespace's pods hold of its GPU quota.
 	usage namespaceUse
+	// gangs are the room held for gangs' pods, by the gangs' keys, and
+	// members the gang of each of their pods seen so far, by UID.
+	gangs   map[string]*gang
+	members map[types.UID]*gang
 }
 
 // New returns an empty view.
@@ -192,7 +196,8 @@ func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time
 // ReserveWithin is Reserve within the namespace's GPU limits: what fit
 // gives the pod, as the quota counts it (placement.UseOf), must fit beside
 // what the namespace's other pods hold, or nothing is reserved and the
-// error is a *quota.ExceededError. The check and the reservation are one
+// error is a *quota.ExceededError. A pod of a gang (JoinGang) is fitted
+// as if its gang's hold on the node were free, and takes its place. The check and the reservation are one
 // step under the view's lock, so two pods of a namespace reserved at once,
 // on any nodes, never both pass a limit that has room for one.
 func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
@@ -204,9 +209,16 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 	if sameNode {
 		n.Placement.Remove(old.holds)
 	}
+	held := v.heldFor(uid, nodeName)
+	if held != nil {
+		n.Placement.Remove(held.holds)
+	}
 	containers, err = fit(n)
 	if err == nil && limits.Enforced() {
 		err = limits.Check(namespace, v.usedWithout(namespace, uid), placement.UseOf(containers, &n.Placement))
+	}
+	if held != nil {
+		n.Placement.Add(held.holds)
 	}
 	if err != nil {
 		if sameNode {
@@ -215,6 +227,8 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 		v.forgetIfEmpty(nodeName, n)
 		return nil, nil, err
 	}
+	// The pod takes its gang's hold here, or gives up one elsewhere.
+	v.takeHold(uid, held)
 	if hadOld {
 		if sameNode {
 			// Its holds are off the node already.

@@ -1,0 +1,281 @@
+package view
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
+)
+
+// A gang is room held on the GPUs for pods that do not exist yet: the
+// pods of a Kueue workload that the gang-fit admission check
+// (scheduler/gangfit) let in because all of them fit. Each hold is a Pod
+// of the view with a UID of its own and Gang set, so every other pod, every
+// quota count and the published free memory see the room as taken. A pod
+// of the gang (JoinGang) is placed as if the hold on the node it is tried
+// on were free, and its reservation takes that hold's place; a pod placed
+// where the gang holds nothing gives up one of the gang's holds instead,
+// so a gang never holds room for more pods than it still has to place.
+type gang struct {
+	// held are the holds no pod of the gang has taken yet, by node.
+	held map[string][]*Pod
+	// count is how many holds are in held.
+	count int
+	// members are the UIDs of the gang's pods seen so far.
+	members map[types.UID]struct{}
+}
+
+// GangMember is one pod a gang holds room for: its GPU request and its
+// node policy, as podrequest.Parser reads them from the pod's template.
+type GangMember struct {
+	Request *placement.Request
+	Policy  gpurequest.Policy
+}
+
+// GangUnfitError says that a gang's member fits none of the nodes' GPUs
+// beside the holds of the members placed before it.
+type GangUnfitError struct {
+	// Member is the index of the member that fits nowhere.
+	Member int
+	// Never is true when it would fit no node even with every GPU free:
+	// the gang can never be placed on the cluster's GPUs as they are.
+	Never bool
+	// Quota is why the namespace's GPU quota turned the member away on
+	// nodes where its GPUs fit, if it did.
+	Quota Reason
+}
+
+func (e *GangUnfitError) Error() string {
+	switch {
+	case e.Never:
+		return fmt.Sprintf("pod %d fits no node's GPUs even with every GPU free", e.Member+1)
+	case !e.Quota.OK():
+		return fmt.Sprintf("pod %d does not fit the GPU quota: %s", e.Member+1, e.Quota)
+	default:
+		return fmt.Sprintf("pod %d fits no node's GPUs as they are now, beside the %d pods before it", e.Member+1, e.Member)
+	}
+}
+
+// HoldGang places the gang's members on the nodes as they are now, one
+// after another, each on the node its policy ranks best among those the
+// rules leave open and the namespace's limits allow, with the members
+// before it counted; and holds that room, all of it or none, under one
+// lock, so two gangs held at once never count the same room. A member
+// that fits nowhere makes it hold nothing and return a *GangUnfitError.
+// It returns the node of each member's hold. A gang held before under
+// the same key is released first.
+func (v *View) HoldGang(key, namespace, name string, members []GangMember, rules Rules, limits quota.Limits, now time.Time) ([]string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.releaseGang(key)
+	names := make([]string, 0, len(v.nodes))
+	for name, n := range v.nodes {
+		if n.HasGPUNode {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	g := &gang{held: map[string][]*Pod{}, members: map[types.UID]struct{}{}}
+	nodes := make([]string, len(members))
+	var ft placement.Fitter
+	for i, m := range members {
+		best, why := v.bestNode(&ft, names, m, rules, limits, namespace, now)
+		if best == nil {
+			for _, held := range g.held {
+				for _, p := range held {
+					v.release(p.UID)
+				}
+			}
+			return nil, &GangUnfitError{Member: i, Never: !v.fitsEmpty(names, m.Request), Quota: why}
+		}
+		containers, _ := placement.Fit(&best.Placement, m.Request)
+		p := newPod(types.UID(fmt.Sprintf("gang/%s/%d", key, i)), namespace, name, best.Placement.Name, containers, now, false)
+		p.Gang = key
+		v.add(p)
+		g.held[p.Node] = append(g.held[p.Node], p)
+		g.count++
+		nodes[i] = p.Node
+	}
+	if v.gangs == nil {
+		v.gangs, v.members = map[string]*gang{}, map[types.UID]*gang{}
+	}
+	v.gangs[key] = g
+	return nodes, nil
+}
+
+// bestNode returns the node of names that the policy of m ranks best for
+// it, or nil and, when the quota turned a node away, why.
+func (v *View) bestNode(ft *placement.Fitter, names []string, m GangMember, rules Rules, limits quota.Limits, namespace string, now time.Time) (*Node, Reason) {
+	var best *Node
+	var bestLoad float64
+	var turnedAway Reason
+	used := v.usage.get(namespace)
+	for _, name := range names {
+		n := v.nodes[name]
+		if closed, _ := rules.Closed(n, now, m.Request); !closed.OK() {
+			continue
+		}
+		load, ok := ft.Load(&n.Placement, m.Request)
+		if !ok {
+			continue
+		}
+		if limits.Enforced() {
+			asked, _ := ft.Use(&n.Placement, m.Request)
+			if why := limits.Exceeded(namespace, used, asked); why != "" {
+				turnedAway = Reason(why)
+				continue
+			}
+		}
+		better := load > bestLoad
+		if m.Policy == gpurequest.Spread {
+			better = load < bestLoad
+		}
+		if best == nil || better {
+			best, bestLoad = n, load
+		}
+	}
+	return best, turnedAway
+}
+
+// fitsEmpty reports whether req fits one of the named nodes with all of
+// its GPUs free.
+func (v *View) fitsEmpty(names []string, req *placement.Request) bool {
+	var ft placement.Fitter
+	all := func(types.UID) bool { return true }
+	for _, name := range names {
+		if ft.Feasible(v.nodes[name].Without(all), req, nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReleaseGang frees what is left of the gang's holds and forgets the gang.
+// It returns the nodes where room was freed.
+func (v *View) ReleaseGang(key string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.releaseGang(key)
+}
+
+func (v *View) releaseGang(key string) []string {
+	g, ok := v.gangs[key]
+	if !ok {
+		return nil
+	}
+	var nodes []string
+	for node, held := range g.held {
+		for _, p := range held {
+			v.release(p.UID)
+		}
+		nodes = append(nodes, node)
+	}
+	for uid := range g.members {
+		delete(v.members, uid)
+	}
+	delete(v.gangs, key)
+	slices.Sort(nodes)
+	return nodes
+}
+
+// JoinGang records that the pod is one of the gang's, so that it is placed
+// in the gang's held room. It does nothing when the view holds no room for
+// the gang (never held, released, or all taken) or already knows the pod.
+func (v *View) JoinGang(uid types.UID, key string) {
+	v.mu.RLock()
+	g, held := v.gangs[key]
+	_, known := v.members[uid]
+	v.mu.RUnlock()
+	if !held || known {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if g, held = v.gangs[key]; held && g.count > 0 {
+		g.members[uid] = struct{}{}
+		v.members[uid] = g
+	}
+}
+
+// GangHeld returns how many pods' room the gang still holds.
+func (v *View) GangHeld(key string) int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if g, ok := v.gangs[key]; ok {
+		return g.count
+	}
+	return 0
+}
+
+// heldFor returns the hold that the pod may take on the node: one of its
+// gang's there. It runs under the view's lock.
+func (v *View) heldFor(uid types.UID, node string) *Pod {
+	return v.members[uid].on(node)
+}
+
+// on returns one of the gang's holds on the node; nil when it has none
+// there, or g is nil.
+func (g *gang) on(node string) *Pod {
+	if g == nil {
+		return nil
+	}
+	if held := g.held[node]; len(held) > 0 {
+		return held[len(held)-1]
+	}
+	return nil
+}
+
+// anyHeldFor returns one hold of the pod's gang, on any node, or nil.
+func (v *View) anyHeldFor(uid types.UID) *Pod {
+	g, ok := v.members[uid]
+	if !ok {
+		return nil
+	}
+	return v.anyHeldIn(g)
+}
+
+// takeHold is a member's placement taking held's place, or when held is
+// nil, taking one hold of its gang anywhere: either way the gang holds
+// room for one pod fewer, and the pod leaves it. It runs under the view's
+// write lock.
+func (v *View) takeHold(uid types.UID, held *Pod) {
+	g, ok := v.members[uid]
+	if !ok {
+		return
+	}
+	delete(g.members, uid)
+	delete(v.members, uid)
+	if held == nil {
+		held = v.anyHeldIn(g)
+	}
+	if held == nil {
+		return
+	}
+	list := g.held[held.Node]
+	i := slices.Index(list, held)
+	if i < 0 {
+		return
+	}
+	if list = slices.Delete(list, i, i+1); len(list) == 0 {
+		delete(g.held, held.Node)
+	} else {
+		g.held[held.Node] = list
+	}
+	g.count--
+	v.release(held.UID)
+}
+
+// anyHeldIn returns one of the gang's holds, or nil.
+func (v *View) anyHeldIn(g *gang) *Pod {
+	for _, held := range g.held {
+		if len(held) > 0 {
+			return held[len(held)-1]
+		}
+	}
+	return nil
+}
