@@ -1,12 +1,10 @@
 package quota
 
 import (
-	"math"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
 // Keys are the names under which a ResourceQuota's spec.hard limits
@@ -19,10 +17,11 @@ const (
 )
 
 // FromQuotas returns the tightest limit of each GPU resource among the
-// quotas without scopes (see the package comment). A limit that is not a
-// whole number counts as the whole number below it, which admits exactly
-// what it admits, since use is whole; a negative one admits nothing of its
-// resource; one beyond an int64 limits nothing that can be asked.
+// quotas without scopes (see the package comment), read as
+// gpurequest.QuotaLimit reads it: a limit between whole numbers is the
+// whole number below it, one beyond an int64 limits nothing that can be
+// asked, and a negative one (which the API server refuses) admits nothing
+// of its resource.
 func FromQuotas(quotas []*corev1.ResourceQuota) Limits {
 	var l Limits
 	for _, q := range quotas {
@@ -31,7 +30,7 @@ func FromQuotas(quotas []*corev1.ResourceQuota) Limits {
 		}
 		for key, limit := range map[corev1.ResourceName]*Limit{KeyMemory: &l.MemoryMiB, KeyCores: &l.Cores, KeyGPUs: &l.GPUs} {
 			if hard, ok := q.Spec.Hard[key]; ok {
-				limit.tighten(floor(hard), q.Name)
+				limit.tighten(gpurequest.QuotaLimit(hard), q.Name)
 			}
 		}
 	}
@@ -47,20 +46,4 @@ func Sets(q *corev1.ResourceQuota) bool {
 		}
 	}
 	return false
-}
-
-// floor is the largest int64 not above q, within int64's range.
-func floor(q resource.Quantity) int64 {
-	switch {
-	case q.CmpInt64(math.MaxInt64) >= 0:
-		return math.MaxInt64
-	case q.CmpInt64(math.MinInt64) <= 0:
-		return math.MinInt64
-	}
-	// Value rounds away from zero.
-	v := q.Value()
-	if q.CmpInt64(v) < 0 {
-		v--
-	}
-	return v
 }

@@ -293,6 +293,17 @@ func quotaRoomCases() []quotaCase {
 			objects: []runtime.Object{gpuQuota("gpu", quotaMemory, "40000", "40000")},
 		},
 		{
+			name:    "a limit between whole numbers admits the whole number below it",
+			pod:     twoBy10000(),
+			objects: []runtime.Object{gpuQuota("gpu", quotaGPUs, "2.5", "1")},
+			want:    []string{"requests.gpu.tessera.dev/gpus (GPUs): used 1, asked 2, limit 2"},
+		},
+		{
+			name:    "a limit beyond an int64 limits nothing that can be asked",
+			pod:     twoBy10000(),
+			objects: []runtime.Object{gpuQuota("gpu", quotaMemory, "1e30", "30000", quotaGPUs, "92233720368547758070", "3")},
+		},
+		{
 			name: "init containers count by Kubernetes' rule: the larger of an init phase and the long-running containers",
 			pod: func() *corev1.Pod {
 				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "8000"))

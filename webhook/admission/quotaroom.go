@@ -44,12 +44,13 @@ func (a *Admitter) quotaExcesses(ctx context.Context, namespace string, pod *cor
 				continue
 			}
 			used := q.Status.Used[key]
-			if used.Value()+ask.Value() <= limit.Value() {
-				continue
-			}
 			excess := gpurequest.QuotaExcess{
 				Namespace: namespace, Quota: q.Name, Resource: name,
-				Used: used.Value(), Asked: ask.Value(), Limit: limit.Value(),
+				Used: used.Value(), Asked: ask.Value(), Limit: gpurequest.QuotaLimit(limit),
+			}
+			// Not Used+Asked: a limit beyond an int64 reads as MaxInt64.
+			if excess.Used <= excess.Limit-excess.Asked {
+				continue
 			}
 			refusals = append(refusals, refusal{err: field.Forbidden(field.NewPath("metadata", "namespace"), excess.String())})
 		}
