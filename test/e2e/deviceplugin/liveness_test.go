@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +32,7 @@ const (
 // `kubectl get gpunodes` shows READY Unknown (HeartbeatStale) and the
 // scheduler refuses the node, saying why.
 func TestCrashedPluginIsMarkedStale(t *testing.T) {
-	bin := buildDevicePlugin(t)
+	bin := framework.BuildDevicePlugin(t)
 	cfg := options.NewConfig()
 	cfg.HeartbeatMaxAge.Duration = testMaxAge
 	c := newCluster(t, cfg)
@@ -180,16 +178,4 @@ func writers(obj metav1.Object) string {
 		out = append(out, fmt.Sprintf("%s (%s %s at %v)", f.Manager, f.Operation, cmp.Or(f.Subresource, "object"), f.Time))
 	}
 	return strings.Join(out, ", ")
-}
-
-// buildDevicePlugin builds the device plugin's binary for the test.
-func buildDevicePlugin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tessera-device-plugin")
-	cmd := exec.Command("go", "build", "-o", bin, "./deviceplugin")
-	cmd.Dir = framework.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the device plugin: %v\n%s", err, out)
-	}
-	return bin
 }

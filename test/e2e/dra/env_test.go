@@ -22,13 +22,6 @@ import (
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
-// stockScheduler is kube-scheduler's default configuration: DynamicResources
-// is in its default profile, and consumable capacity is on by default.
-const stockScheduler = `
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-`
-
 // cluster is a control plane with stock kube-scheduler and simulated GPU
 // nodes each served by a node daemon in DRA mode and a node agent.
 type cluster struct {
@@ -64,7 +57,7 @@ func startCluster(t *testing.T, nodes ...*simNode) *cluster {
 		}
 		cancel()
 	})
-	cp.StartScheduler(t, stockScheduler)
+	cp.StartScheduler(t, framework.StockSchedulerConfig)
 	if _, err := cp.Kube.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: gpuv1alpha1.DRADriverName},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
@@ -290,13 +283,11 @@ func (c *cluster) containerEnv(pod *corev1.Pod) map[string][]string {
 	cache := framework.CDIRuntimeView(c.t, c.nodes[pod.Spec.NodeName].cdiDir)
 	out := map[string][]string{}
 	for _, r := range c.agents[pod.Spec.NodeName].Results(pod.UID) {
-		for _, id := range r.CDIDevices {
-			dev := cache.GetDevice(id)
-			if dev == nil {
-				c.t.Fatalf("container %s of pod %s got CDI device %s, which the runtime does not find (it has %v)", r.Container, pod.Name, id, cache.ListDevices())
-			}
-			out[r.Container] = append(out[r.Container], dev.ContainerEdits.Env...)
+		env, err := framework.CDIEnv(cache, r.CDIDevices)
+		if err != nil {
+			c.t.Fatalf("container %s of pod %s got %v", r.Container, pod.Name, err)
 		}
+		out[r.Container] = append(out[r.Container], env...)
 	}
 	return out
 }

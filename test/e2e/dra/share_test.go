@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -113,8 +112,8 @@ func (c *cluster) watchCapacity() func() []string {
 	}
 }
 
-// overCapacity sums the consumed capacity of all allocated claims per
-// device and compares it with what the device's slice offers.
+// overCapacity reads the slices and claims and names every device whose
+// allocated claims consume more than its slice offers.
 func (c *cluster) overCapacity() []string {
 	slices, err := c.cp.Kube.ResourceV1().ResourceSlices().List(c.ctx, metav1.ListOptions{})
 	if err != nil {
@@ -124,42 +123,7 @@ func (c *cluster) overCapacity() []string {
 	if err != nil {
 		return nil
 	}
-	capacity := map[string]map[resourceapi.QualifiedName]resource.Quantity{}
-	for _, s := range slices.Items {
-		for _, d := range s.Spec.Devices {
-			capacity[s.Spec.Pool.Name+"/"+d.Name] = map[resourceapi.QualifiedName]resource.Quantity{}
-			for name, cap := range d.Capacity {
-				capacity[s.Spec.Pool.Name+"/"+d.Name][name] = cap.Value
-			}
-		}
-	}
-	used := map[string]map[resourceapi.QualifiedName]*resource.Quantity{}
-	for _, claim := range claims.Items {
-		if claim.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range claim.Status.Allocation.Devices.Results {
-			key := r.Pool + "/" + r.Device
-			if used[key] == nil {
-				used[key] = map[resourceapi.QualifiedName]*resource.Quantity{}
-			}
-			for name, q := range r.ConsumedCapacity {
-				if used[key][name] == nil {
-					used[key][name] = resource.NewQuantity(0, q.Format)
-				}
-				used[key][name].Add(q)
-			}
-		}
-	}
-	var out []string
-	for key, names := range used {
-		for name, q := range names {
-			if have, ok := capacity[key][name]; ok && q.Cmp(have) > 0 {
-				out = append(out, fmt.Sprintf("%s %s: %s of %s", key, name, q, &have))
-			}
-		}
-	}
-	return out
+	return framework.OverCapacity(slices.Items, claims.Items)
 }
 
 // specFiles lists the node's CDI spec files.

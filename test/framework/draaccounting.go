@@ -1,0 +1,57 @@
+package framework
+
+import (
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// OverCapacity sums the consumed capacity of the allocated claims per
+// device and names every device that consumes more of a capacity than its
+// ResourceSlice offers, and every allocated device no slice has: the DRA
+// form of the GPU accounting invariant, read as kube-scheduler reads it.
+func OverCapacity(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceClaim) []string {
+	capacity := map[string]map[resourceapi.QualifiedName]resource.Quantity{}
+	for _, s := range slices {
+		for _, d := range s.Spec.Devices {
+			key := s.Spec.Pool.Name + "/" + d.Name
+			capacity[key] = map[resourceapi.QualifiedName]resource.Quantity{}
+			for name, c := range d.Capacity {
+				capacity[key][name] = c.Value
+			}
+		}
+	}
+	used := map[string]map[resourceapi.QualifiedName]*resource.Quantity{}
+	for _, claim := range claims {
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			key := r.Pool + "/" + r.Device
+			if used[key] == nil {
+				used[key] = map[resourceapi.QualifiedName]*resource.Quantity{}
+			}
+			for name, q := range r.ConsumedCapacity {
+				if used[key][name] == nil {
+					used[key][name] = resource.NewQuantity(0, q.Format)
+				}
+				used[key][name].Add(q)
+			}
+		}
+	}
+	var out []string
+	for key, names := range used {
+		have, ok := capacity[key]
+		if !ok {
+			out = append(out, fmt.Sprintf("claims are allocated device %s, which no ResourceSlice has", key))
+			continue
+		}
+		for name, q := range names {
+			if c, ok := have[name]; ok && q.Cmp(c) > 0 {
+				out = append(out, fmt.Sprintf("%s %s: %s of %s", key, name, q, &c))
+			}
+		}
+	}
+	return out
+}
