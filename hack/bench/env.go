@@ -30,11 +30,19 @@ type clusterEnv struct {
 // extender user's requests and a namespace for the workload. On error the
 // control plane, if started, is stopped.
 func startEnv(ctx context.Context, dir, schedulerName string) (*clusterEnv, error) {
+	return startEnvWith(ctx, framework.Options{Dir: dir}, schedulerName)
+}
+
+// startEnvWith is startEnv with the control plane's options, such as
+// the controllers queue mode needs; opts.Dir must be set.
+func startEnvWith(ctx context.Context, opts framework.Options, schedulerName string) (*clusterEnv, error) {
+	dir := opts.Dir
 	flags, auditLog, err := auditFlags(dir)
 	if err != nil {
 		return nil, err
 	}
-	cp, err := framework.StartControlPlane(ctx, framework.Options{Dir: dir, APIServerFlags: flags})
+	opts.APIServerFlags = append(opts.APIServerFlags, flags...)
+	cp, err := framework.StartControlPlane(ctx, opts)
 	if err != nil {
 		if cp != nil {
 			cp.Stop()

@@ -20,12 +20,15 @@
 // --mode=backlog how rows c, d and e keep a full cluster busy while pods
 // end and thousands wait; --mode=scale --rows=e measures kube-scheduler in
 // DRA mode with many claims allocated, and the node daemons' steady state
-// while claims churn. See docs/benchmark.md.
+// while claims churn; --mode=queue sends Jobs through Kueue onto a
+// fragmented cluster without and with Tessera's gang-fit admission
+// check. See docs/benchmark.md.
 //
 //	go run ./hack/bench                      # 1,000 nodes × 8 GPUs, 5,000 pods
 //	go run ./hack/bench --mode=scale --nodes=5000 --pods=40000
 //	go run ./hack/bench --mode=writes
 //	go run ./hack/bench --mode=backlog --nodes=1000
+//	go run ./hack/bench --mode=queue --nodes=20 --jobs=30
 package main
 
 import (
@@ -142,6 +145,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		return emit(out, o.Out, res)
+	}
+	if o.Mode == modeQueue {
+		table := r.queueTable(ctx, where)
+		if err := emit(out, o.Out, table); err != nil {
+			return err
+		}
+		return table.failed()
 	}
 	if o.Mode == modeBacklog {
 		table := BacklogTable{

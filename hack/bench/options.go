@@ -49,7 +49,8 @@ type Options struct {
 	// Mode is throughput (rows a to e), scale (the extender's memory and
 	// filter latency with many pods already placed), writes (what each
 	// write of a pod's scheduling costs the control plane) or backlog
-	// (rows c, d, e with a full cluster, pods waiting and pods ending).
+	// (rows c, d, e with a full cluster, pods waiting and pods ending) or
+	// queue (Jobs through Kueue without and with gang-fit admission).
 	Mode string
 	// Nodes, GPUsPerNode and Split size the cluster: every GPU is shared by
 	// at most Split containers, and a Node's allocatable nvidia.com/gpu is
@@ -114,6 +115,8 @@ type Options struct {
 	// ClaimChurn is how many ResourceClaims a second scale mode with row e
 	// creates and deletes while it measures the node daemons' steady state.
 	ClaimChurn float64
+	// Queue are queue mode's flags.
+	Queue QueueOptions
 	// Logs configures logging (-v, --logging-format).
 	Logs *logsapi.LoggingConfiguration
 }
@@ -136,6 +139,7 @@ func NewOptions() *Options {
 		SteadyWindow:    time.Minute,
 		NewPods:         200,
 		ClaimChurn:      50,
+		Queue:           defaultQueueOptions(),
 		FinishRate:      50,
 		BacklogDuration: time.Minute,
 		BacklogWarmup:   3 * time.Minute,
@@ -145,7 +149,7 @@ func NewOptions() *Options {
 
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each; backlog: rows c, d, e on a cluster filled by the bench with 3 times as many pods waiting, --finish-rate pods ending each second for --backlog-duration (--pods is not used).")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each; backlog: rows c, d, e on a cluster filled by the bench with 3 times as many pods waiting, --finish-rate pods ending each second for --backlog-duration (--pods is not used); queue: --jobs Jobs of --pods-per-job pods of GPU slices through Kueue onto a cluster fragmented by earlier pods, without and with Tessera's gang-fit admission check (--pods is not used).")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Simulated GPU nodes (1 to %d).", maxNodes))
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
 	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
@@ -171,13 +175,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.SteadyWindow, "steady-window", o.SteadyWindow, "Scale mode: how long the heartbeats' steady state is measured, once every node has beaten; with --rows=e each of its four windows.")
 	fs.IntVar(&o.NewPods, "new-pods", o.NewPods, fmt.Sprintf("Scale mode with --rows=e: DRA pods scheduled by kube-scheduler once it is ready, onto the room the --pods placed left (1 to %d).", maxPods))
 	fs.Float64Var(&o.ClaimChurn, "claim-churn", o.ClaimChurn, fmt.Sprintf("Scale mode with --rows=e: ResourceClaims created and deleted a second while the node daemons' steady state is measured (above 0, at most %d).", maxFinishRate))
+	o.Queue.addFlags(fs)
 	logsapi.AddFlags(o.Logs, fs)
 }
 
 // Complete sets what depends on other flags: backlog mode runs rows c,
 // d and e unless --rows says otherwise, scale mode the extender (row c).
 func (o *Options) Complete(fs *pflag.FlagSet) {
-	if fs.Changed("rows") {
+	o.Queue.complete(o, fs)
+	if fs.Changed("rows") || o.Mode == modeQueue {
 		return
 	}
 	switch o.Mode {
@@ -190,8 +196,8 @@ func (o *Options) Complete(fs *pflag.FlagSet) {
 
 // Validate reports the first flag out of its range, naming the flag and the limit.
 func (o *Options) Validate() error {
-	if !slices.Contains([]string{modeThroughput, modeScale, modeWrites, modeBacklog}, o.Mode) {
-		return fmt.Errorf("--mode=%q: must be %s, %s, %s or %s", o.Mode, modeThroughput, modeScale, modeWrites, modeBacklog)
+	if !slices.Contains([]string{modeThroughput, modeScale, modeWrites, modeBacklog, modeQueue}, o.Mode) {
+		return fmt.Errorf("--mode=%q: must be %s, %s, %s, %s or %s", o.Mode, modeThroughput, modeScale, modeWrites, modeBacklog, modeQueue)
 	}
 	for _, c := range []struct {
 		flag     string
@@ -249,10 +255,15 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
+	if o.Mode == modeQueue {
+		if err := o.Queue.validate(); err != nil {
+			return err
+		}
+	}
 	if o.PinControlPlane && numCPU() < 2 {
 		return fmt.Errorf("--pin-control-plane: needs at least 2 CPUs, the bench may use %d", numCPU())
 	}
-	if capacity := o.Nodes * o.GPUsPerNode; o.Mode != modeBacklog && o.Pods > capacity*o.Split {
+	if capacity := o.Nodes * o.GPUsPerNode; o.Mode != modeBacklog && o.Mode != modeQueue && o.Pods > capacity*o.Split {
 		return fmt.Errorf("--pods=%d: must be at most --nodes × --gpus-per-node × --split = %d, the cluster's share capacity", o.Pods, capacity*o.Split)
 	}
 	return nil
