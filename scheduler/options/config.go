@@ -78,6 +78,10 @@ type Config struct {
 	// 50 MB scrape, and kube-state-metrics already exports each pod's
 	// limits.
 	AllocationMetrics bool `json:"allocationMetrics"`
+	// GangFit serves Kueue's gang-fit AdmissionCheck (controllerName
+	// gpu.tessera.dev/gang-fit): a Workload is let in only when all its
+	// pods fit the GPUs as they are, and that room is held for them.
+	GangFit GangFit `json:"gangFit"`
 }
 
 // Defaults.
@@ -91,7 +95,24 @@ const (
 	DefaultOrphanSweepInterval = time.Minute
 	DefaultClientQPS           = 500
 	DefaultClientBurst         = 1000
+	DefaultGangFitHoldTimeout  = 5 * time.Minute
+	DefaultGangFitRetryAfter   = 15 * time.Second
 )
+
+// GangFit configures the gang-fit AdmissionCheck (scheduler/gangfit).
+type GangFit struct {
+	// Enabled serves the check. Off by default: it watches Kueue's
+	// Workloads and AdmissionChecks, which a cluster without Kueue lacks.
+	Enabled bool `json:"enabled"`
+	// HoldTimeout is how long the room of an admitted Workload is held for
+	// pods not yet placed; after it, they compete for GPUs as any pod.
+	HoldTimeout metav1.Duration `json:"holdTimeout"`
+	// RetryAfter is how long Kueue waits before it reserves quota again for
+	// a Workload whose pods did not fit: the check asks Kueue to retry
+	// (releasing the quota for the Workloads behind it) instead of holding
+	// the quota while the GPUs stay fragmented.
+	RetryAfter metav1.Duration `json:"retryAfter"`
+}
 
 // NewConfig returns the configuration with every default filled in.
 func NewConfig() *Config {
@@ -110,5 +131,9 @@ func NewConfig() *Config {
 		OrphanSweepInterval: metav1.Duration{Duration: DefaultOrphanSweepInterval},
 		ClientQPS:           DefaultClientQPS,
 		ClientBurst:         DefaultClientBurst,
+		GangFit: GangFit{
+			HoldTimeout: metav1.Duration{Duration: DefaultGangFitHoldTimeout},
+			RetryAfter:  metav1.Duration{Duration: DefaultGangFitRetryAfter},
+		},
 	}
 }

@@ -56,6 +56,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&c.ClientQPS, "kube-api-qps", c.ClientQPS, "Queries per second to the API server.")
 	fs.Int32Var(&c.ClientBurst, "kube-api-burst", c.ClientBurst, "Burst of queries to the API server.")
 	fs.BoolVar(&c.EnableProfiling, "profiling", c.EnableProfiling, "Serve Go's CPU, heap and goroutine profiles under /debug/pprof/ on --listen-address (loopback, or behind a client certificate), never on --metrics-address.")
+	fs.BoolVar(&c.GangFit.Enabled, "gang-fit", c.GangFit.Enabled, "Serve Kueue's gang-fit AdmissionCheck (controllerName gpu.tessera.dev/gang-fit): admit a Workload only when all its pods fit the GPUs, and hold that room.")
+	fs.DurationVar(&c.GangFit.HoldTimeout.Duration, "gang-fit-hold-timeout", c.GangFit.HoldTimeout.Duration, "How long an admitted Workload's room is held for its pods not yet placed.")
+	fs.DurationVar(&c.GangFit.RetryAfter.Duration, "gang-fit-retry-after", c.GangFit.RetryAfter.Duration, "How long Kueue waits before it tries again a Workload whose pods did not fit.")
 	fs.BoolVar(&c.AllocationMetrics, "allocation-metrics", c.AllocationMetrics, "Add a series per container and GPU it holds (tessera_allocation_*) to /metrics/state; many at thousands of pods.")
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !before[f.Name] {

@@ -68,6 +68,8 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, durationAtLeast("inFlightTTL", c.InFlightTTL.Duration, time.Millisecond)...)
 	errs = append(errs, durationAtLeast("orphanSweepInterval", c.OrphanSweepInterval.Duration, time.Second)...)
+	errs = append(errs, durationAtLeast("gangFit.holdTimeout", c.GangFit.HoldTimeout.Duration, time.Second)...)
+	errs = append(errs, durationAtLeast("gangFit.retryAfter", c.GangFit.RetryAfter.Duration, time.Second)...)
 	if c.ClientQPS <= 0 || c.ClientQPS > MaxClientQPS {
 		errs = append(errs, field.Invalid(field.NewPath("clientQPS"), c.ClientQPS, fmt.Sprintf("must be greater than 0 and at most %d", MaxClientQPS)))
 	}

@@ -92,7 +92,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	rules := view.Rules{HeartbeatMaxAge: cfg.HeartbeatMaxAge.Duration, HAMiCoreMissing: cfg.HAMiCoreMissing, Quotas: keeper.Quotas}
+	rules := keeper.Rules()
 	rq := newRequeuer(h, logger, keeper.View, keeper.Clock, rules)
 	if err := keeper.Start(ctx, rq); err != nil {
 		return nil, err

@@ -184,9 +184,14 @@ func (v *View) releaseGang(key string) []string {
 }
 
 // JoinGang records that the pod is one of the gang's, so that it is placed
-// in the gang's held room. It does nothing when the view holds no room for
-// the gang (never held, released, or all taken) or already knows the pod.
+// in the gang's held room: the front ends call it with the pod's
+// gpuv1alpha1.GangHoldAnnotation before they place it. It does nothing
+// when key is empty, the view holds no room for the gang (never held,
+// released, or all taken), or it already knows the pod.
 func (v *View) JoinGang(uid types.UID, key string) {
+	if key == "" {
+		return
+	}
 	v.mu.RLock()
 	g, held := v.gangs[key]
 	_, known := v.members[uid]

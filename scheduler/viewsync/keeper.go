@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,10 +19,12 @@ import (
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
+	"github.com/tessera-gpu/tessera/scheduler/gangfit"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
 	"github.com/tessera-gpu/tessera/scheduler/liveness"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -67,6 +70,9 @@ type Keeper struct {
 
 	opts         *options.Config
 	fieldManager string
+	dynamic      dynamic.Interface
+	// gangFit serves Kueue's gang-fit AdmissionCheck, when enabled.
+	gangFit *gangfit.Controller
 	kube         informers.SharedInformerFactory
 	tessera      externalversions.SharedInformerFactory
 	// leases watches the namespace of the nodes' Leases only.
@@ -100,6 +106,10 @@ func New(cfg Config) (*Keeper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating Tessera client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating dynamic client: %w", err)
+	}
 	o := cfg.Options
 	trim := tracker.Trim(o.ResourceNames)
 	k := &Keeper{
@@ -109,6 +119,7 @@ func New(cfg Config) (*Keeper, error) {
 		Tessera:      tessera,
 		opts:         o,
 		fieldManager: cfg.FieldManager,
+		dynamic:      dyn,
 		kube: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 				lo.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", cfg.SchedulerName).String()
@@ -176,21 +187,48 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	}
 	// The free memory that kubectl get gpunodes shows.
 	free := freememory.New(k.View, gpuNodes.Lister(), k.Tessera, k.Clock, k.tracker.HasSynced, k.fieldManager)
+	runs := []func(context.Context){k.tracker.Run, marker.Run, free.Run}
+	if o.GangFit.Enabled {
+		k.gangFit = gangfit.New(gangfit.Config{
+			Dynamic:      k.dynamic,
+			Discovery:    k.Kube.Discovery(),
+			View:         k.View,
+			Rules:        k.Rules(),
+			Parser:       podrequest.Parser{ResourceNames: o.ResourceNames, DefaultNodePolicy: o.DefaultNodePolicy, DefaultGPUPolicy: o.DefaultGPUPolicy},
+			Pods:         k.Pods.Lister(),
+			Requeue:      requeue,
+			QuotaRequeue: quotaRequeue,
+			Clock:        k.Clock,
+			ViewSynced:   k.tracker.HasSynced,
+			HoldTimeout:  o.GangFit.HoldTimeout.Duration,
+			RetryAfter:   o.GangFit.RetryAfter.Duration,
+		})
+		runs = append(runs, k.gangFit.Run)
+	}
 
 	k.kube.Start(ctx.Done())
 	k.tessera.Start(ctx.Done())
 	k.leases.Start(ctx.Done())
 	k.quotas.Start(ctx.Done())
-	for _, run := range []func(context.Context){k.tracker.Run, marker.Run, free.Run} {
+	for _, run := range runs {
 		k.wg.Go(func() { run(ctx) })
 	}
 	return nil
 }
 
 // HasSynced says whether the informers have synced and the view holds
-// every GPU and allocation: before that a front end would place pods on a
-// partial view.
-func (k *Keeper) HasSynced() bool { return k.tracker.HasSynced() }
+// every GPU and allocation, and the room that the gang-fit check held
+// before a restart: before that a front end would place pods on a partial
+// view.
+func (k *Keeper) HasSynced() bool {
+	return k.tracker.HasSynced() && (k.gangFit == nil || k.gangFit.HasSynced())
+}
+
+// Rules are the node and quota rules of the configuration, which every
+// placement by the view follows.
+func (k *Keeper) Rules() view.Rules {
+	return view.Rules{HeartbeatMaxAge: k.opts.HeartbeatMaxAge.Duration, HAMiCoreMissing: k.opts.HAMiCoreMissing, Quotas: k.Quotas}
+}
 
 // Stop waits for the informers, the tracker, the marker and the publisher,
 // whose context has ended.
