@@ -36,7 +36,11 @@ type env struct {
 }
 
 // startEnv starts everything for one test; t.Cleanup stops it.
-func startEnv(t *testing.T) *env {
+func startEnv(t *testing.T) *env { return startEnvWith(t, nil) }
+
+// startEnvWith is startEnv with the extender's configuration changed by
+// configure, unless it is nil.
+func startEnvWith(t *testing.T, configure func(*options.Config)) *env {
 	t.Helper()
 	cp := framework.Start(t, framework.Options{ControllerManager: true, Workloads: true})
 	cp.StartKueue(t)
@@ -49,7 +53,7 @@ func startEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cp: cp, dynamic: client, extender: startExtender(t, cp)}
+	e := &env{cp: cp, dynamic: client, extender: startExtender(t, cp, configure)}
 	cp.StartShippedScheduler(t, "http://"+e.extender)
 	cp.StartWebhook(t, nil)
 	serveAllocations(t, cp)
@@ -58,10 +62,13 @@ func startEnv(t *testing.T) *env {
 
 // startExtender runs Tessera's extender in process until the test ends
 // and returns its address once it is ready.
-func startExtender(t *testing.T, cp *framework.ControlPlane) string {
+func startExtender(t *testing.T, cp *framework.ControlPlane, configure func(*options.Config)) string {
 	t.Helper()
 	cfg := options.NewConfig()
 	cfg.HeartbeatMaxAge.Duration = time.Hour
+	if configure != nil {
+		configure(cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
