@@ -23,8 +23,12 @@ import (
 type Options struct {
 	// ControllerManager also starts kube-controller-manager with the
 	// controllers a cluster without kubelets can use (garbage collector,
-	// namespaces, service accounts). The node lifecycle controller stays
-	// off, since no kubelet heartbeats.
+	// namespaces, service accounts, resource quotas). The node lifecycle
+	// controller stays off, since no kubelet heartbeats. The resourcequota
+	// controller writes each ResourceQuota's status, its hard limits and
+	// what its namespace uses: without it ResourceQuota's admission
+	// refuses every pod that asks for what a quota limits ("status
+	// unknown for quota").
 	ControllerManager bool
 	// DRA adds the resourceclaim controller to kube-controller-manager,
 	// which makes ResourceClaims from a pod's templates and deallocates
@@ -291,7 +295,8 @@ func (cp *ControlPlane) startControllerManager(opts Options) error {
 	if err != nil {
 		return err
 	}
-	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller"
+	controllers := "garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller," +
+		"root-ca-certificate-publisher-controller,resourcequota-controller"
 	if opts.DRA {
 		controllers += ",resourceclaim-controller"
 	}

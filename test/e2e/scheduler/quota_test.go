@@ -22,11 +22,10 @@ import (
 // pod over the quota is refused with a message that names the namespace,
 // what is used, what was asked and the limit, and pods that fit are still
 // placed and bound, the totals the webhook writes ignored by
-// kube-scheduler's resource fit.
+// kube-scheduler's resource fit; pods that skip the webhook or name
+// another scheduler do not get past the quota (testQuotaPastWebhook).
 func TestGPUQuota(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) *env{"extender": startEnv, "plugin": startPluginEnv} {
-		t.Run(name, func(t *testing.T) { testGPUQuota(t, start(t)) })
-	}
+	inBothModes(t, testGPUQuota)
 }
 
 func testGPUQuota(t *testing.T, e *env) {
@@ -75,35 +74,48 @@ func testGPUQuota(t *testing.T, e *env) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota: gpu") {
 		t.Errorf("creating a pod past the webhook over the quota: %v; want ResourceQuota's refusal", err)
 	}
-	for _, name := range []string{"two-by-10000", "fills-quota", "percentage"} {
+	testQuotaPastWebhook(ctx, t, e, group)
+	for _, name := range []string{"two-by-10000", "fills-quota", "percentage", "opted-out-no-totals"} {
 		e.deletePod(ctx, t, name)
 	}
 	e.checkNoOvercommit(ctx, t)
 }
 
+// testQuotaPastWebhook runs once the namespace's GPU memory quota is
+// full: a pod labelled to skip the webhook carries no totals, so
+// ResourceQuota does not count it, and Tessera's scheduler, which counts
+// what it allocates, holds it Pending, saying why; a pod that names
+// another scheduler keeps it, gets its totals from the webhook all the
+// same and is refused for the quota.
+func testQuotaPastWebhook(ctx context.Context, t *testing.T, e *env, group string) {
+	optedOut := gpuPod("opted-out-no-totals", group, nil, ctr{name: "main", count: 1, memory: 1000})
+	optedOut.Labels = map[string]string{admission.DefaultOptOutLabel: admission.DefaultOptOutValue}
+	created := e.createPod(ctx, t, optedOut)
+	if _, ok := created.Spec.Containers[0].Resources.Limits[gpuv1alpha1.QuotaMemory]; ok {
+		t.Fatalf("an opted-out pod got %s: the webhook saw it", gpuv1alpha1.QuotaMemory)
+	}
+	e.waitFailedScheduling(ctx, t, "opted-out-no-totals", quotaExcess(40000, 1000, 40000))
+
+	other := gpuPod("other-scheduler", group, nil, ctr{name: "main", count: 1, memory: 1000})
+	other.Spec.SchedulerName = "other-scheduler"
+	_, err := e.cp.Kube.CoreV1().Pods(namespace).Create(ctx, other, metav1.CreateOptions{})
+	if want := quotaExcess(40000, 1000, 40000); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("creating a pod for another scheduler over the quota: %v; want refused saying %q", err, want)
+	}
+}
+
 // createGPUQuota creates a ResourceQuota on the GPU memory and count in the
-// pods' namespace. The control plane runs no resourcequota controller, so
-// its status is written here as that controller would first write it;
-// ResourceQuota's admission then keeps status.used as pods are created.
+// pods' namespace, and waits until the resourcequota controller has
+// counted it.
 func createGPUQuota(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name, memoryMiB, gpus string) {
 	t.Helper()
-	hard := corev1.ResourceList{
-		"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse(memoryMiB),
-		"requests." + gpuv1alpha1.QuotaGPUs:   resource.MustParse(gpus),
-	}
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
-	q, err := cp.Kube.CoreV1().ResourceQuotas(namespace).Create(ctx, q, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating ResourceQuota %s: %v", name, err)
-	}
-	q.Status.Hard = hard
-	q.Status.Used = corev1.ResourceList{}
-	for r := range hard {
-		q.Status.Used[r] = resource.MustParse("0")
-	}
-	if _, err := cp.Kube.CoreV1().ResourceQuotas(namespace).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("writing ResourceQuota %s's status: %v", name, err)
-	}
+	cp.CreateResourceQuota(ctx, t, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse(memoryMiB),
+			"requests." + gpuv1alpha1.QuotaGPUs:   resource.MustParse(gpus),
+		}},
+	})
 }
 
 // waitQuotaUsed waits until the quota's status.used says want, keyed by
@@ -117,17 +129,9 @@ func waitQuotaUsed(ctx context.Context, t *testing.T, cp *framework.ControlPlane
 		}
 		for r, v := range want {
 			if used := q.Status.Used["requests."+r]; used.Value() != v {
-				return false, "status.used: " + resourceListString(q.Status.Used)
+				return false, "status.used: " + framework.ResourceListString(q.Status.Used)
 			}
 		}
 		return true, ""
 	})
-}
-
-func resourceListString(l corev1.ResourceList) string {
-	var parts []string
-	for r, q := range l {
-		parts = append(parts, string(r)+"="+q.String())
-	}
-	return strings.Join(parts, ", ")
 }

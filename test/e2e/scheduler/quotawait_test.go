@@ -24,12 +24,7 @@ import (
 // deleted. The scheduler's state metrics show what the namespace uses and
 // its limit.
 func TestGPUQuotaWaits(t *testing.T) {
-	for _, mode := range []struct {
-		name  string
-		start func(*testing.T) *env
-	}{{"extender", startEnv}, {"plugin", startPluginEnv}} {
-		t.Run(mode.name, func(t *testing.T) { testGPUQuotaWaits(t, mode.start(t)) })
-	}
+	inBothModes(t, testGPUQuotaWaits)
 }
 
 func testGPUQuotaWaits(t *testing.T, e *env) {
@@ -70,7 +65,8 @@ func quotaExcess(used, asked, limit int64) string {
 }
 
 // setQuotaMemory sets the GPU memory limit of the pods' namespace's
-// ResourceQuota.
+// ResourceQuota, and waits until the resourcequota controller has
+// counted it, as ResourceQuota's admission reads it.
 func setQuotaMemory(ctx context.Context, t *testing.T, cp *framework.ControlPlane, name, memoryMiB string) {
 	t.Helper()
 	q, err := cp.Kube.CoreV1().ResourceQuotas(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -79,8 +75,16 @@ func setQuotaMemory(ctx context.Context, t *testing.T, cp *framework.ControlPlan
 	}
 	q.Spec.Hard["requests."+gpuv1alpha1.QuotaMemory] = resource.MustParse(memoryMiB)
 	if _, err := cp.Kube.CoreV1().ResourceQuotas(namespace).Update(ctx, q, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("raising ResourceQuota %s: %v", name, err)
+		t.Fatalf("setting ResourceQuota %s's GPU memory: %v", name, err)
 	}
+	framework.WaitFor(t, 30*time.Second, "the resourcequota controller to count ResourceQuota "+name+"'s new limit", func() (bool, string) {
+		q, err := cp.Kube.CoreV1().ResourceQuotas(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		hard := q.Status.Hard["requests."+gpuv1alpha1.QuotaMemory]
+		return hard.Cmp(resource.MustParse(memoryMiB)) == 0, "status.hard: " + framework.ResourceListString(q.Status.Hard)
+	})
 }
 
 // waitNamespaceState waits until the state metrics of what places pods say
