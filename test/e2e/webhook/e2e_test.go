@@ -74,7 +74,7 @@ func TestSelfManagedWebhook(t *testing.T) {
 	}
 	installShipped(ctx, t, cp.Kube, w.base, nil)
 	w.waitReady(ctx, t)
-	kube, warnings := clientWithWarnings(t, cp)
+	kube, warnings := cp.ClientWithWarnings(t)
 
 	ok := t.Run("the API server trusts the self-managed certificate with no manual step", func(t *testing.T) {
 		secret, err := cp.Kube.CoreV1().Secrets(webhookNamespace).Get(ctx, opts.SecretName, metav1.GetOptions{})
@@ -105,7 +105,7 @@ func TestSelfManagedWebhook(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the API server never got a mutated pod through the webhook: %v", last)
 		}
-		warnings.take()
+		warnings.Take()
 	})
 	if !ok {
 		t.FailNow()
@@ -127,7 +127,7 @@ func TestSelfManagedWebhook(t *testing.T) {
 		if p.Spec.SchedulerName != admission.DefaultSchedulerName {
 			t.Errorf("schedulerName = %q, want %q", p.Spec.SchedulerName, admission.DefaultSchedulerName)
 		}
-		if got := warnings.take(); len(got) > 0 {
+		if got := warnings.Take(); len(got) > 0 {
 			t.Errorf("unexpected warnings: %q", got)
 		}
 	})
@@ -153,7 +153,7 @@ func TestSelfManagedWebhook(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []string{`container "main" asks for 90000 MiB of GPU memory, more than any GPU in the cluster has (largest: 24576 MiB)`}
-		if diff := cmp.Diff(want, warnings.take()); diff != "" {
+		if diff := cmp.Diff(want, warnings.Take()); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 	})

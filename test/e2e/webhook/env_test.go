@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -172,43 +170,4 @@ func createGPUNode(ctx context.Context, t testing.TB, cp *framework.ControlPlane
 	framework.CreateGPUNode(ctx, t, cp.Tessera, name, &gpuv1alpha1.GPUNodeStatus{GPUCount: 1, Devices: []gpuv1alpha1.GPUDevice{{
 		UUID: "GPU-" + name + "-0", Model: "NVIDIA L4", MemoryMiB: memoryMiB, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
 	}}})
-}
-
-// warningRecorder keeps the warnings the API server sends a client, as
-// kubectl prints them.
-type warningRecorder struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-var _ rest.WarningHandler = (*warningRecorder)(nil)
-
-func (r *warningRecorder) HandleWarningHeader(code int, _ string, text string) {
-	if code != 299 {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.warnings = append(r.warnings, text)
-}
-
-func (r *warningRecorder) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w := r.warnings
-	r.warnings = nil
-	return w
-}
-
-// clientWithWarnings is a client whose warnings land in the recorder.
-func clientWithWarnings(t testing.TB, cp *framework.ControlPlane) (kubernetes.Interface, *warningRecorder) {
-	t.Helper()
-	rec := &warningRecorder{}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WarningHandler = rec
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kube, rec
 }
