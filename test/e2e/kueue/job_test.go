@@ -18,8 +18,12 @@ import (
 	"github.com/tessera-gpu/tessera/webhook/admission"
 )
 
-// queueLabel names the LocalQueue a Job is submitted to.
-const queueLabel = "kueue.x-k8s.io/queue-name"
+// queueLabel names the LocalQueue a Job is submitted to; localQueue is
+// each team's in the examples, the one Kueue gives work that names none.
+const (
+	queueLabel = "kueue.x-k8s.io/queue-name"
+	localQueue = "default"
+)
 
 // slice is one pod's GPU request, per GPU as the user writes it under
 // nvidia.com/*.
@@ -44,11 +48,11 @@ func (s slice) totals() map[corev1.ResourceName]int64 {
 func quantity(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
 
 // gpuJob is a Job of pods pods, each asking for s per GPU only, in the
-// namespace's LocalQueue "gpu": Tessera's webhook writes the totals Kueue
+// namespace's LocalQueue: Tessera's webhook writes the totals Kueue
 // counts into its pod template.
 func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{queueLabel: "gpu"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{queueLabel: localQueue}},
 		Spec: batchv1.JobSpec{
 			Parallelism: ptr.To(pods),
 			Completions: ptr.To(pods),
@@ -72,8 +76,10 @@ func gpuJob(namespace, name string, pods int32, s slice) *batchv1.Job {
 // asking for more GPUs than the cohort has stays suspended; a plain pod is
 // gated until admitted (testPlainPod); and a team borrows from the other,
 // which takes its GPUs back (testBorrowAndReclaim); a Job of 2 GPUs per
-// pod is counted by the sum (testTwoGPUs). Every Job writes its request per
-// GPU only: Tessera's webhook writes the totals Kueue counts.
+// pod is counted by the sum (testTwoGPUs); work that names no queue joins
+// its team's (testNoQueueName); a Job that can never fit is held with a
+// reason (testNeverFits). Every Job writes its request per GPU only:
+// Tessera's webhook writes the totals Kueue counts.
 func TestKueue(t *testing.T) {
 	e := startEnv(t)
 	ctx := context.Background()
@@ -118,6 +124,8 @@ func TestKueue(t *testing.T) {
 	t.Run("borrowing and reclaim", func(t *testing.T) { testBorrowAndReclaim(ctx, t, e, node) })
 	t.Run("a pod of 2 GPUs counted as their sum", func(t *testing.T) { testTwoGPUs(ctx, t, e, node) })
 	t.Run("a suspended Job resized", func(t *testing.T) { testSuspendedJobResized(ctx, t, e) })
+	t.Run("work that names no queue", func(t *testing.T) { testNoQueueName(ctx, t, e, node) })
+	t.Run("a Job that never fits", func(t *testing.T) { testNeverFits(ctx, t, e) })
 	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
 }
 

@@ -24,8 +24,17 @@ const kueueGate = "kueue.x-k8s.io/admission"
 // and Tessera places it.
 func testPlainPod(ctx context.Context, t *testing.T, e *env, node string) {
 	s := slice{gpus: 1, memoryMiB: 10000, cores: 20}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "notebook", Namespace: "team-b", Labels: map[string]string{queueLabel: "gpu"}},
+	e.placePlainPod(ctx, t, plainPod("team-b", "notebook", map[string]string{queueLabel: localQueue}, s), node)
+	e.waitUsage(t, "team-b", map[corev1.ResourceName]int64{
+		gpuv1alpha1.QuotaGPUs: 1, gpuv1alpha1.QuotaMemory: 10000, gpuv1alpha1.QuotaCores: 20,
+	})
+}
+
+// plainPod is a bare pod of namespace asking for s per GPU only, with
+// labels.
+func plainPod(namespace, name string, labels map[string]string, s slice) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Containers: []corev1.Container{{
@@ -34,6 +43,13 @@ func testPlainPod(ctx context.Context, t *testing.T, e *env, node string) {
 			}},
 		},
 	}
+}
+
+// placePlainPod creates pod, checks that Kueue gated it, and waits until
+// Kueue has admitted and ungated it and Tessera has placed it on node. It
+// returns the pod as created.
+func (e *env) placePlainPod(ctx context.Context, t *testing.T, pod *corev1.Pod, node string) *corev1.Pod {
+	t.Helper()
 	created, err := e.cp.Kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
@@ -50,9 +66,7 @@ func testPlainPod(ctx context.Context, t *testing.T, e *env, node string) {
 		placed := err == nil && alloc.Spec.PodUID == got.UID && got.Spec.NodeName == node
 		return !hasGate(got) && placed, fmt.Sprintf("gates %v, node %q, allocation: %v", got.Spec.SchedulingGates, got.Spec.NodeName, err)
 	})
-	e.waitUsage(t, "team-b", map[corev1.ResourceName]int64{
-		gpuv1alpha1.QuotaGPUs: 1, gpuv1alpha1.QuotaMemory: 10000, gpuv1alpha1.QuotaCores: 20,
-	})
+	return created
 }
 
 func hasGate(pod *corev1.Pod) bool {
