@@ -224,7 +224,7 @@ func (r *runner) queueTable(ctx context.Context, where string) QueueTable {
 	var written []string
 	for _, name := range gpurequest.QuotaResources {
 		v := quota[name]
-		written = append(written, fmt.Sprintf("%s %s", name, v.String()))
+		written = append(written, fmt.Sprintf("%s %d", name, v.Value()))
 	}
 	return QueueTable{
 		Title: fmt.Sprintf("Queue: %d Jobs × %d pods (%s) through Kueue onto %d nodes × %d GPUs (split %d) fragmented by earlier pods; a Job works %s once all its pods run; %s",

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -34,6 +35,9 @@ const (
 	// serves it as.
 	gangFitCheck      = "gang-fit"
 	gangFitController = "gpu.tessera.dev/gang-fit"
+	// kueueManaged is the namespace label the shipped Kueue configuration
+	// selects the namespaces it manages by (managedJobsNamespaceSelector).
+	kueueManaged = "kueue-managed"
 )
 
 // jobName is the name of the i-th Job.
@@ -104,11 +108,17 @@ func queueObjects(quota corev1.ResourceList, gangFit bool) []map[string]any {
 	)
 }
 
-// createQueues writes Kueue's objects of the run into dir as queues.yaml,
-// for a person to read, creates them from there, and waits until the
-// ClusterQueue is active: with gangFit that needs the AdmissionCheck's
-// controller, Tessera's scheduler, to have marked the check Active.
+// createQueues hands the bench namespace to Kueue, writes Kueue's objects
+// of the run into dir as queues.yaml, for a person to read, creates them
+// from there, and waits until the ClusterQueue is active: with gangFit
+// that needs the AdmissionCheck's controller, Tessera's scheduler, to
+// have marked the check Active. The earlier pods, created before Kueue's
+// webhooks, stay outside Kueue.
 func createQueues(ctx context.Context, env *clusterEnv, quota corev1.ResourceList, gangFit bool) error {
+	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"true"}}}`, kueueManaged)
+	if _, err := env.cp.Kube.CoreV1().Namespaces().Patch(ctx, benchNamespace, types.MergePatchType, label, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("labelling namespace %s for Kueue: %w", benchNamespace, err)
+	}
 	var data []byte
 	for _, obj := range queueObjects(quota, gangFit) {
 		doc, err := yaml.Marshal(obj)
