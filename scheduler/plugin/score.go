@@ -4,18 +4,16 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/plugin/nodescore"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
-// loadScale turns a node's load, from 0 to 1, into Score's integer.
-const loadScale = 1_000_000
-
-// Score returns the node's load after placing the pod, scaled to
-// loadScale; NormalizeScore ranks the loads by the node policy.
+// Score returns the node's load after placing the pod, as
+// nodescore.FromLoad writes it; NormalizeScore ranks the loads by the node
+// policy.
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
@@ -32,7 +30,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 			load, _ = ft.Load(&n.Placement, s.req.Request)
 		}
 	})
-	return int64(load * loadScale), nil
+	return nodescore.FromLoad(load, true), nil
 }
 
 // ScoreExtensions returns the plugin, which normalises its scores.
@@ -49,15 +47,6 @@ func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *
 	if len(s.req.Containers) == 0 {
 		return nil
 	}
-	loads := make([]float64, len(scores))
-	fits := make([]bool, len(scores))
-	ranks := make([]int64, len(scores))
-	for i := range scores {
-		loads[i], fits[i] = float64(scores[i].Score)/loadScale, true
-	}
-	placement.Rank(ranks, loads, fits, s.req.NodePolicy)
-	for i := range scores {
-		scores[i].Score = ranks[i] * fwk.MaxNodeScore / extenderv1.MaxExtenderPriority
-	}
+	nodescore.Normalize(scores, s.req.NodePolicy)
 	return nil
 }

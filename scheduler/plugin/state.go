@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/plugin/cyclestate"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -162,13 +162,5 @@ func (ch *nodeChanges) isRemoved(uid types.UID) bool {
 
 // readState returns the plugin's state of the cycle.
 func readState(state fwk.CycleState) (*cycleState, error) {
-	data, err := state.Read(stateKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s's cycle state: %w", Name, err)
-	}
-	s, ok := data.(*cycleState)
-	if !ok {
-		return nil, fmt.Errorf("%s's cycle state is a %T", Name, data)
-	}
-	return s, nil
+	return cyclestate.Read[*cycleState](state, stateKey)
 }

@@ -6,16 +6,20 @@ import (
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
-// Warnings says which of the pod's annotations DRA mode cannot honour.
+// Warnings says which of the pod's annotations DRA mode may not honour:
+// the node policy holds where tessera-scheduler schedules (its TesseraDRA
+// score), not under stock kube-scheduler, which the webhook cannot tell
+// apart; the GPU policy never, since kube-scheduler's allocator takes the
+// first GPU of the node that fits.
 func Warnings(sel gpurequest.Selection) []string {
 	var out []string
-	for _, p := range []struct {
-		key    string
-		policy gpurequest.Policy
-	}{{gpurequest.AnnotationNodePolicy, sel.NodePolicy}, {gpurequest.AnnotationGPUPolicy, sel.GPUPolicy}} {
-		if p.policy != "" {
-			out = append(out, fmt.Sprintf("%s=%s has no effect in DRA mode: kube-scheduler allocates GPUs first fit and scores no devices", p.key, p.policy))
-		}
+	if sel.NodePolicy != "" {
+		out = append(out, fmt.Sprintf("%s=%s holds in DRA mode only where tessera-scheduler schedules the pod: stock kube-scheduler scores no devices",
+			gpurequest.AnnotationNodePolicy, sel.NodePolicy))
+	}
+	if sel.GPUPolicy != "" {
+		out = append(out, fmt.Sprintf("%s=%s has no effect in DRA mode: kube-scheduler allocates the first GPU of the node that fits",
+			gpurequest.AnnotationGPUPolicy, sel.GPUPolicy))
 	}
 	return out
 }

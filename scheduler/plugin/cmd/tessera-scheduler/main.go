@@ -1,7 +1,10 @@
 // Command tessera-scheduler is kube-scheduler v1.37 with Tessera's
-// placement compiled in as the framework plugin "Tessera" (package plugin).
-// It takes kube-scheduler's flags and a KubeSchedulerConfiguration that
-// enables the plugin, such as deploy/scheduler/tessera-scheduler-config.yaml.
+// placement compiled in as the framework plugins "Tessera" (package
+// plugin, plugin mode) and "TesseraDRA" (package drascore, a score beside
+// DynamicResources in DRA mode). It takes kube-scheduler's flags and a
+// KubeSchedulerConfiguration that enables one of them, such as
+// deploy/scheduler/tessera-scheduler-config.yaml or
+// deploy/scheduler/tessera-scheduler-dra-config.yaml.
 package main
 
 import (
@@ -14,9 +17,10 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/tessera-gpu/tessera/scheduler/plugin"
+	"github.com/tessera-gpu/tessera/scheduler/plugin/drascore"
 )
 
 func main() {
-	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.NewFactory()))
+	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.NewFactory()), app.WithPlugin(drascore.Name, drascore.New))
 	os.Exit(cli.Run(command))
 }

@@ -1,0 +1,29 @@
+package draclaims
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
+)
+
+func TestWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		sel  gpurequest.Selection
+		want []string
+	}{
+		{name: "no policy, no warning"},
+		{name: "the node policy holds under tessera-scheduler only", sel: gpurequest.Selection{NodePolicy: gpurequest.Spread},
+			want: []string{"tessera.dev/node-policy=spread holds in DRA mode only where tessera-scheduler schedules the pod: stock kube-scheduler scores no devices"}},
+		{name: "the GPU policy never holds", sel: gpurequest.Selection{GPUPolicy: gpurequest.Binpack},
+			want: []string{"tessera.dev/gpu-policy=binpack has no effect in DRA mode: kube-scheduler allocates the first GPU of the node that fits"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Warnings(tc.sel); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
