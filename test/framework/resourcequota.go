@@ -28,7 +28,8 @@ func (cp *ControlPlane) CreateResourceQuota(ctx context.Context, t testing.TB, q
 			return false, err.Error()
 		}
 		created = got
-		return apiequality.Semantic.DeepEqual(got.Status.Hard, got.Spec.Hard) && len(got.Status.Used) == len(got.Spec.Hard),
+		// It writes status.used with status.hard, in one update.
+		return apiequality.Semantic.DeepEqual(got.Status.Hard, got.Spec.Hard),
 			"status.hard " + ResourceListString(got.Status.Hard) + "; status.used " + ResourceListString(got.Status.Used)
 	})
 	return created

@@ -20,7 +20,9 @@ import (
 // and in extender mode a pod whose GPU quota totals are not those the
 // mutation writes or that its namespace's ResourceQuota has no room for
 // (checkQuota); it warns about a request larger than any GPU the cluster
-// has now. A pod that asks for no GPU is admitted. A Job is held to the
+// has now, and about a quota of the namespace that does not count what
+// Tessera allocates (quotaKeyWarnings). A pod that asks for no GPU is
+// admitted. A Job is held to the
 // same rules by its pod template (validateJob).
 func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if reviewsJob(req) {
@@ -40,7 +42,8 @@ func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionReque
 // validated checks a pod, or a Job's pod template, by the rules that
 // protect a node and, when it asks for GPUs and they hold, by quota: it
 // refuses it for every reason found, or admits it with a warning for each
-// request no GPU of the cluster can serve.
+// request no GPU of the cluster can serve and each quota key that does
+// not count what Tessera allocates.
 func (a *Admitter) validated(ctx context.Context, req *admissionv1.AdmissionRequest, name string, t podTemplate, quota func() []refusal) *admissionv1.AdmissionResponse {
 	refusals, asks := a.check(t, fmt.Sprintf("scheduler %q", a.cfg.SchedulerName))
 	if len(asks) > 0 {
@@ -52,7 +55,7 @@ func (a *Admitter) validated(ctx context.Context, req *admissionv1.AdmissionRequ
 	}
 	resp := allowed(req)
 	if len(asks) > 0 {
-		resp.Warnings = a.warnings(ctx, requestsOf(asks))
+		resp.Warnings = append(a.warnings(ctx, requestsOf(asks)), a.quotaKeyWarnings(ctx, req.Namespace)...)
 	}
 	return resp
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,9 @@ import (
 // beyond any GPU memory (1e30 MiB): the webhook and the scheduler read
 // the first as the whole number below it and the second as no limit, so
 // one GPU is admitted and placed, and a second is refused by the webhook
-// or, past it, held Pending by the scheduler, both saying limit 1.
+// or, past it, held Pending by the scheduler, both saying limit 1. A
+// quota on Tessera's memory total without the requests. prefix, which
+// Kubernetes never counts, limits nothing, and the webhook warns of it.
 func TestGPUQuotaNonsense(t *testing.T) {
 	e := startEnv(t)
 	ctx := t.Context()
@@ -50,7 +53,18 @@ func TestGPUQuotaNonsense(t *testing.T) {
 			"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse("1e30"),
 		}},
 	})
-	e.createPod(ctx, t, gpuPod("first", group, nil, ctr{name: "main", count: 1, memory: 40000}))
+	e.cp.CreateResourceQuota(ctx, t, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-prefix", Namespace: namespace},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{gpuv1alpha1.QuotaMemory: resource.MustParse("1")}},
+	})
+	kube, warnings := e.cp.ClientWithWarnings(t)
+	if _, err := kube.CoreV1().Pods(namespace).Create(ctx, gpuPod("first", group, nil, ctr{name: "main", count: 1, memory: 40000}), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod first: %v", err)
+	}
+	want := []string{"ResourceQuota no-prefix limits gpu.tessera.dev/memory, which Kubernetes never counts: write requests.gpu.tessera.dev/memory"}
+	if got := warnings.Take(); !slices.Equal(got, want) {
+		t.Errorf("warnings creating a pod under a quota without requests.: %q, want %q", got, want)
+	}
 	e.waitBound(ctx, t, "first")
 	waitQuotaUsed(ctx, t, e.cp, "gpu", map[corev1.ResourceName]int64{gpuv1alpha1.QuotaGPUs: 1, gpuv1alpha1.QuotaMemory: 40000})
 
