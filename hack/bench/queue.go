@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,8 +55,8 @@ func (r *runner) runQueue(ctx context.Context) []QueueRun {
 
 // measureQueue fragments a fresh cluster, starts Kueue, Tessera's
 // extender (serving the gang-fit check when gangFit) and kube-scheduler,
-// submits every Job at once and follows them until all are done, the
-// queue deadlocks, or --timeout passes.
+// submits every Job at once and follows them until all are done, nothing
+// progresses for --stall, or --timeout passes.
 func (r *runner) measureQueue(ctx context.Context, gangFit bool, res *QueueRun) error {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
@@ -126,23 +125,20 @@ func (r *runner) measureQueue(ctx context.Context, gangFit bool, res *QueueRun) 
 	followErr := followQueue(ctx, tracker, r.o.Timeout, sched.check)
 	res.queueMeasures = tracker.measures(start, time.Now(), f.freeMiB())
 	logger.Info("Run measured", "done", res.Done, "jobs", res.Jobs, "toAdmittedP50", res.ToAdmitted.P50, "toRunningP50", res.ToRunning.P50,
-		"waited", res.Waited, "deadlock", res.Deadlock != nil, "memory", res.Memory.String())
+		"waited", res.Waited, "deadlock", res.Stall.deadlock(), "memory", res.Memory.String())
 	if followErr != nil {
 		return fmt.Errorf("%d of %d Jobs done: %w (logs in %s)", res.Done, res.Jobs, followErr, env.dir)
 	}
 	return sched.check()
 }
 
-// startQueueScheduler starts Tessera's extender, with gangFitAdmission
-// on when gangFit, and kube-scheduler calling it.
+// startQueueScheduler starts Tessera's extender, serving the gang-fit
+// check when gangFit (--gang-fit, options gangFit.enabled), and
+// kube-scheduler calling it.
 func (r *runner) startQueueScheduler(ctx context.Context, env *clusterEnv, gangFit bool) (*rowScheduler, error) {
 	args := slices.Clone(r.o.extenderArgs())
 	if gangFit {
-		path := filepath.Join(env.dir, "tessera-scheduler-config.yaml")
-		if err := os.WriteFile(path, []byte("gangFitAdmission: true\n"), 0o644); err != nil {
-			return nil, err
-		}
-		args = append(args, "--config="+path)
+		args = append(args, "--gang-fit")
 	}
 	extender, err := startExtender(ctx, r.extenderBin, env.extenderKubeconfig, r.extenderConfig.SchedulerName, env.dir, args, r.o.ExtenderEnv)
 	if err != nil {
@@ -185,7 +181,7 @@ func submitJobs(ctx context.Context, env *clusterEnv, tracker *queueTracker, q Q
 }
 
 // followQueue samples the tracker every second until every Job is done
-// or a deadlock is declared (both nil), the timeout passes, ctx ends, or
+// or a stall is declared (both nil), the timeout passes, ctx ends, or
 // check reports the scheduler gone.
 func followQueue(ctx context.Context, tracker *queueTracker, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
@@ -201,13 +197,13 @@ func followQueue(ctx context.Context, tracker *queueTracker, timeout time.Durati
 			return err
 		}
 		now := time.Now()
-		done, deadlock := tracker.sample(now)
+		done, stall := tracker.sample(now)
 		if done {
 			return nil
 		}
-		if deadlock != nil {
-			klog.FromContext(ctx).Info("Deadlock: admitted Jobs hold pods Pending and nothing progresses",
-				"jobs", deadlock.jobs, "pendingPods", deadlock.pending, "heldMiB", deadlock.heldMiB, "since", deadlock.since)
+		if stall != nil {
+			klog.FromContext(ctx).Info("Nothing progresses", "deadlock", stall.deadlock(), "admittedWithPodsPending", stall.jobs,
+				"pendingPods", stall.pending, "heldMiB", stall.heldMiB, "notAdmitted", stall.unadmitted, "since", stall.since)
 			return nil
 		}
 		if now.After(deadline) {

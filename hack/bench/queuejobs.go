@@ -31,10 +31,8 @@ const (
 	localQueue   = "gpu"
 	clusterQueue = "bench"
 	// gangFitCheck is the AdmissionCheck the "with" run's ClusterQueue
-	// lists, and gangFitController the controller Tessera's scheduler
-	// serves it as.
-	gangFitCheck      = "gang-fit"
-	gangFitController = "gpu.tessera.dev/gang-fit"
+	// lists, served by Tessera's scheduler.
+	gangFitCheck = "gang-fit"
 	// kueueManaged is the namespace label the shipped Kueue configuration
 	// selects the namespaces it manages by (managedJobsNamespaceSelector).
 	kueueManaged = "kueue-managed"
@@ -98,7 +96,7 @@ func queueObjects(quota corev1.ResourceList, gangFit bool) []map[string]any {
 	}
 	var objects []map[string]any
 	if gangFit {
-		objects = append(objects, kind("AdmissionCheck", map[string]any{"name": gangFitCheck}, map[string]any{"controllerName": gangFitController}))
+		objects = append(objects, kind("AdmissionCheck", map[string]any{"name": gangFitCheck}, map[string]any{"controllerName": gpuv1alpha1.GangFitControllerName}))
 		cq["admissionChecksStrategy"] = map[string]any{"admissionChecks": []any{map[string]any{"name": gangFitCheck}}}
 	}
 	return append(objects,
@@ -161,7 +159,7 @@ func waitClusterQueueActive(ctx context.Context, env *clusterEnv, gangFit bool) 
 		case <-ctx.Done():
 			hint := ""
 			if gangFit {
-				hint = fmt.Sprintf("; the AdmissionCheck %s needs its controller %s, Tessera's scheduler with gangFitAdmission: true", gangFitCheck, gangFitController)
+				hint = fmt.Sprintf("; the AdmissionCheck %s needs its controller %s, Tessera's scheduler with --gang-fit", gangFitCheck, gpuv1alpha1.GangFitControllerName)
 			}
 			return fmt.Errorf("ClusterQueue %s is not active (%s)%s", clusterQueue, last, hint)
 		case <-time.After(200 * time.Millisecond):

@@ -25,8 +25,9 @@ type queueMeasures struct {
 	Makespan time.Duration
 	// Memory is the GPU memory the Jobs' pods held over time.
 	Memory memoryMeasures
-	// Deadlock is the stall declared, if any.
-	Deadlock *queueDeadlock
+	// Stall is the stall declared, if any: a deadlock when admitted Jobs
+	// held pods Pending.
+	Stall *queueStall
 }
 
 // memoryMeasures summarise the memory samples as shares of the memory the
@@ -41,7 +42,7 @@ type memoryMeasures struct {
 func (t *queueTracker) measures(start, end time.Time, freeMiB int64) queueMeasures {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := queueMeasures{Jobs: len(t.jobs), Deadlock: t.deadlock}
+	m := queueMeasures{Jobs: len(t.jobs), Stall: t.stalled}
 	var toAdmitted, toRunning, waitedFor []time.Duration
 	var lastDone time.Time
 	for _, j := range t.jobs {

@@ -36,7 +36,7 @@ func (t QueueTable) cells() [][]string {
 			done = r.Makespan.Round(time.Second).String()
 		}
 		out = append(out, []string{
-			runName(r.GangFit), fmt.Sprintf("%d / %d", r.Done, r.Jobs), pair(r.ToAdmitted), pair(r.ToRunning),
+			runName(r.GangFit), r.doneCell(), pair(r.ToAdmitted), pair(r.ToRunning),
 			waited, wait,
 			fmt.Sprintf("%.0f%%", r.Memory.MeanWork), fmt.Sprintf("%.0f%%", r.Memory.MeanIdle), fmt.Sprintf("%.0f%%", r.Memory.PeakUsed),
 			r.deadlockCell(), done,
@@ -54,9 +54,9 @@ func pair(q Quantiles) string {
 }
 
 func (r QueueRun) deadlockCell() string {
-	d := r.Deadlock
+	d := r.Stall
 	switch {
-	case d != nil:
+	case d.deadlock():
 		return fmt.Sprintf("yes: %d Jobs, %d pods Pending, %.0f GiB held, nothing moved for %s",
 			d.jobs, d.pending, float64(d.heldMiB)/1024, d.at.Sub(d.since).Round(time.Second))
 	case r.Err != nil:
@@ -64,6 +64,16 @@ func (r QueueRun) deadlockCell() string {
 	default:
 		return "none"
 	}
+}
+
+// doneCell says how many Jobs were done, and why the run ended before all
+// were when no deadlock says it.
+func (r QueueRun) doneCell() string {
+	s := fmt.Sprintf("%d / %d", r.Done, r.Jobs)
+	if d := r.Stall; d != nil && !d.deadlock() {
+		s += fmt.Sprintf("; then nothing moved for %s, %d Jobs not admitted", d.at.Sub(d.since).Round(time.Second), d.unadmitted)
+	}
+	return s
 }
 
 // WriteText writes the table with aligned columns, then its notes.

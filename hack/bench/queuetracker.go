@@ -19,7 +19,7 @@ type queueTracker struct {
 	// or a Job done.
 	progress time.Time
 	samples  []memorySample
-	deadlock *queueDeadlock
+	stalled  *queueStall
 }
 
 // jobRecord is what happened to one Job.
@@ -46,16 +46,21 @@ type memorySample struct {
 	workMiB, idle int64
 }
 
-// queueDeadlock is a stall: admitted Jobs held quota and GPUs with pods
-// Pending while nothing progressed for the tracker's stall.
-type queueDeadlock struct {
+// queueStall is a run in which nothing progressed for the tracker's
+// stall while Jobs were not done. It is a deadlock when admitted Jobs
+// held quota and GPUs with pods Pending meanwhile.
+type queueStall struct {
 	// at is when it was declared; since is the last progress before it.
 	at, since time.Time
 	// jobs are the admitted Jobs with pods Pending, pending their pods,
-	// heldMiB the memory their placed pods hold.
-	jobs, pending int
-	heldMiB       int64
+	// heldMiB the memory their placed pods hold; unadmitted the Jobs
+	// Kueue had not admitted.
+	jobs, pending, unadmitted int
+	heldMiB                   int64
 }
+
+// deadlock reports whether admitted Jobs held pods Pending in the stall.
+func (s *queueStall) deadlock() bool { return s != nil && s.jobs > 0 }
 
 func newQueueTracker(podsPerJob int, stall time.Duration, start time.Time) *queueTracker {
 	return &queueTracker{podsPerJob: podsPerJob, stall: stall, jobs: map[string]*jobRecord{}, pods: map[string]*podRecord{}, progress: start}
@@ -134,10 +139,10 @@ func (t *queueTracker) finished(job string, at time.Time) {
 	t.job(job).done, t.progress = at, at
 }
 
-// sample records the memory held now and declares a deadlock if admitted
-// Jobs hold pods Pending and nothing has progressed for the stall. It
-// reports whether every Job is done, or the deadlock, once declared.
-func (t *queueTracker) sample(at time.Time) (bool, *queueDeadlock) {
+// sample records the memory held now and declares a stall if Jobs are
+// not done and nothing has progressed for the stall. It reports whether
+// every Job is done, or the stall, once declared.
+func (t *queueTracker) sample(at time.Time) (bool, *queueStall) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := memorySample{at: at}
@@ -152,19 +157,21 @@ func (t *queueTracker) sample(at time.Time) (bool, *queueDeadlock) {
 		}
 	}
 	t.samples = append(t.samples, s)
-	done, waiting := 0, queueDeadlock{}
+	done, waiting := 0, queueStall{}
 	for _, j := range t.jobs {
 		switch {
 		case !j.done.IsZero():
 			done++
-		case !j.admitted.IsZero() && j.placed < t.podsPerJob:
+		case j.admitted.IsZero():
+			waiting.unadmitted++
+		case j.placed < t.podsPerJob:
 			waiting.jobs++
 			waiting.pending += t.podsPerJob - j.placed
 		}
 	}
-	if t.deadlock == nil && waiting.jobs > 0 && at.Sub(t.progress) >= t.stall {
+	if t.stalled == nil && done < len(t.jobs) && at.Sub(t.progress) >= t.stall {
 		waiting.at, waiting.since, waiting.heldMiB = at, t.progress, s.idle
-		t.deadlock = &waiting
+		t.stalled = &waiting
 	}
-	return done == len(t.jobs), t.deadlock
+	return done == len(t.jobs), t.stalled
 }

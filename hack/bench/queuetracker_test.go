@@ -5,19 +5,21 @@ import (
 	"time"
 )
 
-func TestQueueTrackerDeadlock(t *testing.T) {
+func TestQueueTrackerStall(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	tests := []struct {
 		name string
 		// events run on a tracker of Jobs of 2 pods, stall 30 s, from t0.
-		events       func(tr *queueTracker)
-		sampleAt     int
-		wantDone     bool
-		wantDeadlock bool
-		wantJobs     int
-		wantPending  int
-		wantHeldMiB  int64
+		events         func(tr *queueTracker)
+		sampleAt       int
+		wantDone       bool
+		wantStall      bool
+		wantDeadlock   bool
+		wantJobs       int
+		wantPending    int
+		wantUnadmitted int
+		wantHeldMiB    int64
 	}{
 		{
 			name: "an admitted Job with a pod Pending and nothing moving for the stall is a deadlock",
@@ -27,7 +29,7 @@ func TestQueueTrackerDeadlock(t *testing.T) {
 				tr.placed("a-1", "a", 8192, at(2))
 				tr.allocated("a-1", at(3))
 			},
-			sampleAt: 32, wantDeadlock: true, wantJobs: 1, wantPending: 1, wantHeldMiB: 8192,
+			sampleAt: 32, wantStall: true, wantDeadlock: true, wantJobs: 1, wantPending: 1, wantHeldMiB: 8192,
 		},
 		{
 			name: "the same Job before the stall has passed is not",
@@ -39,21 +41,21 @@ func TestQueueTrackerDeadlock(t *testing.T) {
 			sampleAt: 31,
 		},
 		{
-			name: "Jobs waiting for admission hold nothing: a long quiet is no deadlock",
+			name: "Jobs never admitted hold nothing: a long quiet is a stall but no deadlock",
 			events: func(tr *queueTracker) {
 				tr.created("a", at(0))
 			},
-			sampleAt: 100,
+			sampleAt: 100, wantStall: true, wantUnadmitted: 1,
 		},
 		{
-			name: "a Job at work with all pods placed is no deadlock however long it works",
+			name: "a Job with all its pods placed holds none Pending: a long quiet is a stall, no deadlock",
 			events: func(tr *queueTracker) {
 				tr.created("a", at(0))
 				tr.admitted("a", at(1))
 				tr.placed("a-1", "a", 8192, at(2))
 				tr.placed("a-2", "a", 8192, at(2))
 			},
-			sampleAt: 100,
+			sampleAt: 100, wantStall: true, wantHeldMiB: 16384,
 		},
 		{
 			name: "every Job done ends the run",
@@ -77,12 +79,12 @@ func TestQueueTrackerDeadlock(t *testing.T) {
 			if done != tt.wantDone {
 				t.Errorf("done = %v, want %v", done, tt.wantDone)
 			}
-			if (d != nil) != tt.wantDeadlock {
-				t.Fatalf("deadlock = %+v, want one: %v", d, tt.wantDeadlock)
+			if (d != nil) != tt.wantStall || d.deadlock() != tt.wantDeadlock {
+				t.Fatalf("stall = %+v (deadlock %v), want a stall %v, a deadlock %v", d, d.deadlock(), tt.wantStall, tt.wantDeadlock)
 			}
-			if d != nil && (d.jobs != tt.wantJobs || d.pending != tt.wantPending || d.heldMiB != tt.wantHeldMiB) {
-				t.Errorf("deadlock = %d Jobs, %d pods Pending, %d MiB held; want %d, %d, %d",
-					d.jobs, d.pending, d.heldMiB, tt.wantJobs, tt.wantPending, tt.wantHeldMiB)
+			if d != nil && (d.jobs != tt.wantJobs || d.pending != tt.wantPending || d.unadmitted != tt.wantUnadmitted || d.heldMiB != tt.wantHeldMiB) {
+				t.Errorf("stall = %d Jobs, %d pods Pending, %d not admitted, %d MiB held; want %d, %d, %d, %d",
+					d.jobs, d.pending, d.unadmitted, d.heldMiB, tt.wantJobs, tt.wantPending, tt.wantUnadmitted, tt.wantHeldMiB)
 			}
 		})
 	}
