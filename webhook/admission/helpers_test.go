@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -185,4 +186,23 @@ func mutated(t testing.TB, a *Admitter, p *corev1.Pod) *corev1.Pod {
 		t.Fatalf("Mutate refused the pod: %s", resp.Result.Message)
 	}
 	return applyPatch(t, req, resp)
+}
+
+// checkWarnings checks that a admits the pod, as mutated, with the
+// warnings want, each short enough to read on one line.
+func checkWarnings(t *testing.T, a *Admitter, p *corev1.Pod, want []string) {
+	t.Helper()
+	resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, p)))
+	if !resp.Allowed {
+		t.Fatalf("Validate refused the pod: %s", resp.Result.Message)
+	}
+	if diff := cmp.Diff(want, resp.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	for _, w := range resp.Warnings {
+		// kubectl prints each warning on one line; keep them readable.
+		if len(w) > 160 {
+			t.Errorf("warning is %d characters long, want at most 160: %s", len(w), w)
+		}
+	}
 }

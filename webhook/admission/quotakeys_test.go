@@ -3,7 +3,6 @@ package admission
 import (
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -52,19 +51,7 @@ func TestValidateWarnsOfQuotasThatCountNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newAdmitter(t, DefaultConfig(), append(tc.objects, gpuNode("a", 100, 81920, 81920))...)
-			resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, twoBy10000())))
-			if !resp.Allowed {
-				t.Fatalf("Validate refused the pod: %s", resp.Result.Message)
-			}
-			if diff := cmp.Diff(tc.want, resp.Warnings); diff != "" {
-				t.Errorf("warnings (-want +got):\n%s", diff)
-			}
-			for _, w := range resp.Warnings {
-				if len(w) > 160 {
-					t.Errorf("warning is %d characters long, want at most 160: %s", len(w), w)
-				}
-			}
+			checkWarnings(t, newAdmitter(t, DefaultConfig(), append(tc.objects, gpuNode("a", 100, 81920, 81920))...), twoBy10000(), tc.want)
 		})
 	}
 }

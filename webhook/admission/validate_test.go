@@ -350,20 +350,7 @@ func TestValidateWarns(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newAdmitter(t, DefaultConfig(), tc.nodes...)
-			resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, tc.pod)))
-			if !resp.Allowed {
-				t.Fatalf("Validate refused the pod: %s", resp.Result.Message)
-			}
-			if diff := cmp.Diff(tc.want, resp.Warnings); diff != "" {
-				t.Errorf("warnings (-want +got):\n%s", diff)
-			}
-			for _, w := range resp.Warnings {
-				// kubectl prints each warning on one line; keep them readable.
-				if len(w) > 160 {
-					t.Errorf("warning is %d characters long, want at most 160: %s", len(w), w)
-				}
-			}
+			checkWarnings(t, newAdmitter(t, DefaultConfig(), tc.nodes...), tc.pod, tc.want)
 		})
 	}
 }
