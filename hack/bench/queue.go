@@ -62,33 +62,13 @@ func (r *runner) measureQueue(ctx context.Context, gangFit bool, res *QueueRun) 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer cancel()
-	dir := filepath.Join(r.base, "queue-"+map[bool]string{false: "without", true: "gangfit"}[gangFit])
-	env, err := startEnvWith(ctx, framework.Options{Dir: dir, ControllerManager: true, Workloads: true}, r.extenderConfig.SchedulerName)
+	f := newFragments(r.o.Nodes, r.o.GPUsPerNode, r.o.Queue.Seed)
+	env, sched, err := r.startQueueCluster(ctx, f, gangFit)
 	if err != nil {
 		return err
 	}
 	defer env.stop()
-	if err := createNodes(ctx, env, r.o, formSlices); err != nil {
-		return err
-	}
-	f := newFragments(r.o.Nodes, r.o.GPUsPerNode, r.o.Queue.Seed)
-	if err := fragment(ctx, env, f, r.o.Workers); err != nil {
-		return err
-	}
-	if _, err := env.cp.StartKueueProcess(ctx); err != nil {
-		return fmt.Errorf("starting Kueue: %w", err)
-	}
-	sched, err := r.startQueueScheduler(ctx, env, gangFit)
-	if err != nil {
-		return err
-	}
 	defer sched.stopExtender()
-	if err := r.pinRow(env); err != nil {
-		return err
-	}
-	if err := createQueues(ctx, env, f.quota(r.o.Split), gangFit); err != nil {
-		return err
-	}
 
 	watches, err := newBenchInformers(env)
 	if err != nil {
@@ -130,6 +110,50 @@ func (r *runner) measureQueue(ctx context.Context, gangFit bool, res *QueueRun) 
 		return fmt.Errorf("%d of %d Jobs done: %w (logs in %s)", res.Done, res.Jobs, followErr, env.dir)
 	}
 	return sched.check()
+}
+
+// startQueueCluster starts a fresh control plane with the controllers
+// Jobs need, its nodes fragmented by f, Kueue, the extender (serving the
+// gang-fit check when gangFit) and kube-scheduler, and the run's queues.
+// The caller stops the extender and the control plane; on error they are
+// stopped.
+func (r *runner) startQueueCluster(ctx context.Context, f fragments, gangFit bool) (*clusterEnv, *rowScheduler, error) {
+	dir := filepath.Join(r.base, "queue-"+map[bool]string{false: "without", true: "gangfit"}[gangFit])
+	env, err := startEnvWith(ctx, framework.Options{Dir: dir, ControllerManager: true, Workloads: true}, r.extenderConfig.SchedulerName)
+	if err != nil {
+		return nil, nil, err
+	}
+	sched, err := r.setUpQueueCluster(ctx, env, f, gangFit)
+	if err != nil {
+		env.stop()
+		return nil, nil, err
+	}
+	return env, sched, nil
+}
+
+func (r *runner) setUpQueueCluster(ctx context.Context, env *clusterEnv, f fragments, gangFit bool) (*rowScheduler, error) {
+	if err := createNodes(ctx, env, r.o, formSlices); err != nil {
+		return nil, err
+	}
+	if err := fragment(ctx, env, f, r.o.Workers); err != nil {
+		return nil, err
+	}
+	if _, err := env.cp.StartKueueProcess(ctx); err != nil {
+		return nil, fmt.Errorf("starting Kueue: %w", err)
+	}
+	sched, err := r.startQueueScheduler(ctx, env, gangFit)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.pinRow(env); err != nil {
+		sched.stopExtender()
+		return nil, err
+	}
+	if err := createQueues(ctx, env, f.quota(r.o.Split), gangFit); err != nil {
+		sched.stopExtender()
+		return nil, err
+	}
+	return sched, nil
 }
 
 // startQueueScheduler starts Tessera's extender, serving the gang-fit
