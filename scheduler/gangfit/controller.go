@@ -117,7 +117,10 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 // Run serves the check until ctx ends. It waits for the cluster to serve
 // Kueue's API first.
 func (c *Controller) Run(ctx context.Context) {
-	defer c.queue.ShutDown()
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
 	logger := klog.FromContext(ctx).WithName("gang-fit")
 	if !c.served() {
 		// Nothing can have been admitted before Kueue: there is no room to

@@ -203,7 +203,7 @@ func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Ti
 		key := gangKey(w, ps)
 		if _, err := c.cfg.View.HoldGang(key, w.Namespace, w.Name, members, c.cfg.Rules, limits, now); err != nil {
 			c.free(h)
-			return nil, fmt.Errorf("pod set %s (%d pods): %w", ps.Name, n, err)
+			return nil, fmt.Errorf("pod set %s of %d pods: %w", ps.Name, n, err)
 		}
 		h.gangs = append(h.gangs, key)
 	}

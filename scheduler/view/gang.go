@@ -56,6 +56,8 @@ func (e *GangUnfitError) Error() string {
 		return fmt.Sprintf("pod %d fits no node's GPUs even with every GPU free", e.Member+1)
 	case !e.Quota.OK():
 		return fmt.Sprintf("pod %d does not fit the GPU quota: %s", e.Member+1, e.Quota)
+	case e.Member == 0:
+		return "pod 1 fits no node's GPUs as they are now"
 	default:
 		return fmt.Sprintf("pod %d fits no node's GPUs as they are now, beside the %d pods before it", e.Member+1, e.Member)
 	}

@@ -73,8 +73,8 @@ type Keeper struct {
 	dynamic      dynamic.Interface
 	// gangFit serves Kueue's gang-fit AdmissionCheck, when enabled.
 	gangFit *gangfit.Controller
-	kube         informers.SharedInformerFactory
-	tessera      externalversions.SharedInformerFactory
+	kube    informers.SharedInformerFactory
+	tessera externalversions.SharedInformerFactory
 	// leases watches the namespace of the nodes' Leases only.
 	leases informers.SharedInformerFactory
 	// quotas watches every namespace's ResourceQuotas, which the pods'
