@@ -1,6 +1,8 @@
 package drascore
 
 import (
+	"sync"
+
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/structured"
 
@@ -8,35 +10,89 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
-// gpuNodes returns, for each node in names, its GPUs as Tessera's driver
-// publishes them in slices (the newest generation of each pool), with the
-// usage consumed says the allocated claims hold on each. Nodes with no
-// such GPUs are left out.
-func gpuNodes(slices []*resourceapi.ResourceSlice, consumed structured.ConsumedCapacityCollection, names map[string]bool) map[string]*placement.Node {
+// sliceGPUs keeps the GPUs of each of Tessera's ResourceSlices as
+// placement sees them, without usage, so that a slice's devices are read
+// once per version of the slice, not once per pod. It is safe for
+// concurrent use.
+type sliceGPUs struct {
+	mu     sync.Mutex
+	slices map[string]*gpuSlice
+}
+
+// gpuSlice is one version of one slice's GPUs.
+type gpuSlice struct {
+	resourceVersion string
+	devices         []placement.Device
+	// ids name the devices to kube-scheduler's claim tracker.
+	ids []structured.DeviceID
+}
+
+// nodeSlices returns, for each node in names, the GPUs of the newest
+// generation of each of its pools as Tessera's driver publishes them in
+// slices. Nodes with no such GPUs are left out.
+func (c *sliceGPUs) nodeSlices(slices []*resourceapi.ResourceSlice, names map[string]bool) map[string][]*gpuSlice {
 	newest := map[string]int64{}
 	for _, s := range slices {
 		if ours(s, names) {
 			newest[s.Spec.Pool.Name] = max(newest[s.Spec.Pool.Name], s.Spec.Pool.Generation)
 		}
 	}
-	nodes := map[string]*placement.Node{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slices == nil {
+		c.slices = map[string]*gpuSlice{}
+	}
+	nodes := make(map[string][]*gpuSlice, len(names))
+	// One array backs the nodes' lists, each capped at its one slice, as a
+	// node mostly has: a node's second slice copies its list.
+	backing := make([]*gpuSlice, 0, len(names))
 	for _, s := range slices {
 		if !ours(s, names) || s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
 			continue
 		}
-		name := *s.Spec.NodeName
-		n, ok := nodes[name]
-		if !ok {
-			n = &placement.Node{Name: name}
-			nodes[name] = n
+		g := c.slices[s.Name]
+		if g == nil || g.resourceVersion != s.ResourceVersion {
+			g = readSlice(s)
+			c.slices[s.Name] = g
 		}
-		for i := range s.Spec.Devices {
-			d := &s.Spec.Devices[i]
-			used := consumed[structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)]
-			n.Devices = append(n.Devices, gpuDevice(d, used))
+		name := *s.Spec.NodeName
+		if list, ok := nodes[name]; ok {
+			nodes[name] = append(list, g)
+			continue
+		}
+		backing = append(backing, g)
+		nodes[name] = backing[len(backing)-1 : len(backing) : len(backing)]
+	}
+	c.forgetDeleted(slices)
+	return nodes
+}
+
+// gpuNode fills n with the GPUs of a node's slices, with the usage consumed
+// says the allocated claims hold on each, reusing n's memory.
+func gpuNode(n *placement.Node, name string, slices []*gpuSlice, consumed structured.ConsumedCapacityCollection) {
+	n.Name, n.Devices = name, n.Devices[:0]
+	for _, g := range slices {
+		for i, d := range g.devices {
+			use(&d, consumed[g.ids[i]])
+			n.Devices = append(n.Devices, d)
 		}
 	}
-	return nodes
+}
+
+// forgetDeleted forgets the slices not among those listed, once they are
+// as many as those listed: slices of nodes that are no candidates for one
+// pod stay for the next.
+func (c *sliceGPUs) forgetDeleted(listed []*resourceapi.ResourceSlice) {
+	if len(c.slices) <= 2*len(listed) {
+		return
+	}
+	kept := make(map[string]*gpuSlice, len(listed))
+	for _, s := range listed {
+		if g, ok := c.slices[s.Name]; ok {
+			kept[s.Name] = g
+		}
+	}
+	c.slices = kept
 }
 
 // ours reports whether s is a slice of Tessera's driver on one of names.
@@ -44,10 +100,21 @@ func ours(s *resourceapi.ResourceSlice, names map[string]bool) bool {
 	return s.Spec.Driver == gpuv1alpha1.DRADriverName && s.Spec.NodeName != nil && names[*s.Spec.NodeName]
 }
 
-// gpuDevice is a published GPU as placement sees it: its attributes, its
-// capacities as what may be allocated, and what used consumes of them. A
-// GPU withdrawn from the slice (unhealthy, cordoned) is not there at all.
-func gpuDevice(d *resourceapi.Device, used structured.ConsumedCapacity) placement.Device {
+// readSlice reads the GPUs of s.
+func readSlice(s *resourceapi.ResourceSlice) *gpuSlice {
+	g := &gpuSlice{resourceVersion: s.ResourceVersion}
+	for i := range s.Spec.Devices {
+		d := &s.Spec.Devices[i]
+		g.devices = append(g.devices, gpuDevice(d))
+		g.ids = append(g.ids, structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name))
+	}
+	return g
+}
+
+// gpuDevice is a published GPU as placement sees it: its attributes, and
+// its capacities as what may be allocated. A GPU withdrawn from the slice
+// (unhealthy, cordoned) is not there at all.
+func gpuDevice(d *resourceapi.Device) placement.Device {
 	g := placement.Device{
 		UUID:       stringAttribute(d, gpuv1alpha1.DRAAttributeUUID),
 		Index:      int32(intAttribute(d, gpuv1alpha1.DRAAttributeIndex, 0)),
@@ -65,6 +132,11 @@ func gpuDevice(d *resourceapi.Device, used structured.ConsumedCapacity) placemen
 	if c, ok := d.Capacity[gpuv1alpha1.DRACapacityShares]; ok {
 		g.ShareLimit = int32(c.Value.Value())
 	}
+	return g
+}
+
+// use sets what used, the capacity the allocated claims consume, takes of g.
+func use(g *placement.Device, used structured.ConsumedCapacity) {
 	if q := used[gpuv1alpha1.DRACapacityMemory]; q != nil {
 		g.UsedMemoryMiB = mebibytes(*q)
 	}
@@ -74,7 +146,6 @@ func gpuDevice(d *resourceapi.Device, used structured.ConsumedCapacity) placemen
 	if q := used[gpuv1alpha1.DRACapacityShares]; q != nil {
 		g.UsedShares = int32(q.Value())
 	}
-	return g
 }
 
 func stringAttribute(d *resourceapi.Device, name resourceapi.QualifiedName) string {

@@ -1,6 +1,7 @@
 package drascore
 
 import (
+	"fmt"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -17,7 +18,7 @@ import (
 // generation, with one GPU of memoryGiB per entry, named gpu-<i>.
 func slice(node string, generation int64, memoryGiB ...int64) *resourceapi.ResourceSlice {
 	s := &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-slice"},
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-slice", ResourceVersion: fmt.Sprint(generation)},
 		Spec: resourceapi.ResourceSliceSpec{
 			Driver: gpuv1alpha1.DRADriverName, NodeName: ptr.To(node),
 			Pool: resourceapi.ResourcePool{Name: node, Generation: generation, ResourceSliceCount: 1},
@@ -53,6 +54,17 @@ func used(node string, device int, memory, cores, shares string) (structured.Dev
 	return structured.MakeDeviceID(gpuv1alpha1.DRADriverName, node, deviceName(device)), c
 }
 
+// gpuNodes is each node's GPUs as Score sees them.
+func gpuNodes(c *sliceGPUs, slices []*resourceapi.ResourceSlice, consumed structured.ConsumedCapacityCollection, names map[string]bool) map[string]*placement.Node {
+	out := map[string]*placement.Node{}
+	for name, list := range c.nodeSlices(slices, names) {
+		n := &placement.Node{}
+		gpuNode(n, name, list, consumed)
+		out[name] = n
+	}
+	return out
+}
+
 func TestGPUNodes(t *testing.T) {
 	other := slice("a", 1, 16)
 	other.Spec.Driver = "nic.example.com"
@@ -64,9 +76,10 @@ func TestGPUNodes(t *testing.T) {
 		slice("not-a-candidate", 1, 16),
 	}
 	consumed := structured.ConsumedCapacityCollection{}
-	id, c := used("a", 1, "1000Mi", "30", "2")
-	consumed[id] = c
-	nodes := gpuNodes(slices, consumed, map[string]bool{"a": true, "b": true, "c": true})
+	id, held := used("a", 1, "1000Mi", "30", "2")
+	consumed[id] = held
+	var c sliceGPUs
+	nodes := gpuNodes(&c, slices, consumed, map[string]bool{"a": true, "b": true, "c": true})
 
 	if len(nodes) != 2 || nodes["a"] == nil || nodes["b"] == nil {
 		t.Fatalf("got nodes %v, want a and b", nodes)
@@ -78,5 +91,19 @@ func TestGPUNodes(t *testing.T) {
 	}
 	if b := nodes["b"].Devices; len(b) != 1 || b[0].MemoryMiB != 16384 {
 		t.Errorf("node b's GPUs are %+v, want one of 16384 MiB", b)
+	}
+
+	// The next pod sees the claims' new use, and a slice's new version.
+	delete(consumed, id)
+	id, held = used("b", 0, "2Gi", "0", "1")
+	consumed[id] = held
+	slices[3] = slice("b", 1, 48)
+	slices[3].ResourceVersion = "2"
+	nodes = gpuNodes(&c, slices, consumed, map[string]bool{"a": true, "b": true})
+	if a := nodes["a"].Devices; len(a) != 2 || a[1].UsedMemoryMiB != 0 || a[1].UsedShares != 0 {
+		t.Errorf("node a's GPUs are %+v after their claim went, want them free", a)
+	}
+	if b := nodes["b"].Devices; len(b) != 1 || b[0].MemoryMiB != 49152 || b[0].UsedMemoryMiB != 2048 {
+		t.Errorf("node b's GPUs are %+v, want the new slice's 49152 MiB with 2048 used", b)
 	}
 }

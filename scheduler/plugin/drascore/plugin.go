@@ -28,9 +28,18 @@ type Plugin struct {
 	// dra is kube-scheduler's view of the claims, slices and classes,
 	// shared with DynamicResources.
 	dra fwk.SharedDRAManager
-	// fitters hold scratch memory for Score, which kube-scheduler runs on
+	// gpus keeps the slices' GPUs between pods.
+	gpus sliceGPUs
+	// scorers hold scratch memory for Score, which kube-scheduler runs on
 	// many nodes at once.
-	fitters sync.Pool
+	scorers sync.Pool
+}
+
+// scorer is the scratch memory of one Score call: the node's GPUs with
+// their usage, and the placement engine.
+type scorer struct {
+	node   placement.Node
+	fitter placement.Fitter
 }
 
 // New builds the plugin from its arguments (see args) over the handle's
@@ -45,7 +54,11 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if dra == nil {
 		return nil, errors.New(Name + " needs kube-scheduler's DynamicResourceAllocation feature, which is off")
 	}
-	return &Plugin{args: a, dra: dra, fitters: sync.Pool{New: func() any { return new(placement.Fitter) }}}, nil
+	return newPlugin(a, dra), nil
+}
+
+func newPlugin(a *args, dra fwk.SharedDRAManager) *Plugin {
+	return &Plugin{args: a, dra: dra, scorers: sync.Pool{New: func() any { return new(scorer) }}}
 }
 
 // Name returns the plugin's name.

@@ -26,8 +26,10 @@ type cycleState struct {
 	// candidates are the pod's requests to try on each node, best first.
 	candidates []*placement.Request
 	nodePolicy gpurequest.Policy
-	// nodes are the candidate nodes' GPUs with their usage.
-	nodes map[string]*placement.Node
+	// slices are the candidate nodes' slices of GPUs, and consumed the
+	// capacity the allocated claims consume on each GPU.
+	slices   map[string][]*gpuSlice
+	consumed structured.ConsumedCapacityCollection
 }
 
 // Clone returns s, which no one changes after PreScore.
@@ -65,8 +67,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		}
 		s.candidates = append(s.candidates, req)
 	}
-	consumed, err := p.consumed(ctx)
-	if err != nil {
+	if s.consumed, err = p.consumed(ctx); err != nil {
 		return fwk.AsStatus(err)
 	}
 	slices, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
@@ -77,7 +78,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	for _, ni := range nodes {
 		names[ni.Node().Name] = true
 	}
-	s.nodes = gpuNodes(slices, consumed, names)
+	s.slices = p.gpus.nodeSlices(slices, names)
 	state.Write(stateKey, s)
 	return nil
 }
@@ -110,14 +111,16 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	node := s.nodes[nodeInfo.Node().Name]
-	if node == nil {
+	name := nodeInfo.Node().Name
+	slices, ok := s.slices[name]
+	if !ok {
 		return nodescore.FromLoad(0, false), nil
 	}
-	ft := p.fitters.Get().(*placement.Fitter)
-	defer p.fitters.Put(ft)
+	w := p.scorers.Get().(*scorer)
+	defer p.scorers.Put(w)
+	gpuNode(&w.node, name, slices, s.consumed)
 	for _, req := range s.candidates {
-		if load, ok := ft.Load(node, req); ok {
+		if load, ok := w.fitter.Load(&w.node, req); ok {
 			return nodescore.FromLoad(load, true), nil
 		}
 	}

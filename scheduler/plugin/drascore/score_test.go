@@ -2,7 +2,6 @@ package drascore
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,7 +13,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
-	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
 // draManager is kube-scheduler's DRA manager over fixed claims, slices and
@@ -108,7 +106,7 @@ func TestScoreRanksNodesByTheNodePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Plugin{args: defaults, dra: m, fitters: sync.Pool{New: func() any { return new(placement.Fitter) }}}
+	p := newPlugin(defaults, m)
 	withPolicy := func(claimName, key, policy string) *v1.Pod {
 		pod := podOf(claimName)
 		if key != "" {
