@@ -7,11 +7,13 @@
 # on which GPU, with what slice, then the kubeconfig and metrics addresses.
 # Ctrl-C stops everything.
 #
-# --mode=dra runs the same nodes through DRA instead: stock kube-scheduler
-# (no extender, no webhook) allocating the ResourceSlices that the node
-# daemons publish as DRA driver gpu.tessera.dev, the resourceclaim
-# controller, node agents that prepare each pod's claims over the daemons'
-# DRA sockets, and the claims in deploy/examples/dra.
+# --mode=dra runs the same nodes through DRA instead: tessera-scheduler
+# (no extender) whose DynamicResources plugin allocates the ResourceSlices
+# that the node daemons publish as DRA driver gpu.tessera.dev, ranked by
+# Tessera's node policy score (--scheduler=stock: stock kube-scheduler,
+# first fit), the webhook turning HAMi-style pods into claims, the
+# resourceclaim controller, node agents that prepare each pod's claims over
+# the daemons' DRA sockets, and the claims in deploy/examples/dra.
 #
 # Flags are passed to hack/localup (go run ./hack/localup --help), e.g.
 # --exit-after-demo to stop once the examples are placed, or
@@ -33,12 +35,23 @@ echo ">>> Building the control plane (cached after the first run; the first take
 TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)
 export TESSERA_CONTROLPLANE_BIN
 
+# tessera-scheduler schedules with --scheduler=plugin, and in DRA mode
+# unless --scheduler=stock.
+tessera_scheduler=false
 for arg in "$@"; do
-	if [[ "$arg" == "--scheduler=plugin" ]]; then
-		echo ">>> Building tessera-scheduler (cached after the first run)"
-		TESSERA_SCHEDULER_BIN=$(hack/build-scheduler.sh | tail -n 1)
-		export TESSERA_SCHEDULER_BIN
-	fi
+	case "$arg" in
+	--scheduler=plugin | --mode=dra) tessera_scheduler=true ;;
+	esac
+done
+if [[ " $* " == *" --scheduler=stock "* ]]; then
+	tessera_scheduler=false
+fi
+if [[ "$tessera_scheduler" == true ]]; then
+	echo ">>> Building tessera-scheduler (cached after the first run)"
+	TESSERA_SCHEDULER_BIN=$(hack/build-scheduler.sh | tail -n 1)
+	export TESSERA_SCHEDULER_BIN
+fi
+for arg in "$@"; do
 	if [[ "$arg" == "--kueue" ]]; then
 		echo ">>> Building Kueue (cached after the first run)"
 		TESSERA_KUEUE_BIN=$(hack/build-kueue.sh | tail -n 1)

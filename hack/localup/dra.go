@@ -17,15 +17,22 @@ apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 `
 
-// startDRAScheduler starts stock kube-scheduler and creates the DeviceClass
-// the examples' claims name, as the chart does in DRA mode.
+// startDRAScheduler starts tessera-scheduler with the shipped
+// deploy/scheduler/tessera-scheduler-dra-config.yaml (DynamicResources and
+// Tessera's node policy score), or with --scheduler=stock stock
+// kube-scheduler, and creates the DeviceClass the examples' claims name,
+// as the chart does in DRA mode.
 func (c *cluster) startDRAScheduler(ctx context.Context) error {
-	p, err := c.cp.StartSchedulerProcess(stockSchedulerConfig)
-	if err != nil {
+	if c.o.scheduler == schedulerStock {
+		p, err := c.cp.StartSchedulerProcess(stockSchedulerConfig)
+		if err != nil {
+			return err
+		}
+		c.daemons = append(c.daemons, p)
+	} else if _, err := c.startTesseraScheduler("tessera-scheduler-dra-config.yaml"); err != nil {
 		return err
 	}
-	c.daemons = append(c.daemons, p)
-	_, err = c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{})
+	_, err := c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating the DeviceClass %s: %w", gpuv1alpha1.DRADriverName, err)
 	}

@@ -8,19 +8,21 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
+// draExamples are the pods of deploy/examples/dra.
+var draExamples = []string{"memory-slice", "memory-and-cores", "exclusive", "two-gpus", "a100-only", "numa-aligned", "hami-style",
+	"binpack-1", "binpack-2", "spread-1", "spread-2"}
+
 // TestLocalUpDRA runs "hack/local-up.sh --mode=dra --exit-after-demo" and
-// checks the table it prints: every DRA example runs where kube-scheduler
-// allocated its claim, with the limits its CDI devices carry, and nothing
+// checks the table it prints: every DRA example runs where tessera-scheduler
+// allocated its claim, with the limits its CDI devices carry, the binpack
+// and spread examples on the nodes extender mode gives them, and nothing
 // is left running afterwards.
 func TestLocalUpDRA(t *testing.T) {
 	output := runDemo(t, "--mode=dra")
 
 	rows := placementRows(t, output)
-	for _, name := range []string{"memory-slice", "memory-and-cores", "exclusive", "two-gpus", "a100-only", "numa-aligned", "hami-style"} {
-		if len(rows[name]) == 0 {
-			t.Errorf("the table lists no GPU of example %s", name)
-		}
-	}
+	checkListed(t, rows)
+	checkNodePolicies(t, rows)
 	if r := rows["memory-and-cores"]; len(r) == 1 && (r[0].memory != "8192" || !strings.Contains(r[0].env, "CUDA_DEVICE_SM_LIMIT=30") ||
 		!strings.Contains(r[0].env, "CUDA_DEVICE_MEMORY_LIMIT_0=8192m") || !strings.Contains(r[0].env, "NVIDIA_VISIBLE_DEVICES="+r[0].gpu)) {
 		t.Errorf("memory-and-cores: %+v", r[0])
@@ -41,17 +43,65 @@ func TestLocalUpDRA(t *testing.T) {
 	checkNothingLeft(t, framework.RepoRoot())
 }
 
+// TestLocalUpDRAStock runs DRA mode with stock kube-scheduler
+// (--scheduler=stock), which places every example, with no regard to
+// the node policies.
+func TestLocalUpDRAStock(t *testing.T) {
+	output := runDemo(t, "--mode=dra", "--scheduler=stock")
+	if !strings.Contains(output, "Starting stock kube-scheduler") {
+		t.Error("local-up did not say it started stock kube-scheduler")
+	}
+	checkListed(t, placementRows(t, output))
+	checkNothingLeft(t, framework.RepoRoot())
+}
+
+// checkListed checks that the table lists a GPU for every DRA example.
+func checkListed(t *testing.T, rows map[string][]placementRow) {
+	t.Helper()
+	for _, name := range draExamples {
+		if len(rows[name]) == 0 {
+			t.Errorf("the table lists no GPU of example %s", name)
+		}
+	}
+}
+
+// checkNodePolicies checks where deploy/examples/binpack.yaml and
+// spread.yaml, which DRA mode applies after the examples before them in
+// file order, landed: as in extender mode (TestLocalUp), both binpack pods
+// on the busiest node, gpu-a100, which a100-only already uses, and both
+// spread pods on the emptiest, gpu-l4, with the most GPU memory and
+// compute free. Stock kube-scheduler scores the three nodes alike and
+// picks one at random for each pod.
+func checkNodePolicies(t *testing.T, rows map[string][]placementRow) {
+	t.Helper()
+	for pod, want := range map[string]string{"binpack-1": "gpu-a100", "binpack-2": "gpu-a100", "spread-1": "gpu-l4", "spread-2": "gpu-l4"} {
+		if r := rows[pod]; len(r) == 1 && r[0].node != want {
+			t.Errorf("%s landed on %s, want %s", pod, r[0].node, want)
+		}
+	}
+}
+
 // placementRow is one GPU of one container in the table local-up prints.
 type placementRow struct{ node, gpu, model, memory, cores, env string }
 
-// placementRows reads the table local-up prints, in either mode, by pod;
-// a pod that is not Running fails the test.
+// placementRows reads the table local-up prints, in either mode, by pod:
+// the lines from its header to the first empty line, so that the API's
+// warnings logged beside it are not taken for rows; a pod that is not
+// Running fails the test.
 func placementRows(t *testing.T, output string) map[string][]placementRow {
 	t.Helper()
 	rows := map[string][]placementRow{}
+	inTable := false
 	for _, line := range strings.Split(output, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 10 || f[0] == "POD" || strings.HasPrefix(line, ">>>") {
+		switch {
+		case len(f) > 0 && f[0] == "POD":
+			inTable = true
+			continue
+		case len(f) == 0:
+			inTable = false
+		}
+		if !inTable || len(f) < 10 {
 			continue
 		}
 		if f[1] != "Running" {

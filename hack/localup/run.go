@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -15,8 +16,9 @@ import (
 // options are localup's flags.
 type options struct {
 	binDir, stateDir, examples, mode string
-	// scheduler is how extender mode schedules: schedulerExtender or
-	// schedulerPlugin.
+	// scheduler is what schedules: in extender mode schedulerExtender or
+	// schedulerPlugin, in DRA mode schedulerPlugin (tessera-scheduler with
+	// its DRA score) or schedulerStock.
 	scheduler string
 	// kueue also runs Kueue with the example teams' queues.
 	kueue         bool
@@ -36,11 +38,10 @@ func (o *options) complete() error {
 	default:
 		return fmt.Errorf("--mode=%s: want %s or %s", o.mode, modeExtender, modeDRA)
 	}
+	if err := o.completeScheduler(); err != nil {
+		return err
+	}
 	switch {
-	case o.scheduler != schedulerExtender && o.scheduler != schedulerPlugin:
-		return fmt.Errorf("--scheduler=%s: want %s or %s", o.scheduler, schedulerExtender, schedulerPlugin)
-	case o.scheduler == schedulerPlugin && o.dra():
-		return fmt.Errorf("--scheduler=%s needs --mode=%s: DRA mode schedules with the stock kube-scheduler", schedulerPlugin, modeExtender)
 	case o.kueue && o.dra():
 		// Kueue counts the gpu.tessera.dev totals in containers' requests;
 		// in DRA mode GPUs are claims, which these queues do not count.
@@ -53,6 +54,23 @@ func (o *options) complete() error {
 		o.examples = filepath.Join("deploy", "examples", "dra")
 	case o.examples == "":
 		o.examples = filepath.Join("deploy", "examples")
+	}
+	return nil
+}
+
+// completeScheduler checks --scheduler against the mode and fills in the
+// mode's default: the extender in extender mode, tessera-scheduler in DRA
+// mode.
+func (o *options) completeScheduler() error {
+	want := []string{schedulerExtender, schedulerPlugin}
+	if o.dra() {
+		want = []string{schedulerPlugin, schedulerStock}
+	}
+	if o.scheduler == "" {
+		o.scheduler = want[0]
+	}
+	if !slices.Contains(want, o.scheduler) {
+		return fmt.Errorf("--scheduler=%s: with --mode=%s want %s or %s", o.scheduler, o.mode, want[0], want[1])
 	}
 	return nil
 }
@@ -98,7 +116,11 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	if o.dra() {
-		say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", gpuv1alpha1.DRADriverName)
+		if o.scheduler == schedulerStock {
+			say("Starting stock kube-scheduler (DynamicResources; no extender) and creating the DeviceClass %s", gpuv1alpha1.DRADriverName)
+		} else {
+			say("Starting tessera-scheduler (DynamicResources and Tessera's node policy score) and creating the DeviceClass %s", gpuv1alpha1.DRADriverName)
+		}
 		if err := c.startDRAScheduler(ctx); err != nil {
 			return err
 		}

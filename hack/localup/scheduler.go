@@ -15,10 +15,17 @@ import (
 // KubeSchedulerConfiguration, replaced by the port the extender got here.
 const shippedExtenderURL = "http://127.0.0.1:8888"
 
-// How extender mode schedules (--scheduler).
+// What schedules (--scheduler).
 const (
+	// schedulerExtender is kube-scheduler calling Tessera's extender
+	// (extender mode).
 	schedulerExtender = "extender"
-	schedulerPlugin   = "plugin"
+	// schedulerPlugin is tessera-scheduler: with the Tessera plugin in
+	// extender mode, with DynamicResources and the TesseraDRA score in DRA
+	// mode.
+	schedulerPlugin = "plugin"
+	// schedulerStock is stock kube-scheduler alone (DRA mode).
+	schedulerStock = "stock"
 )
 
 // startScheduler starts the scheduler of the chosen mode.
@@ -32,24 +39,34 @@ func (c *cluster) startScheduler(ctx context.Context) error {
 // startPluginScheduler starts tessera-scheduler, kube-scheduler with the
 // Tessera plugin, with the shipped deploy/scheduler/tessera-scheduler-config.yaml.
 func (c *cluster) startPluginScheduler() error {
-	bin, err := framework.SchedulerPluginBinary()
+	p, err := c.startTesseraScheduler("tessera-scheduler-config.yaml")
 	if err != nil {
 		return err
 	}
-	config, err := os.ReadFile(filepath.Join("deploy", "scheduler", "tessera-scheduler-config.yaml"))
-	if err != nil {
-		return err
-	}
-	p, err := c.cp.StartSchedulerBinaryProcess(bin, string(config))
-	if err != nil {
-		return err
-	}
-	c.daemons = append(c.daemons, p)
 	if p.MetricsAddress != "" {
 		c.metrics = append(c.metrics, endpoint{"tessera-scheduler", "http://" + p.MetricsAddress + "/metrics"},
 			endpoint{"tessera-scheduler GPU state", "http://" + p.MetricsAddress + "/metrics/state"})
 	}
 	return nil
+}
+
+// startTesseraScheduler starts tessera-scheduler with the shipped
+// configuration deploy/scheduler/<config>.
+func (c *cluster) startTesseraScheduler(config string) (*framework.Process, error) {
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join("deploy", "scheduler", config))
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.cp.StartSchedulerBinaryProcess(bin, string(data))
+	if err != nil {
+		return nil, err
+	}
+	c.daemons = append(c.daemons, p)
+	return p, nil
 }
 
 // startExtender starts the scheduler extender and kube-scheduler calling it.
