@@ -246,6 +246,18 @@ func TestValuesRefused(t *testing.T) {
 			want:   []string{"scheduler.extender.heartbeatMaxAge 20s", "devicePlugin.heartbeatPeriod 15s"},
 		},
 		{
+			name: "gang-fit with two scheduler replicas",
+			values: map[string]any{"scheduler": map[string]any{"replicas": 2, "leaderElection": true,
+				"extender": map[string]any{"gangFit": map[string]any{"enabled": true}}}},
+			want: []string{"scheduler.extender.gangFit.enabled needs scheduler.replicas 1, not 2"},
+		},
+		{
+			name: "gang-fit in DRA mode",
+			values: map[string]any{"devicePlugin": map[string]any{"mode": "dra"},
+				"scheduler": map[string]any{"extender": map[string]any{"gangFit": map[string]any{"enabled": true}}}},
+			want: []string{"gangFit.enabled does not work with devicePlugin.mode dra"},
+		},
+		{
 			name:   "one resource name twice",
 			values: map[string]any{"resourceNames": map[string]any{"memory": "nvidia.com/gpu"}},
 			want:   []string{"resourceNames must be four different names"},

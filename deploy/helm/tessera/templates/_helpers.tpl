@@ -101,6 +101,14 @@ so that two durations can be compared.
 {{- if and (eq $d.deviceListStrategy "cdi") (not $d.driverRoot) -}}
 {{- fail "devicePlugin.deviceListStrategy cdi needs devicePlugin.driverRoot (\"/\" for a driver installed on the host, /run/nvidia/driver for the GPU operator's): the CDI spec mounts the driver's libraries from there, or CUDA finds none in the container" -}}
 {{- end -}}
+{{- if $s.extender.gangFit.enabled -}}
+{{- if gt (int $s.replicas) 1 -}}
+{{- fail (printf "scheduler.extender.gangFit.enabled needs scheduler.replicas 1, not %d: the gang-fit check holds room in the scheduler's memory, and every replica would answer Kueue's checks from its own" (int $s.replicas)) -}}
+{{- end -}}
+{{- if eq $d.mode "dra" -}}
+{{- fail "scheduler.extender.gangFit.enabled does not work with devicePlugin.mode dra: kube-scheduler's DRA allocator chooses the GPUs there and would not keep the room the check holds" -}}
+{{- end -}}
+{{- end -}}
 {{- $n := .Values.resourceNames -}}
 {{- if ne (len (list $n.count $n.memory $n.memoryPercentage $n.cores | uniq)) 4 -}}
 {{- fail (printf "resourceNames must be four different names, got count=%s memory=%s memoryPercentage=%s cores=%s" $n.count $n.memory $n.memoryPercentage $n.cores) -}}
