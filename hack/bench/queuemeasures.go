@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -21,8 +22,8 @@ type queueMeasures struct {
 	// ran, or the end for the Open ones, which never did.
 	Waited, Open int
 	WaitedFor    Quantiles
-	// Makespan is from the run's start to the last Job done, when all were.
-	Makespan time.Duration
+	// LastDone is from the run's start to the last Job done.
+	LastDone time.Duration
 	// Memory is the GPU memory the Jobs' pods held over time.
 	Memory memoryMeasures
 	// Stall is the stall declared, if any: a deadlock when admitted Jobs
@@ -30,8 +31,8 @@ type queueMeasures struct {
 	Stall *queueStall
 }
 
-// memoryMeasures summarise the memory samples as shares of the memory the
-// fragments leave free: on average and at the peak, at work and in all
+// memoryMeasures summarise the memory samples, up to the last progress
+// when the run stalled, as shares of the memory the fragments leave free: on average and at the peak, at work and in all
 // (at work and held idle), and a short series.
 type memoryMeasures struct {
 	MeanWork, MeanIdle, PeakUsed float64
@@ -70,10 +71,15 @@ func (t *queueTracker) measures(start, end time.Time, freeMiB int64) queueMeasur
 		}
 	}
 	m.ToAdmitted, m.ToRunning, m.WaitedFor = sampleQuantiles(toAdmitted), sampleQuantiles(toRunning), sampleQuantiles(waitedFor)
-	if m.Done == m.Jobs && m.Jobs > 0 {
-		m.Makespan = lastDone.Sub(start)
+	if m.Done > 0 {
+		m.LastDone = lastDone.Sub(start)
 	}
-	m.Memory = summariseMemory(t.samples, start, freeMiB)
+	samples := t.samples
+	if t.stalled != nil {
+		// The quiet that declared the stall is not the queue at work.
+		samples = slices.DeleteFunc(slices.Clone(samples), func(s memorySample) bool { return s.at.After(t.stalled.since) })
+	}
+	m.Memory = summariseMemory(samples, start, freeMiB)
 	return m
 }
 

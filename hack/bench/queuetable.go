@@ -32,8 +32,11 @@ func (t QueueTable) cells() [][]string {
 			wait = fmt.Sprintf("≥ %s (%d never all ran)", wait, r.Open)
 		}
 		done := "—"
-		if r.Makespan > 0 {
-			done = r.Makespan.Round(time.Second).String()
+		if r.Done > 0 {
+			done = r.LastDone.Round(time.Second).String()
+		}
+		if r.Done < r.Jobs {
+			done = fmt.Sprintf("not all; %d by %s", r.Done, done)
 		}
 		out = append(out, []string{
 			runName(r.GangFit), r.doneCell(), pair(r.ToAdmitted), pair(r.ToRunning),

@@ -128,8 +128,8 @@ func TestQueueTrackerMeasures(t *testing.T) {
 	if m.Waited != 1 || m.Open != 0 || m.WaitedFor.P50 != 11*time.Second {
 		t.Errorf("waited %d (open %d) for %s; want Job b alone, 11s from admission to running", m.Waited, m.Open, m.WaitedFor.P50)
 	}
-	if m.Makespan != 20*time.Second {
-		t.Errorf("makespan %s, want 20s", m.Makespan)
+	if m.LastDone != 20*time.Second {
+		t.Errorf("last Job done at %s, want 20s", m.LastDone)
 	}
 	// At 4 s a's 20 GiB work and b's 20 GiB is held idle; at 13 s b's 40 GiB works.
 	if m.Memory.PeakUsed != 50 || m.Memory.MeanIdle != 12.5 || m.Memory.MeanWork != 37.5 {
@@ -137,5 +137,33 @@ func TestQueueTrackerMeasures(t *testing.T) {
 	}
 	if got := m.Memory.String(); got != "4s: 50% (25% idle), 13s: 50% (0% idle)" {
 		t.Errorf("series %q", got)
+	}
+}
+
+// TestQueueTrackerMeasuresUpToTheStall pins that the quiet which declares
+// a stall does not dilute the memory the queue held while it moved.
+func TestQueueTrackerMeasuresUpToTheStall(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tr := newQueueTracker(1, 30*time.Second, t0)
+	tr.created("a", at(0))
+	tr.created("never", at(0))
+	tr.admitted("a", at(1))
+	tr.placed("a-1", "a", 40960, at(2))
+	tr.allocated("a-1", at(2))
+	tr.sample(at(3))
+	tr.finished("a", at(4))
+	for s := 4; s <= 34; s++ {
+		tr.sample(at(s))
+	}
+	m := tr.measures(t0, at(34), 81920)
+	if m.Stall == nil || m.Stall.deadlock() || m.Stall.unadmitted != 1 {
+		t.Fatalf("stall %+v, want one with a Job never admitted and no deadlock", m.Stall)
+	}
+	if m.Memory.PeakUsed != 50 || m.Memory.MeanWork != 25 {
+		t.Errorf("memory: peak %.1f%%, mean at work %.1f%%; want 50 and 25, from the samples up to the last progress", m.Memory.PeakUsed, m.Memory.MeanWork)
+	}
+	if m.Done != 1 || m.LastDone != 4*time.Second {
+		t.Errorf("%d done, the last at %s; want 1 at 4s", m.Done, m.LastDone)
 	}
 }
