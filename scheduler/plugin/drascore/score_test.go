@@ -151,3 +151,13 @@ func TestScoreRanksNodesByTheNodePolicy(t *testing.T) {
 		})
 	}
 }
+
+func TestSignPod(t *testing.T) {
+	var p Plugin
+	if _, status := p.SignPod(context.Background(), &v1.Pod{}); !status.IsSuccess() {
+		t.Errorf("a pod with no claims: %v, want it signed", status)
+	}
+	if _, status := p.SignPod(context.Background(), podOf("a")); status.Code() != fwk.Unschedulable {
+		t.Errorf("a pod with a claim: %v, want it refused", status)
+	}
+}
