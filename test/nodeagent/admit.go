@@ -38,6 +38,9 @@ func (a *Agent) sync(ctx context.Context, pod *corev1.Pod) error {
 		a.unprepareClaims(ctx, pod.UID)
 		return nil
 	}
+	if pod.Status.Phase == corev1.PodRunning && a.restarting(pod.UID) {
+		return a.restartContainers(ctx, pod)
+	}
 	if pod.Status.Phase != corev1.PodPending {
 		return nil
 	}
@@ -59,11 +62,7 @@ func (a *Agent) sync(ctx context.Context, pod *corev1.Pod) error {
 			klog.FromContext(ctx).Info("Pod admission failed", "pod", klog.KObj(pod), "err", err)
 			return a.setPhase(ctx, pod, corev1.PodFailed, "UnexpectedAdmissionError", err.Error())
 		}
-		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
-			if ids, ok := cdiDevices[c.Name]; ok {
-				results = append(results, ContainerResult{Container: c.Name, CDIDevices: ids})
-			}
-		}
+		results = append(results, cdiResults(pod, cdiDevices)...)
 		a.mu.Lock()
 		a.results[pod.UID] = results
 		a.mu.Unlock()

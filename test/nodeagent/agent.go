@@ -37,23 +37,36 @@ type Agent struct {
 	PluginRegistryDir string
 
 	mu       sync.Mutex
-	claims   map[types.UID][]preparedClaim // pod → claims prepared for it
-	draConns map[string]*grpc.ClientConn   // driver → its plugin
+	draConns map[string]*grpc.ClientConn // driver → its plugin
 	plugins  map[string]*plugin
-	inUse    map[string]bool                 // device IDs held by running pods
-	held     map[types.UID][]string          // pod → device IDs it holds
-	results  map[types.UID][]ContainerResult // pod → what the plugins answered
+	// What the kubelet checkpoints, kept from one Run to the next.
+	claims  map[types.UID][]preparedClaim   // pod → claims prepared for it
+	inUse   map[string]bool                 // device IDs held by running pods
+	held    map[types.UID][]string          // pod → device IDs it holds
+	results map[types.UID][]ContainerResult // pod → what the plugins answered
+	// restart holds the running pods whose containers the next Run starts
+	// again (see Reboot).
+	restart map[types.UID]bool
 }
 
-// Run serves kubelet.sock and admits the node's pods until ctx ends.
+// Run serves kubelet.sock and admits the node's pods until ctx ends. Run
+// again after it returned, it plays a restarted kubelet: what the
+// kubelet keeps in its checkpoints (the claims it prepared for each pod,
+// the devices its pods hold and the answers its containers got) is kept,
+// running pods are left running, and the claims of pods that went while
+// it was stopped are unprepared.
 func (a *Agent) Run(ctx context.Context) error {
 	a.mu.Lock()
-	a.plugins, a.inUse = map[string]*plugin{}, map[string]bool{}
-	a.held, a.results = map[types.UID][]string{}, map[types.UID][]ContainerResult{}
-	a.claims, a.draConns = map[types.UID][]preparedClaim{}, map[string]*grpc.ClientConn{}
+	a.plugins, a.draConns = map[string]*plugin{}, map[string]*grpc.ClientConn{}
+	if a.results == nil {
+		a.inUse, a.held, a.results = map[string]bool{}, map[types.UID][]string{}, map[types.UID][]ContainerResult{}
+		a.claims, a.restart = map[types.UID][]preparedClaim{}, map[types.UID]bool{}
+	}
 	a.mu.Unlock()
 	defer a.closeDRAConns()
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("node", a.NodeName))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 
 	errs := make(chan error, 1)
 	go func() { errs <- a.serveRegistration(ctx) }()
@@ -79,17 +92,23 @@ func (a *Agent) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
 		return fmt.Errorf("node %s: pod informer did not sync: %w", a.NodeName, context.Cause(ctx))
 	}
-	go func() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		for a.next(ctx, queue, pods.Lister().Pods) {
 		}
-	}()
+	})
+	wg.Go(func() { a.reconcileLoop(ctx, pods.Lister()) })
 
+	var err error
 	select {
 	case <-ctx.Done():
-		return nil
-	case err := <-errs:
-		return err
+	case err = <-errs:
 	}
+	// Both end before Run returns: a Run started next shares their state.
+	cancel()
+	queue.ShutDown()
+	wg.Wait()
+	return err
 }
 
 func (a *Agent) next(ctx context.Context, queue workqueue.TypedRateLimitingInterface[cache.ObjectName], lister func(string) corelisters.PodNamespaceLister) bool {
@@ -98,6 +117,10 @@ func (a *Agent) next(ctx context.Context, queue workqueue.TypedRateLimitingInter
 		return false
 	}
 	defer queue.Done(name)
+	// A stopped agent admits nothing more, as a stopped kubelet does.
+	if ctx.Err() != nil {
+		return false
+	}
 	pod, err := lister(name.Namespace).Get(name.Name)
 	if err != nil {
 		queue.Forget(name)

@@ -10,6 +10,9 @@
 // its registration socket, calls NodePrepareResources for the pod's
 // allocated claims over the driver's gRPC socket, records the CDI devices
 // each container gets, and calls NodeUnprepareResources once no pod on the
-// node uses a claim. It also finishes graceful deletions, as a kubelet
-// does once the containers are stopped.
+// node uses a claim, or once it finds the pod gone. It also finishes
+// graceful deletions, as a kubelet does once the containers are stopped.
+// Run again, it keeps what the kubelet keeps in its checkpoints, as a
+// restarted kubelet does; after Reboot it also starts the containers of
+// running pods again, preparing their claims anew.
 package nodeagent

@@ -166,7 +166,8 @@ func (a *Agent) prepare(ctx context.Context, driver string, claim *drapb.Claim) 
 
 // unprepareClaims asks the drivers to unprepare the pod's claims that no
 // other pod on the node still uses, as the kubelet does once a pod's
-// containers are gone.
+// containers are gone. A claim whose driver fails stays the pod's, for
+// the reconcile loop to try again.
 func (a *Agent) unprepareClaims(ctx context.Context, uid types.UID) {
 	a.mu.Lock()
 	claims := a.claims[uid]
@@ -178,6 +179,7 @@ func (a *Agent) unprepareClaims(ctx context.Context, uid types.UID) {
 		}
 	}
 	a.mu.Unlock()
+	var failed []preparedClaim
 	for _, p := range claims {
 		if slices.Contains(inUse, p.claim.Uid) {
 			continue
@@ -191,8 +193,14 @@ func (a *Agent) unprepareClaims(ctx context.Context, uid types.UID) {
 			}
 		}
 		if err != nil {
-			klog.FromContext(ctx).Error(err, "Unpreparing a claim failed", "driver", p.driver, "claim", klog.KRef(p.claim.Namespace, p.claim.Name))
+			klog.FromContext(ctx).Error(err, "Unpreparing a claim failed, will retry", "driver", p.driver, "claim", klog.KRef(p.claim.Namespace, p.claim.Name))
+			failed = append(failed, p)
 		}
+	}
+	if len(failed) > 0 {
+		a.mu.Lock()
+		a.claims[uid] = append(a.claims[uid], failed...)
+		a.mu.Unlock()
 	}
 }
 
