@@ -15,14 +15,23 @@ import (
 
 // overCommitted names every GPU whose live pods' allocations hold more
 // memory, cores or shares than it has, and every allocation of a GPU its
-// node does not have.
+// node does not have; in DRA mode every device whose allocated claims
+// consume more than its ResourceSlice offers, whether their pods live or
+// not, as kube-scheduler counts them.
 func (s *state) overCommitted() []string {
+	if s.dra {
+		return framework.OverCapacity(s.slices, s.claims)
+	}
 	return framework.OverCommitted(s.nodes, s.used())
 }
 
-// orphanedAllocations returns, by UID, every allocation whose pod is gone
-// or is another pod, with what a person needs to find it.
+// orphanedAllocations returns, by UID, every allocation (in DRA mode,
+// claim) whose pod is gone or is another pod, with what a person needs
+// to find it.
 func (s *state) orphanedAllocations() map[types.UID]string {
+	if s.dra {
+		return s.orphanedClaims()
+	}
 	pods := map[string]*corev1.Pod{}
 	for i := range s.pods {
 		pods[s.pods[i].Name] = &s.pods[i]

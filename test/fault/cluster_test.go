@@ -35,6 +35,9 @@ const (
 	// pluginMode is tessera-scheduler, kube-scheduler with Tessera
 	// compiled in, on its shipped configuration.
 	pluginMode = "plugin"
+	// draMode is stock kube-scheduler allocating the claims Tessera's
+	// webhook makes of the pods from the GPUs the node daemons publish.
+	draMode = "dra"
 )
 
 const (
@@ -59,18 +62,27 @@ type cluster struct {
 	// with schedulerConfig.
 	scheduler                     *framework.Process
 	schedulerBin, schedulerConfig string
-	nodes                         []*simNode
+	// daemonBin is the node daemon, run as a process in DRA mode.
+	daemonBin string
+	nodes     []*simNode
 	// agentKube is the node agents' client. Its connections wait for an
 	// API server that restarts: a real kubelet's watches back off as
 	// client-go's do, which is not Tessera's to measure.
 	agentKube kubernetes.Interface
 }
 
-// simNode is one simulated GPU node: its kubelet stand-in and device plugin.
+// simNode is one simulated GPU node: its kubelet stand-in and node daemon,
+// in process as its device plugin or, in DRA mode, a process of its own.
 type simNode struct {
-	name, pluginDir, gpuFile string
-	agent                    *nodeagent.Agent
-	agentRun, pluginRun      *component
+	name, dir, gpuFile string
+	// The kubelet's directories: device plugins' sockets, DRA plugins'
+	// registrations; the DRA plugin's own, which holds its checkpoint;
+	// and the runtime's CDI spec directory, which a reboot empties.
+	pluginDir, registryDir, draDir, cdiDir string
+	agent                                  *nodeagent.Agent
+	agentRun, pluginRun                    *component
+	daemon                                 *framework.Process
+	daemonRuns                             int
 }
 
 // component is a part of the cluster running until its context ends.
@@ -105,7 +117,7 @@ func (c *component) stop(t *testing.T) {
 // mode and the given number of simulated nodes; t.Cleanup stops them.
 func startCluster(t *testing.T, mode string, nodes int) *cluster {
 	t.Helper()
-	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	cp := framework.Start(t, framework.Options{ControllerManager: true, DRA: mode == draMode})
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(1)))
 	c := &cluster{cp: cp, ctx: klog.NewContext(context.Background(), logger), mode: mode}
 	var err error
@@ -114,7 +126,7 @@ func startCluster(t *testing.T, mode string, nodes int) *cluster {
 	}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
-			n.pluginRun.stop(t)
+			c.stopDaemon(t, n)
 			n.agentRun.stop(t)
 		}
 		if c.extender != nil {
@@ -126,34 +138,78 @@ func startCluster(t *testing.T, mode string, nodes int) *cluster {
 		c.startExtenderMode(t)
 	case pluginMode:
 		c.startPluginMode(t)
+	case draMode:
+		c.startDRAMode(t)
 	default:
 		t.Fatalf("unknown scheduler mode %q", mode)
 	}
 
 	for i := range nodes {
-		n := &simNode{name: fmt.Sprintf("fault-%d", i)}
-		framework.CreateReadyNode(c.ctx, t, cp.Kube, n.name, nil)
-		dir := t.TempDir()
-		n.pluginDir = filepath.Join(dir, "device-plugins")
-		if err := os.Mkdir(n.pluginDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		n.gpuFile = filepath.Join(dir, "gpus.yaml")
-		gpus := "gpus:\n"
-		for g := range gpusPerNode {
-			gpus += fmt.Sprintf("- {uuid: GPU-%s-%d, index: %d, model: NVIDIA L4, memoryMiB: 23034, numaNode: 0}\n", n.name, g, g)
-		}
-		if err := os.WriteFile(n.gpuFile, []byte(gpus), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		n := c.newNode(t, fmt.Sprintf("fault-%d", i))
 		c.nodes = append(c.nodes, n)
 		c.startAgent(n)
-		c.startPlugin(t, n)
+		c.startDaemon(t, n)
 	}
 	for _, n := range c.nodes {
-		c.waitNodeReady(t, n.name)
+		if mode == draMode {
+			c.waitSlice(t, n.name)
+		} else {
+			c.waitNodeReady(t, n.name)
+		}
 	}
 	return c
+}
+
+// newNode creates the Node and the simulated node's directories and GPUs.
+func (c *cluster) newNode(t *testing.T, name string) *simNode {
+	t.Helper()
+	framework.CreateReadyNode(c.ctx, t, c.cp.Kube, name, nil)
+	// Socket paths must stay short: a temporary directory of its own.
+	dir, err := os.MkdirTemp("", "fault-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	n := &simNode{name: name, dir: dir, gpuFile: filepath.Join(dir, "gpus.yaml"),
+		pluginDir: filepath.Join(dir, "device-plugins"), registryDir: filepath.Join(dir, "registry"),
+		draDir: filepath.Join(dir, "plugin"), cdiDir: filepath.Join(dir, "cdi")}
+	for _, d := range []string{n.pluginDir, n.registryDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gpus := "gpus:\n"
+	for g := range gpusPerNode {
+		gpus += fmt.Sprintf("- {uuid: GPU-%s-%d, index: %d, model: NVIDIA L4, memoryMiB: 23034, numaNode: 0}\n", name, g, g)
+	}
+	if err := os.WriteFile(n.gpuFile, []byte(gpus), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// startDaemon runs the node's daemon as the mode serves the kubelet: its
+// device plugin in process, or its DRA driver as a process.
+func (c *cluster) startDaemon(t *testing.T, n *simNode) {
+	t.Helper()
+	if c.mode == draMode {
+		c.startDRADaemon(t, n)
+		return
+	}
+	c.startPlugin(t, n)
+}
+
+// stopDaemon stops the node's daemon.
+func (c *cluster) stopDaemon(t *testing.T, n *simNode) {
+	t.Helper()
+	if c.mode == draMode {
+		if t.Failed() {
+			t.Logf("last lines of the node daemon of %s:\n%s", n.name, n.daemon.LogTail(4000))
+		}
+		n.daemon.Stop()
+		return
+	}
+	n.pluginRun.stop(t)
 }
 
 // startExtenderMode runs the extender and kube-scheduler on the shipped
@@ -201,6 +257,15 @@ func (c *cluster) placer() string {
 	return "extender"
 }
 
+// schedulerName is what the suite's pods name as their scheduler: in DRA
+// mode kube-scheduler's default profile, otherwise Tessera's.
+func (c *cluster) schedulerName() string {
+	if c.mode == draMode {
+		return ""
+	}
+	return schedulerName
+}
+
 // restartPlacer stops what places pods, as a killed container would be
 // (binds in progress cut off), and starts it again after down: the
 // extender on its address, or tessera-scheduler with SIGKILL.
@@ -241,9 +306,18 @@ func (c *cluster) startExtender(addr string) {
 }
 
 // startAgent runs the node's kubelet stand-in; as the kubelet does on
-// start, it clears the device-plugin directory and serves kubelet.sock.
+// start, it clears the device-plugin directory and serves kubelet.sock,
+// keeping what it checkpointed before. In DRA mode it finds the node's
+// driver through the plugin registry.
 func (c *cluster) startAgent(n *simNode) {
-	n.agent = &nodeagent.Agent{NodeName: n.name, PluginDir: n.pluginDir, Kube: c.agentKube, DeviceResources: []string{gpuResource}}
+	if n.agent == nil {
+		n.agent = &nodeagent.Agent{NodeName: n.name, PluginDir: n.pluginDir, Kube: c.agentKube}
+		if c.mode == draMode {
+			n.agent.PluginRegistryDir = n.registryDir
+		} else {
+			n.agent.DeviceResources = []string{gpuResource}
+		}
+	}
 	n.agentRun = run(c.ctx, "node agent "+n.name, n.agent.Run)
 }
 

@@ -39,6 +39,13 @@ const (
 	// the third kube-apiserver served, and a pod created in between was
 	// not seen until then, whatever Tessera does.
 	watchBackoff = 60 * time.Second
+	// prepareBackoff is how much longer a pod bound to a node whose DRA
+	// driver is down may wait: the kubelet stand-in asks again after a
+	// back-off that doubles from 5 ms (client-go's workqueue), so a
+	// daemon that serves again within 10 s of its kill, as one does on
+	// a loaded 2-core machine, is asked again within 20.5 s. The kubelet
+	// itself retries a pod whose claims it could not prepare every 10 s.
+	prepareBackoff = 25 * time.Second
 )
 
 // fault is one thing the suite breaks while the load runs.
@@ -52,35 +59,64 @@ type fault struct {
 
 // TestFaults breaks the cluster one way at a time while pods come and go,
 // then checks its accounting from API state and how long pods waited; once
-// with kube-scheduler and the extender, once with tessera-scheduler.
+// with kube-scheduler and the extender, once with tessera-scheduler, once
+// with kube-scheduler allocating claims from the node daemons' DRA
+// drivers.
 func TestFaults(t *testing.T) {
-	for _, mode := range []string{extenderMode, pluginMode} {
+	for _, mode := range []string{extenderMode, pluginMode, draMode} {
 		t.Run(mode, func(t *testing.T) { testFaults(t, mode) })
 	}
 }
 
-func testFaults(t *testing.T, mode string) {
-	c := startCluster(t, mode, nodes)
-	faults := []fault{
-		{"none", func(context.Context, *testing.T, *cluster) { time.Sleep(5 * time.Second) }, maxWait},
-		{c.placer() + " killed 5 times", func(_ context.Context, t *testing.T, c *cluster) {
+// modeFaults are the faults of a mode, the first breaking nothing.
+func modeFaults(c *cluster) []fault {
+	faults := []fault{{"none", func(context.Context, *testing.T, *cluster) { time.Sleep(5 * time.Second) }, maxWait}}
+	// Faults every mode meets.
+	apiServerRestarted := fault{"kube-apiserver restarted 3 times", func(ctx context.Context, t *testing.T, c *cluster) {
+		for range 3 {
+			restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			err := c.cp.RestartAPIServer(restartCtx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+		}
+	}, maxWait + watchBackoff}
+	kubeletRestarted := fault{"kubelet stand-in restarted 5 times", func(_ context.Context, t *testing.T, c *cluster) {
+		n := c.nodes[0]
+		for range 5 {
+			n.agentRun.stop(t)
+			c.startAgent(n)
+			time.Sleep(3 * time.Second)
+		}
+	}, maxWait}
+	if c.mode == draMode {
+		return append(faults,
+			fault{"node daemon killed in a burst 3 times", func(ctx context.Context, t *testing.T, c *cluster) {
+				for range 3 {
+					c.killDaemonInBurst(ctx, t, c.nodes[0])
+					time.Sleep(3 * time.Second)
+				}
+			}, maxWait + prepareBackoff},
+			kubeletRestarted,
+			fault{"node rebooted 2 times", func(_ context.Context, t *testing.T, c *cluster) {
+				for _, n := range c.nodes[1:3] {
+					c.rebootNode(t, n)
+					time.Sleep(3 * time.Second)
+				}
+			}, maxWait + prepareBackoff},
+			apiServerRestarted)
+	}
+	return append(faults,
+		fault{c.placer() + " killed 5 times", func(_ context.Context, t *testing.T, c *cluster) {
 			for range 5 {
 				c.restartPlacer(t, time.Second)
 				time.Sleep(3 * time.Second)
 			}
 		}, maxWait},
-		{"kube-apiserver restarted 3 times", func(ctx context.Context, t *testing.T, c *cluster) {
-			for range 3 {
-				restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				err := c.cp.RestartAPIServer(restartCtx)
-				cancel()
-				if err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(3 * time.Second)
-			}
-		}, maxWait + watchBackoff},
-		{"device plugin restarted 3 times", func(_ context.Context, t *testing.T, c *cluster) {
+		apiServerRestarted,
+		fault{"device plugin restarted 3 times", func(_ context.Context, t *testing.T, c *cluster) {
 			n := c.nodes[0]
 			for range 3 {
 				n.pluginRun.stop(t)
@@ -88,25 +124,22 @@ func testFaults(t *testing.T, mode string) {
 				time.Sleep(3 * time.Second)
 			}
 		}, maxWait},
-		{"kubelet stand-in restarted 5 times", func(_ context.Context, t *testing.T, c *cluster) {
-			n := c.nodes[0]
-			for range 5 {
-				n.agentRun.stop(t)
-				c.startAgent(n)
-				time.Sleep(3 * time.Second)
-			}
-		}, maxWait},
-	}
+		kubeletRestarted)
+}
+
+func testFaults(t *testing.T, mode string) {
+	c := startCluster(t, mode, nodes)
+	faults := modeFaults(c)
 	ctx, cancel := context.WithCancel(c.ctx)
 	t.Cleanup(cancel)
-	m := newMonitor(c.cp)
+	m := newMonitor(c.cp, mode == draMode)
 	go m.run(ctx)
 
 	var report []string
 	for i, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			m.reset()
-			l := startLoad(ctx, c.cp, fmt.Sprintf("f%d", i), podSlots+surplus, deleteEvery)
+			l := startLoad(ctx, c, fmt.Sprintf("f%d", i), podSlots+surplus, deleteEvery)
 			time.Sleep(3 * time.Second)
 			f.inject(ctx, t, c)
 			time.Sleep(5 * time.Second)
@@ -143,7 +176,7 @@ func (c *cluster) check(ctx context.Context, t *testing.T, m *monitor) {
 	var s *state
 	framework.WaitFor(t, 90*time.Second, "no orphaned allocation", func() (bool, string) {
 		var err error
-		if s, err = readState(ctx, c.cp); err != nil {
+		if s, err = readState(ctx, c.cp, c.mode == draMode); err != nil {
 			return false, err.Error()
 		}
 		var o []string
@@ -152,11 +185,19 @@ func (c *cluster) check(ctx context.Context, t *testing.T, m *monitor) {
 		}
 		return len(o) == 0, "allocations without their pod: " + strings.Join(o, "; ")
 	})
-	var agents []*nodeagent.Agent
-	for _, n := range c.nodes {
-		agents = append(agents, n.agent)
+	var violations []string
+	if c.mode == draMode {
+		var running int
+		violations, running = s.misclaimed(t, c.nodes)
+		t.Logf("read the CDI environment of %d running pods", running)
+	} else {
+		var agents []*nodeagent.Agent
+		for _, n := range c.nodes {
+			agents = append(agents, n.agent)
+		}
+		violations = s.misallocated(agents)
 	}
-	for _, v := range s.misallocated(agents) {
+	for _, v := range violations {
 		t.Error(v)
 	}
 	for _, v := range m.overCommitted() {
@@ -165,7 +206,9 @@ func (c *cluster) check(ctx context.Context, t *testing.T, m *monitor) {
 }
 
 // deleteAll deletes the suite's pods and waits until they and their
-// allocations are gone, so that the next fault starts empty.
+// allocations are gone, so that the next fault starts empty; in DRA mode
+// their claims too, and what the node daemons prepared for them: their
+// checkpoints' entries and their CDI specs.
 func (c *cluster) deleteAll(ctx context.Context, t *testing.T) {
 	t.Helper()
 	err := c.cp.Kube.CoreV1().Pods(namespace).DeleteCollection(ctx,
@@ -173,11 +216,25 @@ func (c *cluster) deleteAll(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(t, 90*time.Second, "the pods and their allocations to be gone", func() (bool, string) {
-		s, err := readState(ctx, c.cp)
+	framework.WaitFor(t, 90*time.Second, "the pods and their allocations or claims to be gone", func() (bool, string) {
+		s, err := readState(ctx, c.cp, c.mode == draMode)
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(s.pods)+len(s.allocations) == 0, fmt.Sprintf("%d pods, %d allocations", len(s.pods), len(s.allocations))
+		return len(s.pods)+len(s.allocations)+len(s.claims) == 0, fmt.Sprintf("%d pods, %d allocations, %d claims", len(s.pods), len(s.allocations), len(s.claims))
+	})
+	if c.mode != draMode {
+		return
+	}
+	framework.WaitFor(t, 30*time.Second, "the node daemons to hold no claim", func() (bool, string) {
+		var left []string
+		for _, n := range c.nodes {
+			l, err := leftOnNode(n)
+			if err != nil {
+				return false, err.Error()
+			}
+			left = append(left, l...)
+		}
+		return len(left) == 0, strings.Join(left, "; ")
 	})
 }

@@ -33,8 +33,9 @@ type load struct {
 	wg     sync.WaitGroup
 }
 
-// startLoad runs the load until stop; prefix names its pods.
-func startLoad(ctx context.Context, cp *framework.ControlPlane, prefix string, alive int, deleteEvery time.Duration) *load {
+// startLoad runs the load on the cluster until stop; prefix names its pods.
+func startLoad(ctx context.Context, c *cluster, prefix string, alive int, deleteEvery time.Duration) *load {
+	cp := c.cp
 	ctx, cancel := context.WithCancel(ctx)
 	l := &load{cancel: cancel}
 	l.wg.Add(2)
@@ -42,10 +43,10 @@ func startLoad(ctx context.Context, cp *framework.ControlPlane, prefix string, a
 		defer l.wg.Done()
 		created := 0
 		for ctx.Err() == nil {
-			if s, err := readState(ctx, cp); err == nil {
+			if s, err := readState(ctx, cp, c.mode == draMode); err == nil {
 				for range alive - len(s.live()) {
 					name := fmt.Sprintf("%s-%03d", prefix, created)
-					if _, err := cp.Kube.CoreV1().Pods(namespace).Create(ctx, gpuPod(name), metav1.CreateOptions{}); err == nil {
+					if _, err := cp.Kube.CoreV1().Pods(namespace).Create(ctx, gpuPod(name, c.schedulerName()), metav1.CreateOptions{}); err == nil {
 						created++
 					}
 				}
@@ -94,13 +95,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // gpuPod is one of the suite's pods: one GPU with podMemoryMiB and
-// podCores, for Tessera's scheduler.
-func gpuPod(name string) *corev1.Pod {
+// podCores, for the scheduler named.
+func gpuPod(name, scheduler string) *corev1.Pod {
 	names := gpurequest.DefaultResourceNames()
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: corev1.PodSpec{
-			SchedulerName:                 schedulerName,
+			SchedulerName:                 scheduler,
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Containers: []corev1.Container{{
 				Name: "cuda", Image: "registry.invalid/cuda",

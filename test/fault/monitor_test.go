@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,8 @@ const samplePeriod = 250 * time.Millisecond
 // slots could hold. While the API does not answer nothing is known: waits
 // count again from its first answer.
 type monitor struct {
-	cp *framework.ControlPlane
+	cp  *framework.ControlPlane
+	dra bool
 
 	mu      sync.Mutex
 	since   map[types.UID]time.Time // pod → when its current wait began
@@ -45,8 +47,8 @@ type monitor struct {
 	orphanName    string
 }
 
-func newMonitor(cp *framework.ControlPlane) *monitor {
-	return &monitor{cp: cp, since: map[types.UID]time.Time{}, names: map[types.UID]string{},
+func newMonitor(cp *framework.ControlPlane, dra bool) *monitor {
+	return &monitor{cp: cp, dra: dra, since: map[types.UID]time.Time{}, names: map[types.UID]string{},
 		orphanSince: map[types.UID]time.Time{}, orphanNames: map[types.UID]string{}}
 }
 
@@ -125,7 +127,7 @@ func (m *monitor) waiting() []string {
 }
 
 func (m *monitor) sample(ctx context.Context) {
-	state, err := readState(ctx, m.cp)
+	state, err := readState(ctx, m.cp, m.dra)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -175,16 +177,22 @@ func (m *monitor) record(uid types.UID, wait time.Duration) {
 }
 
 // state is one reading of the API: the suite's pods, their allocations
-// and the GPUs.
+// and the GPUs; in DRA mode their claims and the nodes' ResourceSlices.
 type state struct {
 	pods        []corev1.Pod
 	allocations []gpuv1alpha1.GPUAllocation
 	nodes       []gpuv1alpha1.GPUNode
+	dra         bool
+	claims      []resourceapi.ResourceClaim
+	slices      []resourceapi.ResourceSlice
 }
 
-func readState(ctx context.Context, cp *framework.ControlPlane) (*state, error) {
+func readState(ctx context.Context, cp *framework.ControlPlane, dra bool) (*state, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if dra {
+		return readDRAState(ctx, cp)
+	}
 	// Allocations before pods: an allocation made after the first list
 	// is not counted, and one whose pod is gone by the second is not
 	// either, so a reading never counts two pods on the same GPU slice.
@@ -233,6 +241,9 @@ func (s *state) used() map[string]*placement.Hold {
 // freeSlots counts how many more of the suite's pods the healthy GPUs of
 // Ready nodes can hold.
 func (s *state) freeSlots() int64 {
+	if s.dra {
+		return s.freeDRASlots()
+	}
 	used := s.used()
 	var slots int64
 	for _, n := range s.nodes {
