@@ -78,7 +78,9 @@ func (c *cluster) startExtender(ctx context.Context) error {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	p, err := c.daemon("scheduler-extender", "scheduler", "--kubeconfig", c.cp.KubeconfigPath, "--listen-address", addr,
 		// Metrics are scraped from addr; no second listener on every address.
-		"--metrics-address=")
+		"--metrics-address=",
+		// With Kueue, the gang-fit check (deploy/examples/kueue/gang-fit.yaml).
+		fmt.Sprintf("--gang-fit=%t", c.o.kueue))
 	if err != nil {
 		return err
 	}
