@@ -26,7 +26,7 @@ type QueueRun struct {
 	Err error
 }
 
-// runName names a run, for its directory and the report.
+// runName names a run, for the logs and the report.
 func runName(gangFit bool) string {
 	if gangFit {
 		return "with gang-fit"
