@@ -59,7 +59,7 @@ func (e *GangUnfitError) Error() string {
 	case e.Member == 0:
 		return "pod 1 fits no node's GPUs as they are now"
 	default:
-		return fmt.Sprintf("pod %d fits no node's GPUs as they are now, beside the %d pods before it", e.Member+1, e.Member)
+		return fmt.Sprintf("pod %d fits no node's GPUs as they are now, beside the %d before it", e.Member+1, e.Member)
 	}
 }
 
