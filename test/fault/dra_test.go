@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
@@ -86,7 +87,7 @@ func (c *cluster) killDaemonInBurst(ctx context.Context, t *testing.T, n *simNod
 	}
 	for _, p := range pods.Items {
 		if p.Status.Phase == corev1.PodRunning {
-			_ = c.cp.Kube.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+			_ = c.cp.Kube.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		}
 	}
 	// Killed without waiting longer: a burst that never comes is a kill
