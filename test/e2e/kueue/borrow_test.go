@@ -9,7 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -32,15 +31,7 @@ func testBorrowAndReclaim(ctx context.Context, t *testing.T, e *env, node string
 		return c != nil && c["status"] == "True" && c["reason"] == "InCohortReclamation", fmt.Sprint(c)
 	})
 	framework.WaitFor(t, time.Minute, "the borrowing Job to be suspended with no pods", func() (bool, string) {
-		job, err := e.cp.Kube.BatchV1().Jobs(borrower.Namespace).Get(ctx, borrower.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		pods, err := e.cp.Kube.CoreV1().Pods(borrower.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + borrower.Name})
-		if err != nil {
-			return false, err.Error()
-		}
-		return ptr.Deref(job.Spec.Suspend, false) && len(pods.Items) == 0, fmt.Sprintf("suspend %v, %d pods", job.Spec.Suspend, len(pods.Items))
+		return e.suspendedWithoutPods(ctx, borrower)
 	})
 	e.waitAdmitted(t, reclaimer, "team-b")
 	e.waitPlaced(ctx, t, reclaimer, node, 3)

@@ -123,22 +123,27 @@ func (e *env) gangFitState(ctx context.Context, t *testing.T, job *batchv1.Job) 
 // checks that it stays so for a few seconds.
 func (e *env) waitSuspendedWithoutPods(ctx context.Context, t *testing.T, job *batchv1.Job) {
 	t.Helper()
-	suspended := func() (bool, string) {
-		got, err := e.cp.Kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		pods, err := e.cp.Kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
-		if err != nil {
-			return false, err.Error()
-		}
-		return ptr.Deref(got.Spec.Suspend, false) && len(pods.Items) == 0, fmt.Sprintf("suspend %v, %d pods", got.Spec.Suspend, len(pods.Items))
-	}
-	framework.WaitFor(t, 30*time.Second, "Job "+job.Name+" to be suspended with no pods", suspended)
+	framework.WaitFor(t, 30*time.Second, "Job "+job.Name+" to be suspended with no pods", func() (bool, string) {
+		return e.suspendedWithoutPods(ctx, job)
+	})
 	for range 5 {
 		time.Sleep(time.Second)
-		if ok, why := suspended(); !ok {
+		if ok, why := e.suspendedWithoutPods(ctx, job); !ok {
 			t.Fatalf("Job %s was let in: %s", job.Name, why)
 		}
 	}
+}
+
+// suspendedWithoutPods reports whether job is suspended with no pods, and
+// if not, what it is.
+func (e *env) suspendedWithoutPods(ctx context.Context, job *batchv1.Job) (bool, string) {
+	got, err := e.cp.Kube.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	pods, err := e.cp.Kube.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
+	if err != nil {
+		return false, err.Error()
+	}
+	return ptr.Deref(got.Spec.Suspend, false) && len(pods.Items) == 0, fmt.Sprintf("suspend %v, %d pods", got.Spec.Suspend, len(pods.Items))
 }
