@@ -52,7 +52,7 @@ func pluginFields() []string {
 	return []string{
 		"resourceNames", "defaultNodePolicy", "defaultGPUPolicy", "heartbeatMaxAge", "leaseNamespace",
 		"bindWaitTimeout", "hamiCoreMissing", "inFlightTTL", "orphanSweepInterval",
-		"metricsAddress", "allocationMetrics",
+		"metricsAddress", "allocationMetrics", "gangFit",
 	}
 }
 
