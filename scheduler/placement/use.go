@@ -81,6 +81,13 @@ func quotaCores(memoryMiB int64, cores int32, d *Device) int64 {
 	return int64(cores)
 }
 
+// DeviceUse is what one GPU given to a container takes of its
+// namespace's quota, the container being given memoryMiB and cores of
+// device d (nil for a GPU the scheduler does not know; see quotaCores).
+func DeviceUse(memoryMiB int64, cores int32, d *Device) Use {
+	return Use{MemoryMiB: memoryMiB, Cores: quotaCores(memoryMiB, cores, d), GPUs: 1}
+}
+
 // UseOf is what an allocation on node n takes of its namespace's quota.
 // Devices n does not have, all of them when n is nil, count by their
 // cores alone (see quotaCores).
@@ -90,13 +97,11 @@ func UseOf(containers []gpuv1alpha1.ContainerAllocation, n *Node) Use {
 		func(c int) Use {
 			var u Use
 			for _, d := range containers[c].Devices {
-				u.MemoryMiB += d.MemoryMiB
 				var device *Device
 				if n != nil {
 					device = n.device(d.UUID)
 				}
-				u.Cores += quotaCores(d.MemoryMiB, d.Cores, device)
-				u.GPUs++
+				u = u.Add(DeviceUse(d.MemoryMiB, d.Cores, device))
 			}
 			return u
 		})
@@ -133,10 +138,7 @@ func (ft *Fitter) Use(node *Node, req *Request) (u Use, ok bool) {
 			cr := &req.Containers[c]
 			for m := e.chosen[c]; m != 0; m &= m - 1 {
 				d := &node.Devices[bits.TrailingZeros64(m)]
-				memory := memoryOn(cr, d)
-				u.MemoryMiB += memory
-				u.Cores += quotaCores(memory, coresOn(cr, d), d)
-				u.GPUs++
+				u = u.Add(DeviceUse(memoryOn(cr, d), coresOn(cr, d), d))
 			}
 			return u
 		}), true
