@@ -64,7 +64,8 @@ type pluginConfig struct {
 }
 
 // TestShippedConfig checks that deploy/scheduler/tessera-scheduler-dra-config.yaml
-// enables the plugin where it runs and gives it arguments it takes.
+// enables the plugin where it runs (the quota at preFilter and filter, the
+// score at preScore and score) and gives it arguments it takes.
 func TestShippedConfig(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "scheduler", "tessera-scheduler-dra-config.yaml"))
 	if err != nil {
@@ -78,7 +79,7 @@ func TestShippedConfig(t *testing.T) {
 		t.Fatalf("%d profiles, want 1", len(config.Profiles))
 	}
 	profile := config.Profiles[0]
-	for _, point := range []string{"preScore", "score"} {
+	for _, point := range []string{"preFilter", "filter", "preScore", "score"} {
 		if !slices.ContainsFunc(profile.Plugins[point].Enabled, func(p struct{ Name string }) bool { return p.Name == Name }) {
 			t.Errorf("%s is not enabled at %s", Name, point)
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 )
 
 // BenchmarkScore is what the score costs kube-scheduler per pod: PreScore,
@@ -45,7 +46,7 @@ func BenchmarkScore(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p := newPlugin(defaults, m)
+			p := newPlugin(defaults, m, quota.Fixed(nil), nil)
 			pod := podOf("slice")
 			ctx := context.Background()
 			list := make(fwk.NodeScoreList, nodes)

@@ -15,5 +15,13 @@
 // flight included). Score places the request on each node with
 // placement's Fitter and returns the load it would leave; NormalizeScore
 // ranks the loads by the node policy with nodescore, as the other modes do.
-// No informer of its own: the slices and claims are kube-scheduler's.
+// The slices and claims are kube-scheduler's.
+//
+// At PreFilter and Filter it holds the namespace's GPU quota (package
+// quota) in DRA mode: what the namespace's allocated claims consume, each
+// device one GPU, plus what the pod's claims would get on the node, must
+// fit the limits, in quota.Limits.Exceeded's words. kube-scheduler retries
+// a pod it turned away when a claim of the namespace is freed (a
+// registered event); a ResourceQuota, which kube-scheduler does not
+// watch, activates the namespace's pods through the plugin's informer.
 package drascore

@@ -27,9 +27,10 @@ type gpuSlice struct {
 	ids []structured.DeviceID
 }
 
-// nodeSlices returns, for each node in names, the GPUs of the newest
-// generation of each of its pools as Tessera's driver publishes them in
-// slices. Nodes with no such GPUs are left out.
+// nodeSlices returns, for each node in names (every node when names is
+// nil), the GPUs of the newest generation of each of its pools as
+// Tessera's driver publishes them in slices. Nodes with no such GPUs are
+// left out.
 func (c *sliceGPUs) nodeSlices(slices []*resourceapi.ResourceSlice, names map[string]bool) map[string][]*gpuSlice {
 	newest := map[string]int64{}
 	for _, s := range slices {
@@ -95,9 +96,10 @@ func (c *sliceGPUs) forgetDeleted(listed []*resourceapi.ResourceSlice) {
 	c.slices = kept
 }
 
-// ours reports whether s is a slice of Tessera's driver on one of names.
+// ours reports whether s is a slice of Tessera's driver on one of names,
+// or on any node when names is nil.
 func ours(s *resourceapi.ResourceSlice, names map[string]bool) bool {
-	return s.Spec.Driver == gpuv1alpha1.DRADriverName && s.Spec.NodeName != nil && names[*s.Spec.NodeName]
+	return s.Spec.Driver == gpuv1alpha1.DRADriverName && s.Spec.NodeName != nil && (names == nil || names[*s.Spec.NodeName])
 }
 
 // readSlice reads the GPUs of s.

@@ -7,9 +7,11 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -30,9 +32,14 @@ type Plugin struct {
 	dra fwk.SharedDRAManager
 	// gpus keeps the slices' GPUs between pods.
 	gpus sliceGPUs
-	// scorers hold scratch memory for Score, which kube-scheduler runs on
-	// many nodes at once.
+	// scorers hold scratch memory for Score and Filter, which
+	// kube-scheduler runs on many nodes at once.
 	scorers sync.Pool
+	// quotas are the namespaces' GPU limits, and waiting the pods they
+	// turned away, which activator moves to the active queue.
+	quotas    quota.Source
+	waiting   waiting
+	activator fwk.PodActivator
 }
 
 // scorer is the scratch memory of one Score call: the node's GPUs with
@@ -43,9 +50,10 @@ type scorer struct {
 }
 
 // New builds the plugin from its arguments (see args) over the handle's
-// DRA manager; it refuses to build when the scheduler has none, that is
-// without the DynamicResourceAllocation feature.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// DRA manager and an informer on ResourceQuotas from its informer
+// factory; it refuses to build when the scheduler has no DRA manager,
+// that is without the DynamicResourceAllocation feature.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	a, err := decodeArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s plugin arguments: %w", Name, err)
@@ -54,11 +62,22 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if dra == nil {
 		return nil, errors.New(Name + " needs kube-scheduler's DynamicResourceAllocation feature, which is off")
 	}
-	return newPlugin(a, dra), nil
+	quotas := h.SharedInformerFactory().Core().V1().ResourceQuotas()
+	p := newPlugin(a, dra, quota.NewLister(quotas.Lister()), h)
+	if _, err := quotas.Informer().AddEventHandler(p.quotaHandler(ctx)); err != nil {
+		return nil, fmt.Errorf("watching ResourceQuotas: %w", err)
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: p.podGone}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	return p, nil
 }
 
-func newPlugin(a *args, dra fwk.SharedDRAManager) *Plugin {
-	return &Plugin{args: a, dra: dra, scorers: sync.Pool{New: func() any { return new(scorer) }}}
+func newPlugin(a *args, dra fwk.SharedDRAManager, quotas quota.Source, activator fwk.PodActivator) *Plugin {
+	return &Plugin{
+		args: a, dra: dra, quotas: quotas, activator: activator,
+		scorers: sync.Pool{New: func() any { return new(scorer) }},
+	}
 }
 
 // Name returns the plugin's name.

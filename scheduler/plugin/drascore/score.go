@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/dynamic-resource-allocation/structured"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
@@ -39,34 +38,12 @@ func (s *cycleState) Clone() fwk.StateData { return s }
 // nodes' GPUs and usage; a pod with no unallocated claim of Tessera's
 // classes is skipped.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	choices, err := claimRequests(pod, p.dra.ResourceClaims(), p.args.DeviceClasses)
-	if err != nil {
-		return fwk.AsStatus(err)
+	candidates, nodePolicy, status := p.podRequests(ctx, pod)
+	if !status.IsSuccess() {
+		return status
 	}
-	if len(choices) == 0 {
-		return fwk.NewStatus(fwk.Skip)
-	}
-	logger := klog.FromContext(ctx)
-	// The webhook leaves a HAMi-style pod's annotations as they were, and
-	// they steer placement as in the other modes; a pod whose annotations
-	// do not parse is ranked by the defaults.
-	sel, err := gpurequest.ParseAnnotations(pod.Annotations)
-	if err != nil {
-		logger.V(4).Info("Scoring by the default policies: the pod's GPU annotations do not parse", "pod", klog.KObj(pod), "err", err)
-		sel = gpurequest.Selection{}
-	}
-	s := &cycleState{nodePolicy: sel.NodePolicy}
-	if s.nodePolicy == "" {
-		s.nodePolicy = p.args.DefaultNodePolicy
-	}
-	for _, containers := range candidates(choices) {
-		req, err := placement.NewRequest(containers, sel, p.args.DefaultGPUPolicy)
-		if err != nil {
-			logger.V(4).Info("Not scoring the pod's GPUs: placement cannot take its claims", "pod", klog.KObj(pod), "err", err)
-			return fwk.NewStatus(fwk.Skip)
-		}
-		s.candidates = append(s.candidates, req)
-	}
+	s := &cycleState{candidates: candidates, nodePolicy: nodePolicy}
+	var err error
 	if s.consumed, err = p.consumed(ctx); err != nil {
 		return fwk.AsStatus(err)
 	}

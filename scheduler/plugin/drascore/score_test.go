@@ -13,6 +13,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 )
 
 // draManager is kube-scheduler's DRA manager over fixed claims, slices and
@@ -34,6 +35,14 @@ type claimTracker struct {
 
 func (c claimTracker) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
 	return c.m.claims.Get(namespace, name)
+}
+
+func (c claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
+	out := make([]*resourceapi.ResourceClaim, 0, len(c.m.claims))
+	for _, claim := range c.m.claims {
+		out = append(out, claim)
+	}
+	return out, nil
 }
 
 func (c claimTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
@@ -106,7 +115,7 @@ func TestScoreRanksNodesByTheNodePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPlugin(defaults, m)
+	p := newPlugin(defaults, m, quota.Fixed(nil), nil)
 	withPolicy := func(claimName, key, policy string) *v1.Pod {
 		pod := podOf(claimName)
 		if key != "" {
