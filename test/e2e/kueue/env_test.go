@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,9 +32,11 @@ import (
 // example teams' queues, Tessera's extender, kube-scheduler and webhook,
 // and a goroutine playing the nodes' kubelets.
 type env struct {
-	cp       *framework.ControlPlane
-	dynamic  dynamic.Interface
-	extender string // host:port
+	cp      *framework.ControlPlane
+	dynamic dynamic.Interface
+	// extender is the host:port of the extender, or in plugin mode of
+	// tessera-scheduler's metrics, either serving /metrics/state.
+	extender string
 }
 
 // startEnv starts everything for one test; t.Cleanup stops it.
@@ -41,6 +45,46 @@ func startEnv(t *testing.T) *env { return startEnvWith(t, nil) }
 // startEnvWith is startEnv with the extender's configuration changed by
 // configure, unless it is nil.
 func startEnvWith(t *testing.T, configure func(*options.Config)) *env {
+	t.Helper()
+	e := startQueues(t)
+	e.extender = startExtender(t, e.cp, configure)
+	e.cp.StartShippedScheduler(t, "http://"+e.extender)
+	e.startWebhookAndKubelets(t)
+	return e
+}
+
+// startPluginEnv is startEnv with tessera-scheduler, the shipped
+// deploy/scheduler/tessera-scheduler-config.yaml with each of replace's
+// keys replaced by its value, in place of kube-scheduler and the extender.
+func startPluginEnv(t *testing.T, replace map[string]string) *env {
+	t.Helper()
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startQueues(t)
+	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := string(shipped)
+	replace = maps.Clone(replace)
+	replace["heartbeatMaxAge: 2m"] = "heartbeatMaxAge: 1h"
+	for from, to := range replace {
+		if !strings.Contains(config, from) {
+			t.Fatalf("the shipped tessera-scheduler configuration no longer says %q", from)
+		}
+		config = strings.ReplaceAll(config, from, to)
+	}
+	e.extender = e.cp.StartSchedulerBinary(t, bin, config).MetricsAddress
+	framework.WaitReady(t, "tessera-scheduler", "http://"+e.extender+"/readyz")
+	e.startWebhookAndKubelets(t)
+	return e
+}
+
+// startQueues starts the control plane with the workload controllers and
+// Kueue with the example teams' queues.
+func startQueues(t *testing.T) *env {
 	t.Helper()
 	cp := framework.Start(t, framework.Options{ControllerManager: true, Workloads: true})
 	cp.StartKueue(t)
@@ -53,11 +97,15 @@ func startEnvWith(t *testing.T, configure func(*options.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{cp: cp, dynamic: client, extender: startExtender(t, cp, configure)}
-	cp.StartShippedScheduler(t, "http://"+e.extender)
-	cp.StartWebhook(t, nil)
-	serveAllocations(t, cp)
-	return e
+	return &env{cp: cp, dynamic: client}
+}
+
+// startWebhookAndKubelets starts Tessera's webhook and the goroutine
+// playing the nodes' kubelets.
+func (e *env) startWebhookAndKubelets(t *testing.T) {
+	t.Helper()
+	e.cp.StartWebhook(t, nil)
+	serveAllocations(t, e.cp)
 }
 
 // startExtender runs Tessera's extender in process until the test ends

@@ -31,9 +31,18 @@ import (
 //   - once the fragments' pods end, the first Job is admitted and placed;
 //   - a Job with a pod larger than any GPU is rejected with the reason.
 //
-// The GPU accounting invariants hold at the end.
+// The GPU accounting invariants hold at the end. It runs in extender mode
+// and in plugin mode.
 func TestGangFit(t *testing.T) {
-	e := startEnvWith(t, func(c *options.Config) { c.GangFit.Enabled = true })
+	t.Run("extender", func(t *testing.T) {
+		testGangFit(t, startEnvWith(t, func(c *options.Config) { c.GangFit.Enabled = true }))
+	})
+	t.Run("plugin", func(t *testing.T) {
+		testGangFit(t, startPluginEnv(t, map[string]string{"gangFit:\n            enabled: false": "gangFit:\n            enabled: true"}))
+	})
+}
+
+func testGangFit(t *testing.T, e *env) {
 	ctx := context.Background()
 	const node = "gang-a100"
 	e.addNode(ctx, t, node, 4)
