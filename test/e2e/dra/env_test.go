@@ -22,8 +22,9 @@ import (
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
-// cluster is a control plane with stock kube-scheduler and simulated GPU
-// nodes each served by a node daemon in DRA mode and a node agent.
+// cluster is a control plane with kube-scheduler (stock, or as
+// startClusterWith starts it) and simulated GPU nodes each served by a
+// node daemon in DRA mode and a node agent.
 type cluster struct {
 	t      *testing.T
 	ctx    context.Context
@@ -45,7 +46,15 @@ type simNode struct {
 	daemon *plugin.Plugin
 }
 
+// startCluster starts the cluster with stock kube-scheduler.
 func startCluster(t *testing.T, nodes ...*simNode) *cluster {
+	t.Helper()
+	return startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartScheduler(t, framework.StockSchedulerConfig) }, nodes...)
+}
+
+// startClusterWith starts the cluster with the scheduler that
+// startScheduler starts.
+func startClusterWith(t *testing.T, startScheduler func(*framework.ControlPlane), nodes ...*simNode) *cluster {
 	t.Helper()
 	cp := framework.Start(t, framework.Options{ControllerManager: true, DRA: true})
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
@@ -57,7 +66,7 @@ func startCluster(t *testing.T, nodes ...*simNode) *cluster {
 		}
 		cancel()
 	})
-	cp.StartScheduler(t, framework.StockSchedulerConfig)
+	startScheduler(cp)
 	if _, err := cp.Kube.ResourceV1().DeviceClasses().Create(ctx, &resourceapi.DeviceClass{
 		ObjectMeta: metav1.ObjectMeta{Name: gpuv1alpha1.DRADriverName},
 		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{

@@ -1,0 +1,86 @@
+package dra
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// TestQuotaHoldsUnderTesseraScheduler runs tessera-scheduler with the
+// shipped DRA configuration over one 80 GiB GPU and a ResourceQuota of
+// 50000 MiB of GPU memory: a second 30 GiB claim, for which the GPU has
+// room, waits Pending with the quota's reason, and runs once the quota is
+// raised; a third waits in the same way, and runs once the first pod's
+// claim is freed. The GPU never holds more than it has.
+func TestQuotaHoldsUnderTesseraScheduler(t *testing.T) {
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-dra-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartSchedulerBinary(t, bin, string(config)) }, &simNode{name: "solo", gpus: oneH100})
+	stop := c.watchCapacity()
+	quotas := c.cp.Kube.CoreV1().ResourceQuotas(metav1.NamespaceDefault)
+	_, err = quotas.Create(c.ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse("50000")}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.claimTemplate("mem30", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "30Gi"}),
+	}})
+	c.waitRunningCreated(claimPod("p1", "solo", "mem30", map[string]string{"cuda": ""}))
+
+	c.createPod(claimPod("p2", "solo", "mem30", map[string]string{"cuda": ""}))
+	c.waitQuotaRefused("p2", "namespace default would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 30720, asked 30720, limit 50000")
+	// The quota controller writes the quota's status: patch, not update.
+	patch := `{"spec":{"hard":{"requests.` + gpuv1alpha1.QuotaMemory + `":"70000"}}}`
+	if _, err := quotas.Patch(c.ctx, "gpu", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitRunning("p2")
+
+	c.createPod(claimPod("p3", "solo", "mem30", map[string]string{"cuda": ""}))
+	c.waitQuotaRefused("p3", "namespace default would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 61440, asked 30720, limit 70000")
+	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "p1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitRunning("p3")
+	if violations := stop(); len(violations) > 0 {
+		t.Errorf("the GPU held more than it has: %v", violations)
+	}
+}
+
+// waitQuotaRefused waits until the scheduler finds the pod unschedulable
+// with its namespace's quota's reason, which must be want.
+func (c *cluster) waitQuotaRefused(name, want string) {
+	c.t.Helper()
+	framework.WaitFor(c.t, time.Minute, "pod "+name+" to be refused by its namespace's GPU quota", func() (bool, string) {
+		pod, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+				return strings.Contains(cond.Message, want), cond.Message
+			}
+		}
+		return false, "node " + pod.Spec.NodeName
+	})
+}
