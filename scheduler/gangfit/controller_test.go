@@ -70,6 +70,9 @@ func newFixture(t *testing.T) *fixture {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
 			t.Fatal(err)
 		}
+		if w.ResourceVersion != "7" {
+			t.Errorf("the check applied its state on resource version %q, want 7, the one it decided on", w.ResourceVersion)
+		}
 		f.applied = append(f.applied, w.Status.AdmissionChecks...)
 		return true, &u, nil
 	})
@@ -104,16 +107,25 @@ func (f *fixture) Forget(uid types.UID) {}
 // each, with quota reserved and the check in state, since the check's
 // last transition ago, into the informer's cache, and returns its key.
 func (f *fixture) setWorkload(t *testing.T, name string, pods int32, memoryMiB int64, state string, ago time.Duration) string {
+	return f.setWorkloadEvicted(t, name, pods, memoryMiB, state, ago, false)
+}
+
+// setWorkloadEvicted is setWorkload, with Kueue evicting the Workload when
+// evicted is set.
+func (f *fixture) setWorkloadEvicted(t *testing.T, name string, pods int32, memoryMiB int64, state string, ago time.Duration, evicted bool) string {
 	t.Helper()
 	var w workload
 	w.APIVersion, w.Kind = "kueue.x-k8s.io/v1beta2", "Workload"
-	w.Namespace, w.Name, w.UID = "team", name, types.UID("uid-"+name)
+	w.Namespace, w.Name, w.UID, w.ResourceVersion = "team", name, types.UID("uid-"+name), "7"
 	w.Spec.PodSets = []podSet{{Name: "main", Count: pods, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 		Name: "main", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
 			"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/gpumem": *resource.NewQuantity(memoryMiB, resource.DecimalSI),
 		}},
 	}}}}}}
 	w.Status.Conditions = []metav1.Condition{{Type: conditionQuotaReserved, Status: metav1.ConditionTrue}}
+	if evicted {
+		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: conditionEvicted, Status: metav1.ConditionTrue})
+	}
 	w.Status.AdmissionChecks = []checkState{{Name: checkName, State: state, LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-ago))}}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&w)
 	if err != nil {
@@ -244,5 +256,24 @@ func TestReleasedWhenGone(t *testing.T) {
 	f.sync(t, key)
 	if got := f.view.Used("team").MemoryMiB; got != 0 {
 		t.Errorf("a deleted Workload's namespace holds %d MiB", got)
+	}
+}
+
+// TestEvictedNotDecided pins that the check neither decides nor holds
+// room for a Workload that Kueue is evicting: Kueue resets the check once
+// the eviction is done, and a decision written meanwhile would overwrite
+// that reset and leave the Workload out of the queue.
+func TestEvictedNotDecided(t *testing.T) {
+	f := newFixture(t)
+	key := f.setWorkload(t, "small", 2, 30000, statePending, 0)
+	f.sync(t, key)
+	f.applied = nil
+	f.setWorkloadEvicted(t, "small", 2, 30000, statePending, 0, true)
+	f.sync(t, key)
+	if len(f.applied) != 0 {
+		t.Errorf("the check wrote %+v on a Workload being evicted", f.applied)
+	}
+	if got := f.view.GangHeld("uid-small/main"); got != 0 {
+		t.Errorf("room held for %d pods of a Workload being evicted", got)
 	}
 }

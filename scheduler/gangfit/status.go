@@ -16,7 +16,10 @@ import (
 
 // setState writes the check's state on the Workload with server-side
 // apply, as its field manager: only its own entry of
-// status.admissionChecks changes.
+// status.admissionChecks changes. The write carries the resource version
+// the check decided on, so a decision on a Workload that Kueue changed
+// since (evicted it, reset the check) fails with a conflict, and is made
+// again on what Kueue wrote.
 func (c *Controller) setState(ctx context.Context, w *workload, st checkState) error {
 	st.LastTransitionTime = metav1.NewTime(c.cfg.Clock.Now())
 	entry, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
@@ -26,7 +29,7 @@ func (c *Controller) setState(ctx context.Context, w *workload, st checkState) e
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": workloads.GroupVersion().String(),
 		"kind":       "Workload",
-		"metadata":   map[string]any{"name": w.Name, "namespace": w.Namespace},
+		"metadata":   map[string]any{"name": w.Name, "namespace": w.Namespace, "resourceVersion": w.ResourceVersion},
 		"status":     map[string]any{"admissionChecks": []any{entry}},
 	}}
 	_, err = c.cfg.Dynamic.Resource(workloads).Namespace(w.Namespace).ApplyStatus(ctx, w.Name, u,

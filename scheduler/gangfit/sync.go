@@ -33,8 +33,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	st, ok := c.ourCheck(&w)
-	if !ok || w.condition(conditionFinished) || !w.condition(conditionQuotaReserved) {
-		// Not ours, done, or sent back to the queue: nothing to hold.
+	if !ok || w.condition(conditionFinished) || !w.condition(conditionQuotaReserved) || w.condition(conditionEvicted) {
+		// Not ours, done, or being sent back to the queue, where Kueue
+		// resets the check: nothing to hold, and nothing to decide.
 		c.release(key)
 		return nil
 	}

@@ -24,8 +24,8 @@ const (
 	stateRejected = "Rejected"
 
 	conditionQuotaReserved = "QuotaReserved"
-	conditionAdmitted      = "Admitted"
 	conditionFinished      = "Finished"
+	conditionEvicted       = "Evicted"
 )
 
 // workload is the part of a Kueue Workload the check reads. Tessera does
