@@ -56,6 +56,11 @@ type Config struct {
 	// DeviceClass is the DeviceClass of the claims the webhook writes in
 	// DRA mode.
 	DeviceClass string
+	// DRASchedulerName, when set, is written to spec.schedulerName of the
+	// GPU pods the webhook turns into claims that name no scheduler or
+	// the default one: tessera-scheduler's DRA profile beside the
+	// cluster's kube-scheduler. Empty leaves them to the default scheduler.
+	DRASchedulerName string
 }
 
 // DefaultConfig returns the configuration that matches Tessera's shipped
@@ -76,6 +81,11 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(c.SchedulerName); len(errs) > 0 {
 		return fmt.Errorf("scheduler name %q: %v", c.SchedulerName, errs)
+	}
+	if c.DRASchedulerName != "" {
+		if errs := validation.IsDNS1123Subdomain(c.DRASchedulerName); len(errs) > 0 {
+			return fmt.Errorf("DRA scheduler name %q: %v", c.DRASchedulerName, errs)
+		}
 	}
 	if err := c.ResourceNames.Validate(); err != nil {
 		return err

@@ -58,15 +58,20 @@ func (a *Admitter) mutations(pod *corev1.Pod) []patchOp {
 	if !a.podAsks(&pod.Spec) {
 		return ops
 	}
+	return append(ops, schedulerMutations(pod, a.cfg.SchedulerName)...)
+}
+
+// schedulerMutations returns the patch that hands the pod to scheduler
+// when it names no scheduler or the default one; a pod that names its
+// own scheduler keeps it: its owner chose.
+func schedulerMutations(pod *corev1.Pod, scheduler string) []patchOp {
 	switch pod.Spec.SchedulerName {
 	case "", corev1.DefaultSchedulerName:
-		if a.cfg.SchedulerName != pod.Spec.SchedulerName {
-			ops = append(ops, patchOp{Op: "add", Path: pointer("spec", "schedulerName"), Value: a.cfg.SchedulerName})
+		if scheduler != pod.Spec.SchedulerName {
+			return []patchOp{{Op: "add", Path: pointer("spec", "schedulerName"), Value: scheduler}}
 		}
-	default:
-		// A pod that names its own scheduler keeps it: its owner chose.
 	}
-	return ops
+	return nil
 }
 
 // templateMutations returns the patch that gives a pod, or a Job's pod

@@ -49,6 +49,9 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 		klog.FromContext(ctx).V(2).Info("Refusing GPU pod DRA cannot express", "reasons", len(refusals), "firstReason", refusals[0].String())
 		return denied(req, name, refusals)
 	}
+	if a.cfg.DRASchedulerName != "" {
+		ops = append(ops, schedulerMutations(pod, a.cfg.DRASchedulerName)...)
+	}
 	if req.DryRun == nil || !*req.DryRun {
 		for _, t := range templates {
 			if err := a.templates.Ensure(ctx, t); err != nil {

@@ -394,3 +394,28 @@ func TestMutateForDRATemplates(t *testing.T) {
 		}
 	})
 }
+
+func TestMutateForDRASchedulerName(t *testing.T) {
+	tests := []struct {
+		name           string
+		draScheduler   string
+		podNames, want string
+	}{
+		{name: "without a DRA scheduler the pod stays with the default one", podNames: corev1.DefaultSchedulerName, want: corev1.DefaultSchedulerName},
+		{name: "the default scheduler is replaced by the DRA scheduler", draScheduler: "tessera-scheduler-dra", podNames: corev1.DefaultSchedulerName, want: "tessera-scheduler-dra"},
+		{name: "no scheduler named gets the DRA scheduler", draScheduler: "tessera-scheduler-dra", want: "tessera-scheduler-dra"},
+		{name: "a scheduler the pod names is kept", draScheduler: "tessera-scheduler-dra", podNames: "custom", want: "custom"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, kube := draAdmitter(t)
+			a.cfg.DRASchedulerName = tc.draScheduler
+			p := pod(limited("cuda", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
+			p.Spec.SchedulerName = tc.podNames
+			out, _ := mutateDRA(t, a, kube, p)
+			if out.Spec.SchedulerName != tc.want {
+				t.Errorf("schedulerName %q, want %q", out.Spec.SchedulerName, tc.want)
+			}
+		})
+	}
+}

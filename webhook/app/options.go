@@ -124,6 +124,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&a.Mode, "mode", a.Mode, `how GPU pods are served: "extender" (Tessera's scheduler and device plugin: set the scheduler and GPU count) or "dra" (kube-scheduler and DRA driver gpu.tessera.dev: turn GPU resources into ResourceClaims); a namespace labelled --mode-label chooses its own`)
 	fs.StringVar(&a.ModeLabel, "mode-label", a.ModeLabel, `namespace label that, set to "extender" or "dra", overrides --mode for the namespace's pods`)
 	fs.StringVar(&a.DeviceClass, "dra-device-class", a.DeviceClass, "DeviceClass of the claims written in DRA mode")
+	fs.StringVar(&a.DRASchedulerName, "dra-scheduler-name", a.DRASchedulerName, "scheduler written in DRA mode to spec.schedulerName of GPU pods that name none or default-scheduler (tessera-scheduler's DRA profile); empty: they keep the default scheduler")
 
 	logsapi.AddFlags(o.Logs, fs)
 }

@@ -31,6 +31,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "self-managed without a namespace", edit: func(o *Options) { o.Namespace = "" }, wantErr: `--tls-mode=self-managed: namespace ""`},
 		{name: "self-managed with nothing to cover", edit: func(o *Options) { o.ServiceName = "" }, wantErr: "at least one DNS name or IP address"},
 		{name: "bad scheduler name", edit: func(o *Options) { o.Admission.SchedulerName = "Tessera Scheduler" }, wantErr: `scheduler name "Tessera Scheduler"`},
+		{name: "bad DRA scheduler name", edit: func(o *Options) { o.Admission.DRASchedulerName = "Tessera DRA" }, wantErr: `DRA scheduler name "Tessera DRA"`},
 		{name: "resource name used twice", edit: func(o *Options) { o.Admission.ResourceNames.Cores = "nvidia.com/gpu" }, wantErr: `"nvidia.com/gpu" is used twice`},
 		{name: "bad opt-out label", edit: func(o *Options) { o.Admission.OptOutLabel = "no spaces" }, wantErr: `opt-out label "no spaces"`},
 	}
