@@ -258,6 +258,21 @@ func TestValuesRefused(t *testing.T) {
 			want: []string{"gangFit.enabled does not work with devicePlugin.mode dra"},
 		},
 		{
+			name:   "a DRA profile in extender mode",
+			values: map[string]any{"scheduler": map[string]any{"dra": map[string]any{"schedulerName": "tessera-scheduler-dra"}}},
+			want:   []string{"scheduler.dra.schedulerName needs scheduler.mode plugin"},
+		},
+		{
+			name:   "a DRA profile named as the other",
+			values: map[string]any{"scheduler": map[string]any{"mode": "plugin", "dra": map[string]any{"schedulerName": "tessera-scheduler"}}},
+			want:   []string{"scheduler.dra.schedulerName tessera-scheduler must differ from schedulerName"},
+		},
+		{
+			name:   "a DRA profile name that is no name",
+			values: map[string]any{"scheduler": map[string]any{"mode": "plugin", "dra": map[string]any{"schedulerName": "Tessera DRA"}}},
+			want:   []string{"/scheduler/dra/schedulerName"},
+		},
+		{
 			name:   "one resource name twice",
 			values: map[string]any{"resourceNames": map[string]any{"memory": "nvidia.com/gpu"}},
 			want:   []string{"resourceNames must be four different names"},

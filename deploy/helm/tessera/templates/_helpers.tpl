@@ -109,6 +109,12 @@ so that two durations can be compared.
 {{- fail "scheduler.extender.gangFit.enabled does not work with devicePlugin.mode dra: kube-scheduler's DRA allocator chooses the GPUs there and would not keep the room the check holds" -}}
 {{- end -}}
 {{- end -}}
+{{- if and $s.dra.schedulerName (ne $s.mode "plugin") -}}
+{{- fail "scheduler.dra.schedulerName needs scheduler.mode plugin: the DRA profile runs Tessera's TesseraDRA, which only tessera-scheduler has" -}}
+{{- end -}}
+{{- if and $s.dra.schedulerName (eq $s.dra.schedulerName .Values.schedulerName) -}}
+{{- fail (printf "scheduler.dra.schedulerName %s must differ from schedulerName, the profile of the other GPU pods" $s.dra.schedulerName) -}}
+{{- end -}}
 {{- $n := .Values.resourceNames -}}
 {{- if ne (len (list $n.count $n.memory $n.memoryPercentage $n.cores | uniq)) 4 -}}
 {{- fail (printf "resourceNames must be four different names, got count=%s memory=%s memoryPercentage=%s cores=%s" $n.count $n.memory $n.memoryPercentage $n.cores) -}}
