@@ -125,10 +125,6 @@ func startCluster(t *testing.T, mode string, nodes int) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, n := range c.nodes {
-			c.stopDaemon(t, n)
-			n.agentRun.stop(t)
-		}
 		if c.extender != nil {
 			c.extender.stop(t)
 		}
@@ -169,10 +165,18 @@ func (c *cluster) newNode(t *testing.T, name string) *simNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	n := &simNode{name: name, dir: dir, gpuFile: filepath.Join(dir, "gpus.yaml"),
 		pluginDir: filepath.Join(dir, "device-plugins"), registryDir: filepath.Join(dir, "registry"),
 		draDir: filepath.Join(dir, "plugin"), cdiDir: filepath.Join(dir, "cdi")}
+	// The node stops before its directories go, and before what places
+	// pods and the control plane.
+	t.Cleanup(func() {
+		c.stopDaemon(t, n)
+		if n.agentRun != nil {
+			n.agentRun.stop(t)
+		}
+		os.RemoveAll(dir)
+	})
 	for _, d := range []string{n.pluginDir, n.registryDir} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -199,17 +203,18 @@ func (c *cluster) startDaemon(t *testing.T, n *simNode) {
 	c.startPlugin(t, n)
 }
 
-// stopDaemon stops the node's daemon.
+// stopDaemon stops the node's daemon, if it was started.
 func (c *cluster) stopDaemon(t *testing.T, n *simNode) {
 	t.Helper()
-	if c.mode == draMode {
+	switch {
+	case n.daemon != nil:
 		if t.Failed() {
 			t.Logf("last lines of the node daemon of %s:\n%s", n.name, n.daemon.LogTail(4000))
 		}
 		n.daemon.Stop()
-		return
+	case n.pluginRun != nil:
+		n.pluginRun.stop(t)
 	}
-	n.pluginRun.stop(t)
 }
 
 // startExtenderMode runs the extender and kube-scheduler on the shipped
