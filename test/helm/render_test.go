@@ -76,6 +76,10 @@ func variants() map[string]render {
 			"scheduler": map[string]any{"mode": "plugin"},
 			"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 		}},
+		"dra with tessera-scheduler": {release: "drap", namespace: "tessera-drap", values: map[string]any{
+			"devicePlugin": map[string]any{"mode": "dra"},
+			"scheduler":    map[string]any{"mode": "plugin", "dra": map[string]any{"schedulerName": "tessera-scheduler-dra"}},
+		}},
 		"minimal": {release: "min", namespace: "tessera-min", values: map[string]any{
 			"crds":         map[string]any{"install": false},
 			"scheduler":    map[string]any{"leaderElection": false},
