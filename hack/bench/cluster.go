@@ -82,16 +82,20 @@ func createNodes(ctx context.Context, env *clusterEnv, o *Options, form podForm)
 	}
 	err := forEach(ctx, o.Nodes, o.Workers, func(ctx context.Context, i int) error {
 		name := nodeName(i)
-		if _, err := framework.NewReadyNode(ctx, env.cp.Kube, name, allocatable); err != nil {
+		node, err := framework.NewReadyNode(ctx, env.cp.Kube, name, allocatable)
+		if err != nil {
 			return fmt.Errorf("creating node %s: %w", name, err)
 		}
 		status := gpuNodeStatus(name, o.GPUsPerNode, o.Split, metav1.Now())
 		if form == formClaim {
+			// Owned by its Node, as the node daemon's ResourceSlice
+			// controller publishes it, which then keeps it as it is.
 			slice := resourceSlice(name, status.Devices)
+			slice.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: node.UID, Controller: ptr.To(true)}}
 			if _, err := env.cp.Kube.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
 				return fmt.Errorf("publishing the ResourceSlice of node %s: %w", name, err)
 			}
-			return nil
+			return createLease(ctx, env, name)
 		}
 		gpuNodes := env.cp.Tessera.GpuV1alpha1().GPUNodes()
 		gn, err := gpuNodes.Create(ctx, &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: name}},
@@ -103,18 +107,25 @@ func createNodes(ctx context.Context, env *clusterEnv, o *Options, form podForm)
 		if _, err := gpuNodes.UpdateStatus(ctx, gn, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 			return fmt.Errorf("publishing the status of GPUNode %s: %w", name, err)
 		}
-		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(fieldManager), RenewTime: &metav1.MicroTime{Time: time.Now()}},
-		}
-		if _, err := env.cp.Kube.CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
-			return fmt.Errorf("creating the Lease of node %s: %w", name, err)
-		}
-		return nil
+		return createLease(ctx, env, name)
 	})
 	if err != nil {
 		return err
 	}
 	logger.Info("Created nodes", "nodes", o.Nodes, "gpusPerNode", o.GPUsPerNode, "split", o.Split, "resourceSlices", form == formClaim)
+	return nil
+}
+
+// createLease creates the node's Lease, renewed now, in the namespace the
+// extender watches by default: a running fleet's node daemons find theirs
+// there.
+func createLease(ctx context.Context, env *clusterEnv, name string) error {
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: gpuv1alpha1.DefaultNodeLeaseNamespace},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(fieldManager), RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	if _, err := env.cp.Kube.CoordinationV1().Leases(gpuv1alpha1.DefaultNodeLeaseNamespace).Create(ctx, lease, metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
+		return fmt.Errorf("creating the Lease of node %s: %w", name, err)
+	}
 	return nil
 }

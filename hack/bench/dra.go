@@ -23,14 +23,17 @@ const (
 
 // resourceSlice is the ResourceSlice Tessera's node daemon publishes in
 // DRA mode for a node with these GPUs: one pool named after the node, one
-// device per GPU built by the daemon's own code (dra.Device).
+// device per GPU built by the daemon's own code (dra.Device). Its name is
+// of the form the daemon's ResourceSlice controller gives the pool's first
+// slice ("00000-<driver>-<node>-" and a suffix), which is how that
+// controller recognises a slice it keeps.
 func resourceSlice(node string, gpus []gpuv1alpha1.GPUDevice) *resourceapi.ResourceSlice {
 	devices := make([]resourceapi.Device, len(gpus))
 	for i, g := range gpus {
 		devices[i] = dra.Device(g)
 	}
 	return &resourceapi.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + gpuv1alpha1.DRADriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: "00000-" + gpuv1alpha1.DRADriverName + "-" + node + "-bench"},
 		Spec: resourceapi.ResourceSliceSpec{
 			Driver:   gpuv1alpha1.DRADriverName,
 			NodeName: ptr.To(node),

@@ -30,8 +30,9 @@ func (w SteadyWindow) perSecond(v float64) float64 { return v / w.Window.Seconds
 
 // measureSteady measures four windows of --steady-window: nothing
 // running, claims churning alone, then with every node's DRA daemon
-// started (after a period and a half, and draDaemonSettle at least) the
-// daemons alone and the daemons with claims churning.
+// started (after a period and a half, and draDaemonSettle at least, once
+// they only renew their Leases: settle) the daemons alone and the daemons
+// with claims churning.
 func (r *runner) measureSteady(ctx context.Context, env *clusterEnv) ([]SteadyWindow, error) {
 	o := r.o
 	kube, requests, err := countingClient(env, o.Nodes)
@@ -51,19 +52,24 @@ func (r *runner) measureSteady(ctx context.Context, env *clusterEnv) ([]SteadyWi
 	if err := measure(false, true); err != nil {
 		return windows, err
 	}
+	uids, err := nodeUIDs(ctx, env)
+	if err != nil {
+		return windows, err
+	}
 	daemonCtx, stop := context.WithCancel(ctx)
 	wait := startFleet(daemonCtx, o.Nodes, o.HeartbeatPeriod, func(ctx context.Context, i int) {
-		runDRADaemon(ctx, kube, o, i)
+		runDRADaemon(ctx, kube, o, i, uids[nodeName(i)])
 	})
 	defer func() {
 		stop()
 		wait()
 	}()
 	klog.FromContext(ctx).Info("Started the DRA node daemons", "nodes", o.Nodes, "period", o.HeartbeatPeriod)
-	select {
-	case <-ctx.Done():
+	if took, settled := settle(ctx, requests, max(o.HeartbeatPeriod*3/2, draDaemonSettle)); !settled {
+		klog.FromContext(ctx).Info("Measuring the DRA node daemons before they settled", "after", took.Round(time.Second))
+	}
+	if err := ctx.Err(); err != nil {
 		return windows, context.Cause(ctx)
-	case <-time.After(max(o.HeartbeatPeriod*3/2, draDaemonSettle)):
 	}
 	if err := measure(true, false); err != nil {
 		return windows, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
@@ -28,7 +29,10 @@ const draDaemonSettle = 40 * time.Second
 // its prepared claims change, and it GETs each claim the kubelet asks it
 // to prepare: neither happens while claims churn on other nodes, and
 // neither is run here.
-func runDRADaemon(ctx context.Context, kube kubernetes.Interface, o *Options, i int) {
+//
+// uid is the node's, which a kubelet plugin knows from its node: without
+// it the controller would GET the Node first.
+func runDRADaemon(ctx context.Context, kube kubernetes.Interface, o *Options, i int, uid types.UID) {
 	name := nodeName(i)
 	devices := resourceSlice(name, gpuNodeStatus(name, o.GPUsPerNode, o.Split, metav1.Now()).Devices).Spec.Devices
 	resources := &resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
@@ -37,7 +41,7 @@ func runDRADaemon(ctx context.Context, kube kubernetes.Interface, o *Options, i 
 	controller, err := resourceslice.StartController(ctx, resourceslice.Options{
 		DriverName: gpuv1alpha1.DRADriverName,
 		KubeClient: kube,
-		Owner:      &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: name},
+		Owner:      &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: name, UID: uid},
 		Resources:  resources,
 	})
 	if err != nil {
