@@ -172,7 +172,7 @@ func TestRBAC(t *testing.T) {
 				}
 				allowed := map[string]bool{"gpu.tessera.dev/gpunodes": true, "gpu.tessera.dev/gpunodes/status": true, "gpu.tessera.dev/gpuallocations/status": true,
 					"coordination.k8s.io/leases": true}
-				dra := name == "dra"
+				dra := v.draNodes()
 				if dra {
 					// Its node's ResourceSlice, in DRA mode only.
 					allowed["resource.k8s.io/resourceslices"] = true

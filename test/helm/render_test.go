@@ -32,6 +32,13 @@ func (r render) schedulerMode() string {
 	return "extender"
 }
 
+// draNodes reports whether the render's node daemon serves the kubelet
+// through DRA (devicePlugin.mode dra).
+func (r render) draNodes() bool {
+	d, _ := r.values["devicePlugin"].(map[string]any)
+	return d["mode"] == "dra"
+}
+
 // variants are value sets that exercise the chart's conditional parts; each
 // must render, and each is applied to a real API server.
 func variants() map[string]render {
