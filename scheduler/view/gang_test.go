@@ -13,7 +13,7 @@ import (
 
 // memberOf is a gang member asking for one GPU with memoryMiB, under
 // policy.
-func memberOf(t *testing.T, memoryMiB int64, policy gpurequest.Policy) GangMember {
+func memberOf(t testing.TB, memoryMiB int64, policy gpurequest.Policy) GangMember {
 	t.Helper()
 	req, err := placement.NewRequest([]gpurequest.ContainerRequest{{Name: "main", Kind: gpuv1alpha1.ContainerApp, Count: 1, MemoryMiB: memoryMiB}},
 		gpurequest.Selection{}, gpurequest.Binpack)
