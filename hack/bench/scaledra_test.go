@@ -7,8 +7,9 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // TestScaleClaimsStayWithinCapacity checks DRA scale mode's fixture: the
@@ -25,10 +26,15 @@ func TestScaleClaimsStayWithinCapacity(t *testing.T) {
 	if len(shapes) != pods || len(placements) != pods {
 		t.Fatalf("got %d shapes and %d placements, want %d claims", len(shapes), len(placements), pods)
 	}
-	capacity := resourceSlice("n", gpuNodeStatus("n", gpus, split, metav1.Now()).Devices).Spec.Devices[0].Capacity
-	used := map[string]map[resourceapi.QualifiedName]*resource.Quantity{}
+	var slices []resourceapi.ResourceSlice
+	claims := make([]resourceapi.ResourceClaim, len(placements))
+	sliced := map[string]bool{}
 	for i, p := range placements {
 		node := nodeName(p.node)
+		if !sliced[node] {
+			sliced[node] = true
+			slices = append(slices, *resourceSlice(node, gpuNodeStatus(node, gpus, split, metav1.Now()).Devices))
+		}
 		alloc := claimAllocation(node, p.devices)
 		if got := int64(len(alloc.Devices.Results)); got != shapes[i].Count {
 			t.Fatalf("claim %d (%s) has %d results, want %d", i, shapes[i].Name, got, shapes[i].Count)
@@ -40,23 +46,11 @@ func TestScaleClaimsStayWithinCapacity(t *testing.T) {
 				t.Fatalf("claim %d: result %s on node %s repeats a GPU or leaves the node", i, key, node)
 			}
 			seen[key] = true
-			if used[key] == nil {
-				used[key] = map[resourceapi.QualifiedName]*resource.Quantity{}
-			}
-			for name, q := range r.ConsumedCapacity {
-				if used[key][name] == nil {
-					used[key][name] = resource.NewQuantity(0, q.Format)
-				}
-				used[key][name].Add(q)
-			}
 		}
+		claims[i].Status.Allocation = alloc
 	}
-	for key, byName := range used {
-		for name, q := range byName {
-			if max := capacity[name].Value; q.Cmp(max) > 0 {
-				t.Errorf("%s consumes %s of %s, more than its %s", key, q.String(), name, max.String())
-			}
-		}
+	for _, over := range framework.OverCapacity(slices, claims) {
+		t.Errorf("consumed past the slice's capacity: %s", over)
 	}
 }
 
