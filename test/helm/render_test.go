@@ -257,6 +257,11 @@ func TestValuesRefused(t *testing.T) {
 			want:   []string{"scheduler.extender.heartbeatMaxAge 20s", "devicePlugin.heartbeatPeriod 15s"},
 		},
 		{
+			name:   "rescan period below a second",
+			values: map[string]any{"devicePlugin": map[string]any{"rescanPeriod": "500ms"}},
+			want:   []string{"devicePlugin.rescanPeriod 500ms must be at least 1s"},
+		},
+		{
 			name: "gang-fit with two scheduler replicas",
 			values: map[string]any{"scheduler": map[string]any{"replicas": 2, "leaderElection": true,
 				"extender": map[string]any{"gangFit": map[string]any{"enabled": true}}}},

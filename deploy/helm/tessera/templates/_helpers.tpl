@@ -101,6 +101,9 @@ so that two durations can be compared.
 {{- if and (eq $d.deviceListStrategy "cdi") (not $d.driverRoot) -}}
 {{- fail "devicePlugin.deviceListStrategy cdi needs devicePlugin.driverRoot (\"/\" for a driver installed on the host, /run/nvidia/driver for the GPU operator's): the CDI spec mounts the driver's libraries from there, or CUDA finds none in the container" -}}
 {{- end -}}
+{{- if lt (include "tessera.seconds" $d.rescanPeriod | float64) 1.0 -}}
+{{- fail (printf "devicePlugin.rescanPeriod %s must be at least 1s: the device plugin refuses a shorter one and would not start on any node" $d.rescanPeriod) -}}
+{{- end -}}
 {{- if $s.extender.gangFit.enabled -}}
 {{- if gt (int $s.replicas) 1 -}}
 {{- fail (printf "scheduler.extender.gangFit.enabled needs scheduler.replicas 1, not %d: the gang-fit check holds room in the scheduler's memory, and every replica would answer Kueue's checks from its own" (int $s.replicas)) -}}
