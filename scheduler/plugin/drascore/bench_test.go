@@ -16,32 +16,41 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/quota"
 )
 
+// scaleCluster is nodes nodes of 8 GPUs of 24 GiB, a third of the GPUs
+// with an allocated claim of 8 GiB and 30% of its compute, every other one
+// of namespace ns and the rest of namespace other; and the claim "slice"
+// of 8 GiB and 30% that the benchmarks' pod asks for.
+func scaleCluster(nodes int) (*draManager, []fwk.NodeInfo) {
+	m := &draManager{
+		claims:   claims{"slice": claim("slice", exactly("gpu", gpuv1alpha1.DRADriverName, 1, "memory", "8Gi", "cores", "30"))},
+		consumed: structured.ConsumedCapacityCollection{},
+	}
+	infos := make([]fwk.NodeInfo, nodes)
+	for n := range nodes {
+		name := fmt.Sprintf("node-%d", n)
+		m.slices = append(m.slices, slice(name, 1, 24, 24, 24, 24, 24, 24, 24, 24))
+		for g := range 8 {
+			if i := n*8 + g; i%3 == 0 {
+				ns := []string{"ns", "other"}[i/3%2]
+				c := allocated(m, ns, fmt.Sprintf("c-%d", i), name, g, "8Gi", "30")
+				m.claims[c.Name] = c
+			}
+		}
+		ni := framework.NewNodeInfo()
+		ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		infos[n] = ni
+	}
+	return m, infos
+}
+
 // BenchmarkScore is what the score costs kube-scheduler per pod: PreScore,
-// Score on every node and NormalizeScore, over 1,000 and 5,000 nodes of 8
-// GPUs, a third of them with an allocated claim of 8 GiB and 30% of its
-// compute. cpu-ns/op is the process's CPU time per pod, which a busy
+// Score on every node and NormalizeScore, over 1,000 and 5,000 nodes of
+// scaleCluster. cpu-ns/op is the process's CPU time per pod, which a busy
 // machine does not inflate as it does the wall-clock ns/op.
 func BenchmarkScore(b *testing.B) {
 	for _, nodes := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			m := &draManager{
-				claims:   claims{"slice": claim("slice", exactly("gpu", gpuv1alpha1.DRADriverName, 1, "memory", "8Gi", "cores", "30"))},
-				consumed: structured.ConsumedCapacityCollection{},
-			}
-			infos := make([]fwk.NodeInfo, nodes)
-			for n := range nodes {
-				name := fmt.Sprintf("node-%d", n)
-				m.slices = append(m.slices, slice(name, 1, 24, 24, 24, 24, 24, 24, 24, 24))
-				for g := range 8 {
-					if (n*8+g)%3 == 0 {
-						id, c := used(name, g, "8Gi", "30", "1")
-						m.consumed[id] = c
-					}
-				}
-				ni := framework.NewNodeInfo()
-				ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
-				infos[n] = ni
-			}
+			m, infos := scaleCluster(nodes)
 			defaults, err := decodeArgs(nil)
 			if err != nil {
 				b.Fatal(err)
@@ -62,6 +71,39 @@ func BenchmarkScore(b *testing.B) {
 					list[i] = fwk.NodeScore{Name: ni.Node().Name, Score: s}
 				}
 				p.NormalizeScore(ctx, state, pod, list)
+			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkQuota is what the GPU quota costs kube-scheduler per pod of a
+// namespace with one: PreFilter, which counts the namespace's allocated
+// claims among all of them, and Filter on every node, over scaleCluster.
+func BenchmarkQuota(b *testing.B) {
+	for _, nodes := range []int{1000, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			m, infos := scaleCluster(nodes)
+			defaults, err := decodeArgs(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			limit := quota.Limit{Hard: 1 << 40, Set: true, Quota: "gpu"}
+			p := newPlugin(defaults, m, quota.Fixed{"ns": {MemoryMiB: limit}}, nil)
+			pod := podOf("slice")
+			ctx := context.Background()
+			b.ReportAllocs()
+			start := cpuTime(b)
+			for b.Loop() {
+				state := framework.NewCycleState()
+				if _, status := p.PreFilter(ctx, state, pod, nil); !status.IsSuccess() {
+					b.Fatal(status)
+				}
+				for _, ni := range infos {
+					if status := p.Filter(ctx, state, pod, ni); !status.IsSuccess() {
+						b.Fatal(status)
+					}
+				}
 			}
 			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 		})
