@@ -44,43 +44,45 @@ func scaleCluster(nodes int) (*draManager, []fwk.NodeInfo) {
 }
 
 // BenchmarkScore is what the score costs kube-scheduler per pod: PreScore,
-// Score on every node and NormalizeScore, over 1,000 and 5,000 nodes of
-// scaleCluster. cpu-ns/op is the process's CPU time per pod, which a busy
-// machine does not inflate as it does the wall-clock ns/op.
+// Score on every node and NormalizeScore.
 func BenchmarkScore(b *testing.B) {
-	for _, nodes := range []int{1000, 5000} {
-		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			m, infos := scaleCluster(nodes)
-			defaults, err := decodeArgs(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := newPlugin(defaults, m, quota.Fixed(nil), nil)
-			pod := podOf("slice")
-			ctx := context.Background()
-			list := make(fwk.NodeScoreList, nodes)
-			b.ReportAllocs()
-			start := cpuTime(b)
-			for b.Loop() {
-				state := framework.NewCycleState()
-				if status := p.PreScore(ctx, state, pod, infos); !status.IsSuccess() {
-					b.Fatal(status)
-				}
-				for i, ni := range infos {
-					s, _ := p.Score(ctx, state, pod, ni)
-					list[i] = fwk.NodeScore{Name: ni.Node().Name, Score: s}
-				}
-				p.NormalizeScore(ctx, state, pod, list)
-			}
-			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
-		})
-	}
+	benchmarkCycles(b, quota.Fixed(nil), func(b *testing.B, ctx context.Context, p *Plugin, pod *v1.Pod, infos []fwk.NodeInfo) {
+		state := framework.NewCycleState()
+		if status := p.PreScore(ctx, state, pod, infos); !status.IsSuccess() {
+			b.Fatal(status)
+		}
+		list := make(fwk.NodeScoreList, len(infos))
+		for i, ni := range infos {
+			s, _ := p.Score(ctx, state, pod, ni)
+			list[i] = fwk.NodeScore{Name: ni.Node().Name, Score: s}
+		}
+		p.NormalizeScore(ctx, state, pod, list)
+	})
 }
 
 // BenchmarkQuota is what the GPU quota costs kube-scheduler per pod of a
 // namespace with one: PreFilter, which counts the namespace's allocated
-// claims among all of them, and Filter on every node, over scaleCluster.
+// claims among all of them, and Filter on every node.
 func BenchmarkQuota(b *testing.B) {
+	limit := quota.Limit{Hard: 1 << 40, Set: true, Quota: "gpu"}
+	benchmarkCycles(b, quota.Fixed{"ns": {MemoryMiB: limit}}, func(b *testing.B, ctx context.Context, p *Plugin, pod *v1.Pod, infos []fwk.NodeInfo) {
+		state := framework.NewCycleState()
+		if _, status := p.PreFilter(ctx, state, pod, nil); !status.IsSuccess() {
+			b.Fatal(status)
+		}
+		for _, ni := range infos {
+			if status := p.Filter(ctx, state, pod, ni); !status.IsSuccess() {
+				b.Fatal(status)
+			}
+		}
+	})
+}
+
+// benchmarkCycles runs cycle, one pod's scheduling cycle of the plugin
+// under limits, over 1,000 and 5,000 nodes of scaleCluster. cpu-ns/op is
+// the process's CPU time per pod, which a busy machine does not inflate
+// as it does the wall-clock ns/op.
+func benchmarkCycles(b *testing.B, limits quota.Fixed, cycle func(*testing.B, context.Context, *Plugin, *v1.Pod, []fwk.NodeInfo)) {
 	for _, nodes := range []int{1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
 			m, infos := scaleCluster(nodes)
@@ -88,22 +90,13 @@ func BenchmarkQuota(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			limit := quota.Limit{Hard: 1 << 40, Set: true, Quota: "gpu"}
-			p := newPlugin(defaults, m, quota.Fixed{"ns": {MemoryMiB: limit}}, nil)
+			p := newPlugin(defaults, m, limits, nil)
 			pod := podOf("slice")
 			ctx := context.Background()
 			b.ReportAllocs()
 			start := cpuTime(b)
 			for b.Loop() {
-				state := framework.NewCycleState()
-				if _, status := p.PreFilter(ctx, state, pod, nil); !status.IsSuccess() {
-					b.Fatal(status)
-				}
-				for _, ni := range infos {
-					if status := p.Filter(ctx, state, pod, ni); !status.IsSuccess() {
-						b.Fatal(status)
-					}
-				}
+				cycle(b, ctx, p, pod, infos)
 			}
 			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 		})
