@@ -2,11 +2,14 @@ package commit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -14,7 +17,9 @@ import (
 
 // Commit waits for the node's turn, writes the allocation and binds the pod.
 // On failure it removes the allocation and frees the node's turn; the
-// caller releases the GPUs it reserved for the pod.
+// caller releases the GPUs it reserved for the pod. An allocation whose
+// create got no answer may exist all the same: the node's turn then stays
+// until it is known not to, or to be over (inflight.Gate.Lost).
 func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) error {
 	start := c.Clock.Now()
 	waitCtx, cancel := context.WithTimeoutCause(ctx, c.BindWaitTimeout,
@@ -36,7 +41,14 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 
 	alloc, err := c.createAllocation(ctx, pod, node, containers)
 	if err != nil {
-		c.Gate.Release(node, pod.UID)
+		if refused(err) {
+			c.Gate.Release(node, pod.UID)
+		} else {
+			// The create may have been made: the node's turn stays with
+			// whatever allocation it left, so that no second one goes
+			// pending beside it (inflight.Gate.Lost says when it ends).
+			c.Gate.Lost(node, pod.UID, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+		}
 		return err
 	}
 	c.Gate.Attach(node, pod.UID, alloc.UID)
@@ -63,7 +75,11 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 		return err
 	}
 	if derr := c.DeleteAllocation(undoCtx, alloc.Namespace, alloc.Name, alloc.UID); derr != nil {
-		logger.Error(derr, "Removing the allocation of a failed bind")
+		// It stays pending on the node, and so does the node's turn: its
+		// deletion (the pod's next bind, the orphan sweep) or the verifier
+		// ends it.
+		logger.Error(derr, "Removing the allocation of a failed bind; the node's turn stays with it")
+		return err
 	}
 	c.Gate.Release(node, pod.UID)
 	return err
@@ -80,4 +96,17 @@ func (c *Committer) Bind(ctx context.Context, pod *corev1.Pod, node string) erro
 		return fmt.Errorf("binding pod %s/%s to node %s: %w", pod.Namespace, pod.Name, node, err)
 	}
 	return nil
+}
+
+// refused reports whether the API server answered a write with a refusal,
+// so that nothing was written. Any other failure (the request cancelled or
+// timed out, the connection dropped, an error inside the server) leaves
+// unknown whether the write was made.
+func refused(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	code := status.Status().Code
+	return code >= http.StatusBadRequest && code < http.StatusInternalServerError && code != http.StatusRequestTimeout
 }

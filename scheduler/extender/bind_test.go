@@ -1,7 +1,9 @@
 package extender
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -358,6 +360,74 @@ func TestBindKeepsTheAllocationOfAPodTheCacheShowsUnbound(t *testing.T) {
 			}
 			if a.UID != served.UID || a.Spec.NodeName != "a100-1" {
 				t.Errorf("allocation = %s on %s, want the served %s on a100-1", a.UID, a.Spec.NodeName, served.UID)
+			}
+		})
+	}
+}
+
+// TestBindKeepsTheTurnOfAnAllocationLeftPending fails binds that leave
+// the pod's GPUAllocation pending on the node: the API server made it and
+// the answer got lost (kube-scheduler gave up on the bind, the extender
+// stopped), or the binding failed and the allocation could not be
+// deleted. The node's turn then stays with it, and the next bind there
+// waits, so that the node never has two pending at once. A create the
+// server refused, or an allocation deleted, frees the turn at once
+// (TestBindFailures).
+func TestBindKeepsTheTurnOfAnAllocationLeftPending(t *testing.T) {
+	lost := fmt.Errorf("Post \"https://127.0.0.1/apis/gpu.tessera.dev/v1alpha1/namespaces/ns/gpuallocations\": %w", context.Canceled)
+	tests := []struct {
+		name      string
+		setup     func(f *fixture)
+		wantError string
+	}{
+		{
+			name: "the create's answer was lost",
+			setup: func(f *fixture) {
+				f.tessera.PrependReactor("create", "gpuallocations", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					create := action.(clienttesting.CreateAction)
+					if err := f.tessera.Tracker().Create(action.GetResource(), create.GetObject(), action.GetNamespace()); err != nil {
+						return true, nil, err
+					}
+					return true, nil, lost
+				})
+			},
+			wantError: "context canceled",
+		},
+		{
+			name: "the binding failed and the allocation could not be deleted",
+			setup: func(f *fixture) {
+				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					if action.GetSubresource() == "binding" {
+						return true, nil, errors.New("node is being deleted")
+					}
+					return false, nil, nil
+				})
+				f.tessera.PrependReactor("delete", "gpuallocations", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+				})
+			},
+			wantError: "node is being deleted",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.setup(f)
+			gpuPod := func(name string) *corev1.Pod {
+				return f.addPod(podSpec(name, nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000"))
+			}
+			if _, err := f.ext.Bind(t.Context(), bindArgs(gpuPod("p"), "a100-1")); err == nil || !strings.Contains(err.Error(), tc.wantError) {
+				t.Fatalf("err = %v, want %q", err, tc.wantError)
+			}
+			if _, err := f.tessera.GpuV1alpha1().GPUAllocations("ns").Get(t.Context(), "p", metav1.GetOptions{}); err != nil {
+				t.Fatalf("the allocation left pending: %v", err)
+			}
+			if uid, ok := f.gate.InFlight("a100-1"); !ok || uid != "uid-p" {
+				t.Fatalf("in flight on a100-1 = %q, %v; want the pod whose allocation is pending", uid, ok)
+			}
+			_, err := f.ext.Bind(t.Context(), bindArgs(gpuPod("q"), "a100-1"))
+			if err == nil || !strings.Contains(err.Error(), "waiting for the in-flight allocation on node a100-1") {
+				t.Errorf("the next bind to the node: err = %v, want it to wait behind the pending allocation", err)
 			}
 		})
 	}

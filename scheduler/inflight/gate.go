@@ -37,6 +37,9 @@ type holder struct {
 	since      time.Time
 	// verified is when the verifier last said the turn is in flight.
 	verified time.Time
+	// lost names the pod when its bind lost the answer to the create of
+	// its allocation (see Lost); empty otherwise.
+	lost types.NamespacedName
 }
 
 type waiter struct {
@@ -71,6 +74,7 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 		// The pod binds again, so whatever allocation it had in flight is
 		// being replaced: events about that one no longer end its turn.
 		q.holder.allocation = ""
+		q.holder.lost = types.NamespacedName{}
 		q.holder.since = g.clock.Now()
 		g.mu.Unlock()
 		return nil
@@ -133,6 +137,23 @@ func (g *Gate) Attach(node string, uid, allocation types.UID) {
 	}
 }
 
+// Lost records that the bind of the pod in flight on the node sent the
+// create of its GPUAllocation, named pod, and lost the answer: the request
+// was cancelled or timed out, or the connection dropped, so the allocation
+// may exist, pending on the node, though the bind failed. The turn stays
+// until the allocation is known not to be there or to be over: Observe
+// gives the turn the allocation when the tracker sees it, so that its
+// events end the turn as any allocation's do, and the verifier is asked
+// by the pod's name, not only once an allocation is attached. The pod
+// binding again takes the turn back as usual.
+func (g *Gate) Lost(node string, uid types.UID, pod types.NamespacedName) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if q, ok := g.nodes[node]; ok && q.holder != nil && q.holder.uid == uid {
+		q.holder.lost = pod
+	}
+}
+
 // Release ends the pod's turn on the node, whatever its allocation, so the
 // next bind may go ahead: the bind failed, or the pod is gone. Releasing a
 // pod that is not in flight there does nothing.
@@ -160,13 +181,18 @@ func (g *Gate) ReleaseAllocation(node string, uid, allocation types.UID) {
 
 // Observe records an allocation found in flight on the node, such as a
 // pending one listed after a restart, since the given time. It changes
-// nothing when the node already has an allocation in flight.
+// nothing when the node already has an allocation in flight, except that
+// a turn whose bind lost the answer to its create (Lost) takes its pod's
+// allocation.
 func (g *Gate) Observe(node string, uid, allocation types.UID, since time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q := g.queue(node)
-	if q.holder == nil {
+	switch h := q.holder; {
+	case h == nil:
 		q.holder = &holder{uid: uid, allocation: allocation, since: since}
+	case h.uid == uid && h.lost != (types.NamespacedName{}) && h.allocation == "":
+		h.allocation = allocation
 	}
 }
 

@@ -217,6 +217,45 @@ func TestGate(t *testing.T) {
 			},
 		},
 		{
+			name: "an allocation event before the bind attached its allocation is not taken as its own",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				// The pod's old allocation, updated while its new bind writes.
+				b := queueBehindA(t, g, "")
+				g.Observe("n", "a", "alloc-old", clk.Now())
+				g.ReleaseAllocation("n", "a", "alloc-old")
+				expectWaiting(t, b, "b")
+			},
+		},
+		{
+			name: "a create whose answer was lost keeps the turn until the allocation it made ends",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				b := queueBehindA(t, g, "")
+				g.Lost("n", "a", types.NamespacedName{Namespace: "ns", Name: "p"})
+				expectWaiting(t, b, "b after a's bind failed")
+				// The tracker sees the allocation the create made.
+				g.Observe("n", "a", "alloc-a", clk.Now())
+				g.ReleaseAllocation("n", "a", "alloc-other")
+				expectWaiting(t, b, "b after another allocation of a ended")
+				g.ReleaseAllocation("n", "a", "alloc-a")
+				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "a pod binding again after a lost create takes its turn back",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				b := queueBehindA(t, g, "")
+				g.Lost("n", "a", types.NamespacedName{Namespace: "ns", Name: "p"})
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a again")
+				// Its lost allocation, seen late, is not the new bind's.
+				g.Observe("n", "a", "alloc-lost", clk.Now())
+				g.ReleaseAllocation("n", "a", "alloc-lost")
+				expectWaiting(t, b, "b")
+				g.Attach("n", "a", "alloc-new")
+				g.ReleaseAllocation("n", "a", "alloc-new")
+				expectDone(t, b, "b")
+			},
+		},
+		{
 			name: "acquire by the pod already in flight returns at once",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
 				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")

@@ -16,8 +16,12 @@ type Turn struct {
 	Node string
 	// PodUID is the pod in flight.
 	PodUID types.UID
-	// Allocation is the pod's GPUAllocation.
+	// Allocation is the pod's GPUAllocation; empty when its bind lost the
+	// answer to the allocation's create, and no allocation has been seen.
 	Allocation types.UID
+	// Lost names the pod, and so its allocation, when its bind lost the
+	// answer to the allocation's create (Gate.Lost); empty otherwise.
+	Lost types.NamespacedName
 	// Since is when the turn began.
 	Since time.Time
 }
@@ -39,7 +43,8 @@ func (g *Gate) nextVerify(h *holder) time.Time {
 
 // verifyTurn asks the verifier about the node's turn and ends it if the
 // turn is over and has not changed meanwhile. A turn whose bind has yet to
-// write its allocation is in flight without asking.
+// write its allocation is in flight without asking; one whose bind lost
+// the answer to that write is asked about.
 func (g *Gate) verifyTurn(ctx context.Context, node string) {
 	g.mu.Lock()
 	h := g.queue(node).holder
@@ -47,11 +52,11 @@ func (g *Gate) verifyTurn(ctx context.Context, node string) {
 		g.mu.Unlock()
 		return
 	}
-	turn := Turn{Node: node, PodUID: h.uid, Allocation: h.allocation, Since: h.since}
+	turn := Turn{Node: node, PodUID: h.uid, Allocation: h.allocation, Lost: h.lost, Since: h.since}
 	g.mu.Unlock()
 
 	inFlight, err := true, error(nil)
-	if turn.Allocation != "" {
+	if turn.Allocation != "" || turn.Lost != (types.NamespacedName{}) {
 		// The waiter does not hear of a release while it asks.
 		ctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 		inFlight, err = g.verify(ctx, turn)
@@ -61,7 +66,7 @@ func (g *Gate) verifyTurn(ctx context.Context, node string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q := g.queue(node)
-	if q.holder != h || h.allocation != turn.Allocation {
+	if q.holder != h || h.allocation != turn.Allocation || h.lost != turn.Lost {
 		return
 	}
 	if err == nil && !inFlight {

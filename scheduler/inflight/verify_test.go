@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -125,6 +126,21 @@ func TestGateVerifiesLongTurns(t *testing.T) {
 				g.Attach("n", "a", "alloc-a")
 				clk.Step(verifyAfter)
 				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "a turn whose bind lost the answer to its create is asked about by the pod's name",
+			run: func(t *testing.T, g *Gate, v *scriptedVerifier, clk *clocktesting.FakeClock) {
+				v.answer(false, nil)
+				b := queueBehindA(t, g, "")
+				pod := types.NamespacedName{Namespace: "ns", Name: "p"}
+				g.Lost("n", "a", pod)
+				clk.Step(verifyAfter)
+				expectDone(t, b, "b")
+				want := Turn{Node: "n", PodUID: "a", Lost: pod, Since: time.Unix(1_000_000, 0)}
+				if v.asked[0] != want {
+					t.Errorf("verifier asked about %+v, want %+v", v.asked[0], want)
+				}
 			},
 		},
 		{

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -21,36 +22,45 @@ import (
 // gone or replaced; the pod gone, replaced or finished), so that a watch
 // that lags or an event that was missed does not hold a node's binds up.
 // It never ends a turn the device plugin may still serve: an allocation
-// still pending for a pod that is there stays in flight.
+// still pending for a pod that is there stays in flight. A turn whose bind
+// lost the answer to its allocation's create (inflight.Gate.Lost) is read
+// by the pod's name, and is over when the pod has no allocation on the
+// node.
 func NewTurnVerifier(v *view.View, kube kubernetes.Interface, tessera versioned.Interface) inflight.Verifier {
 	return func(ctx context.Context, t inflight.Turn) (bool, error) {
-		p, ok := v.Pod(t.PodUID)
-		if !ok {
+		name := t.Lost
+		if p, ok := v.Pod(t.PodUID); ok {
+			name = types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		}
+		if name.Name == "" {
 			// Nothing is known to name it by; the time-to-live ends it.
 			return true, nil
 		}
 		over := func(why string) (bool, error) {
 			klog.FromContext(ctx).V(2).Info("Ended a node's in-flight turn that the API says is over",
-				"node", t.Node, "pod", klog.KRef(p.Namespace, p.Name), "reason", why, "since", t.Since)
+				"node", t.Node, "pod", klog.KRef(name.Namespace, name.Name), "reason", why, "since", t.Since)
 			return false, nil
 		}
-		a, err := tessera.GpuV1alpha1().GPUAllocations(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		a, err := tessera.GpuV1alpha1().GPUAllocations(name.Namespace).Get(ctx, name.Name, metav1.GetOptions{})
 		switch {
 		case errors.IsNotFound(err):
 			return over("the allocation is gone")
 		case err != nil:
-			return true, fmt.Errorf("reading the allocation of pod %s/%s: %w", p.Namespace, p.Name, err)
-		case a.UID != t.Allocation:
+			return true, fmt.Errorf("reading the allocation of pod %s: %w", name, err)
+		case t.Allocation == "" && (a.Spec.PodUID != t.PodUID || a.Spec.NodeName != t.Node):
+			// The bind lost the answer to its create, which made nothing here.
+			return over("the pod has no allocation on the node")
+		case t.Allocation != "" && a.UID != t.Allocation:
 			return over("the allocation was replaced")
 		case a.Status.Phase == gpuv1alpha1.AllocationAllocated, a.Status.Phase == gpuv1alpha1.AllocationFailed:
 			return over("the allocation is " + string(a.Status.Phase))
 		}
-		pod, err := kube.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		pod, err := kube.CoreV1().Pods(name.Namespace).Get(ctx, name.Name, metav1.GetOptions{})
 		switch {
 		case errors.IsNotFound(err):
 			return over("the pod is gone")
 		case err != nil:
-			return true, fmt.Errorf("reading pod %s/%s: %w", p.Namespace, p.Name, err)
+			return true, fmt.Errorf("reading pod %s: %w", name, err)
 		case pod.UID != t.PodUID:
 			return over("the pod was replaced")
 		case podDone(pod):

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
@@ -23,6 +24,10 @@ func TestTurnVerifier(t *testing.T) {
 		alloc    *gpuv1alpha1.GPUAllocation
 		pod      *corev1.Pod
 		inFlight bool
+		// lost is a turn whose bind lost the answer to the create of pod
+		// p's allocation: the view does not hold it, and no allocation is
+		// attached.
+		lost bool
 	}{
 		{name: "served allocation ends the turn", inView: true,
 			alloc: allocation("p", "a1", "p1", gpuv1alpha1.AllocationAllocated), pod: pod("p", "p1", corev1.PodRunning)},
@@ -40,6 +45,16 @@ func TestTurnVerifier(t *testing.T) {
 		{name: "pending allocation of a pod still there stays in flight", inView: true,
 			alloc: allocation("p", "a1", "p1", gpuv1alpha1.AllocationPending), pod: pod("p", "p1", corev1.PodPending), inFlight: true},
 		{name: "a pod the view does not know stays in flight", inFlight: true},
+		// Its bind lost the answer to its allocation's create.
+		{name: "lost create: no allocation ends the turn", lost: true, pod: pod("p", "p1", corev1.PodPending)},
+		{name: "lost create: another pod's allocation of the name ends the turn", lost: true,
+			alloc: allocation("p", "a1", "p0", gpuv1alpha1.AllocationPending), pod: pod("p", "p1", corev1.PodPending)},
+		{name: "lost create: the pod's allocation on another node ends the turn", lost: true,
+			alloc: onNode(allocation("p", "a1", "p1", gpuv1alpha1.AllocationPending), "n2"), pod: pod("p", "p1", corev1.PodPending)},
+		{name: "lost create: the pending allocation it made stays in flight", lost: true,
+			alloc: allocation("p", "a1", "p1", gpuv1alpha1.AllocationPending), pod: pod("p", "p1", corev1.PodPending), inFlight: true},
+		{name: "lost create: the allocation it made, of a deleted pod, ends the turn", lost: true,
+			alloc: allocation("p", "a1", "p1", gpuv1alpha1.AllocationPending)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +74,11 @@ func TestTurnVerifier(t *testing.T) {
 			if tt.inView {
 				v.Place(allocation("p", "a1", "p1", gpuv1alpha1.AllocationPending))
 			}
-			inFlight, err := NewTurnVerifier(v, kube, tessera)(ctx, inflight.Turn{Node: "n1", PodUID: "p1", Allocation: "a1"})
+			turn := inflight.Turn{Node: "n1", PodUID: "p1", Allocation: "a1"}
+			if tt.lost {
+				turn.Allocation, turn.Lost = "", types.NamespacedName{Namespace: "ns", Name: "p"}
+			}
+			inFlight, err := NewTurnVerifier(v, kube, tessera)(ctx, turn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,4 +87,10 @@ func TestTurnVerifier(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onNode is the allocation placed on node instead.
+func onNode(a *gpuv1alpha1.GPUAllocation, node string) *gpuv1alpha1.GPUAllocation {
+	a.Spec.NodeName = node
+	return a
 }
