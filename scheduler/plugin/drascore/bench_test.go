@@ -3,7 +3,6 @@ package drascore
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/cputime"
 	"github.com/tessera-gpu/tessera/scheduler/quota"
 )
 
@@ -94,20 +94,10 @@ func benchmarkCycles(b *testing.B, limits quota.Fixed, cycle func(*testing.B, co
 			pod := podOf("slice")
 			ctx := context.Background()
 			b.ReportAllocs()
-			start := cpuTime(b)
+			defer cputime.Report(b, cputime.Process)()
 			for b.Loop() {
 				cycle(b, ctx, p, pod, infos)
 			}
-			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// cpuTime is the CPU time the process has used, in nanoseconds.
-func cpuTime(b *testing.B) int64 {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return u.Utime.Nano() + u.Stime.Nano()
 }
