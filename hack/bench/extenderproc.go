@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,37 +63,11 @@ func startExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir stri
 	}
 	p := &extenderProcess{Process: proc, url: "http://" + address, logFile: filepath.Join(dir, "tessera-scheduler.log")}
 	klog.FromContext(ctx).Info("Started the extender", "pid", p.Pid(), "url", p.url, "log", p.logFile)
-	if err := p.waitReady(ctx, 5*time.Minute); err != nil {
+	if err := p.WaitOK(ctx, p.url+"/readyz", readyMax); err != nil {
 		p.Stop()
-		return nil, err
+		return nil, fmt.Errorf("the extender did not become ready: %w", err)
 	}
 	return p, nil
-}
-
-func (p *extenderProcess) waitReady(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	client := &http.Client{Timeout: 2 * time.Second}
-	for {
-		if exited, err := p.Exited(); exited {
-			return fmt.Errorf("the extender exited (%v) before it was ready; see %s", err, p.logFile)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := client.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the extender's /readyz (see %s): %w", p.logFile, context.Cause(ctx))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // Memory returns the process's resident memory now and at its peak, from

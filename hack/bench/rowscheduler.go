@@ -73,14 +73,27 @@ func (r *runner) prepareScheduler(ctx context.Context, env *clusterEnv, row stri
 	return s, nil
 }
 
-// start runs the scheduler on the control plane.
+// readyMax bounds the wait for a scheduler or the extender to become
+// ready: to list and take in a cluster of thousands of nodes and hundreds
+// of thousands of pods, which takes minutes on a loaded 2-CPU machine.
+const readyMax = 10 * time.Minute
+
+// start runs the scheduler on the control plane and waits until it is
+// ready.
 func (s *rowScheduler) start(ctx context.Context, env *clusterEnv) error {
-	klog.FromContext(ctx).Info("Starting the scheduler", "scheduler", s.name, "config", s.config.Source, "load", loadAverage())
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting the scheduler", "scheduler", s.name, "config", s.config.Source, "load", loadAverage())
+	started := time.Now()
+	readyCtx, cancel := context.WithTimeout(ctx, readyMax)
+	defer cancel()
 	var err error
 	if s.bin == "" {
-		s.proc, err = env.cp.StartSchedulerProcess(s.config.YAML)
+		s.proc, err = env.cp.StartSchedulerProcess(readyCtx, s.config.YAML)
 	} else {
-		s.proc, err = env.cp.StartSchedulerBinaryProcess(s.bin, s.config.YAML)
+		s.proc, err = env.cp.StartSchedulerBinaryProcess(readyCtx, s.bin, s.config.YAML)
+	}
+	if err == nil {
+		logger.Info("Scheduler ready", "scheduler", s.name, "after", time.Since(started).Round(time.Millisecond))
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,12 +25,14 @@ kind: KubeSchedulerConfiguration
 // as the chart does in DRA mode.
 func (c *cluster) startDRAScheduler(ctx context.Context) error {
 	if c.o.scheduler == schedulerStock {
-		p, err := c.cp.StartSchedulerProcess(stockSchedulerConfig)
+		readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		p, err := c.cp.StartSchedulerProcess(readyCtx, stockSchedulerConfig)
 		if err != nil {
 			return err
 		}
 		c.daemons = append(c.daemons, p)
-	} else if _, err := c.startTesseraScheduler("tessera-scheduler-dra-config.yaml"); err != nil {
+	} else if _, err := c.startTesseraScheduler(ctx, "tessera-scheduler-dra-config.yaml"); err != nil {
 		return err
 	}
 	_, err := c.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{})

@@ -31,15 +31,15 @@ const (
 // startScheduler starts the scheduler of the chosen mode.
 func (c *cluster) startScheduler(ctx context.Context) error {
 	if c.o.scheduler == schedulerPlugin {
-		return c.startPluginScheduler()
+		return c.startPluginScheduler(ctx)
 	}
 	return c.startExtender(ctx)
 }
 
 // startPluginScheduler starts tessera-scheduler, kube-scheduler with the
 // Tessera plugin, with the shipped deploy/scheduler/tessera-scheduler-config.yaml.
-func (c *cluster) startPluginScheduler() error {
-	p, err := c.startTesseraScheduler("tessera-scheduler-config.yaml")
+func (c *cluster) startPluginScheduler(ctx context.Context) error {
+	p, err := c.startTesseraScheduler(ctx, "tessera-scheduler-config.yaml")
 	if err != nil {
 		return err
 	}
@@ -51,8 +51,9 @@ func (c *cluster) startPluginScheduler() error {
 }
 
 // startTesseraScheduler starts tessera-scheduler with the shipped
-// configuration deploy/scheduler/<config>.
-func (c *cluster) startTesseraScheduler(config string) (*framework.Process, error) {
+// configuration deploy/scheduler/<config>, and waits a minute at most
+// for it to become ready.
+func (c *cluster) startTesseraScheduler(ctx context.Context, config string) (*framework.Process, error) {
 	bin, err := framework.SchedulerPluginBinary()
 	if err != nil {
 		return nil, err
@@ -61,7 +62,9 @@ func (c *cluster) startTesseraScheduler(config string) (*framework.Process, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := c.cp.StartSchedulerBinaryProcess(bin, string(data))
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	p, err := c.cp.StartSchedulerBinaryProcess(ctx, bin, string(data))
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +101,9 @@ func (c *cluster) startExtender(ctx context.Context) error {
 	if !strings.Contains(string(config), shippedExtenderURL) {
 		return fmt.Errorf("deploy/scheduler/kube-scheduler-config.yaml does not name the extender at %s", shippedExtenderURL)
 	}
-	sched, err := c.cp.StartSchedulerProcess(strings.ReplaceAll(string(config), shippedExtenderURL, "http://"+addr))
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	sched, err := c.cp.StartSchedulerProcess(ctx, strings.ReplaceAll(string(config), shippedExtenderURL, "http://"+addr))
 	if err != nil {
 		return err
 	}

@@ -247,7 +247,9 @@ func (c *cluster) startPluginMode(t *testing.T) {
 // control plane stops.
 func (c *cluster) startTesseraScheduler(t *testing.T) {
 	t.Helper()
-	p, err := c.cp.StartSchedulerBinaryProcess(c.schedulerBin, c.schedulerConfig)
+	ctx, cancel := context.WithTimeout(t.Context(), framework.SchedulerReadyTimeout)
+	defer cancel()
+	p, err := c.cp.StartSchedulerBinaryProcess(ctx, c.schedulerBin, c.schedulerConfig)
 	if err != nil {
 		t.Fatal(err)
 	}

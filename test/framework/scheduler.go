@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,13 +12,19 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// SchedulerReadyTimeout bounds how long a test waits for a scheduler to
+// become ready on the small clusters tests make.
+const SchedulerReadyTimeout = 2 * time.Minute
+
 // StartScheduler runs kube-scheduler with the given KubeSchedulerConfiguration
 // (YAML) for the rest of the test. The framework points its client at this
 // control plane with raised rate limits (kube-scheduler's default of 50 QPS
 // would throttle any load) and turns leader election off.
 func (cp *ControlPlane) StartScheduler(t testing.TB, configYAML string) *Process {
 	t.Helper()
-	p, err := cp.StartSchedulerProcess(configYAML)
+	ctx, cancel := context.WithTimeout(context.Background(), SchedulerReadyTimeout)
+	defer cancel()
+	p, err := cp.StartSchedulerProcess(ctx, configYAML)
 	if err != nil {
 		t.Fatalf("starting kube-scheduler: %v", err)
 	}
@@ -29,7 +36,9 @@ func (cp *ControlPlane) StartScheduler(t testing.TB, configYAML string) *Process
 // kube-scheduler, such as tessera-scheduler (SchedulerPluginBinary).
 func (cp *ControlPlane) StartSchedulerBinary(t testing.TB, bin, configYAML string) *Process {
 	t.Helper()
-	p, err := cp.StartSchedulerBinaryProcess(bin, configYAML)
+	ctx, cancel := context.WithTimeout(context.Background(), SchedulerReadyTimeout)
+	defer cancel()
+	p, err := cp.StartSchedulerBinaryProcess(ctx, bin, configYAML)
 	if err != nil {
 		t.Fatalf("starting %s: %v", filepath.Base(bin), err)
 	}
@@ -39,8 +48,8 @@ func (cp *ControlPlane) StartSchedulerBinary(t testing.TB, bin, configYAML strin
 
 // StartSchedulerProcess is StartScheduler for callers that are not tests.
 // The process is also stopped by Stop.
-func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, error) {
-	return cp.StartSchedulerBinaryProcess(filepath.Join(cp.bin, "kube-scheduler"), configYAML)
+func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, configYAML string) (*Process, error) {
+	return cp.StartSchedulerBinaryProcess(ctx, filepath.Join(cp.bin, "kube-scheduler"), configYAML)
 }
 
 // StartSchedulerBinaryProcess is StartSchedulerBinary for callers that are
@@ -48,7 +57,12 @@ func (cp *ControlPlane) StartSchedulerProcess(configYAML string) (*Process, erro
 // metrics listener in the configuration moves to a free loopback port, as
 // the secure port does, so that schedulers started at once do not contend
 // for one port; Process.MetricsAddress says where.
-func (cp *ControlPlane) StartSchedulerBinaryProcess(bin, configYAML string) (*Process, error) {
+//
+// It returns once the scheduler's /readyz answers ok: its informers hold
+// the cluster and its event handlers have seen all of it. That takes
+// longer the larger the cluster (kube-scheduler lists every pod), so ctx
+// bounds the wait; it ends at once if the process exits.
+func (cp *ControlPlane) StartSchedulerBinaryProcess(ctx context.Context, bin, configYAML string) (*Process, error) {
 	config := map[string]any{}
 	if err := yaml.Unmarshal([]byte(configYAML), &config); err != nil {
 		return nil, fmt.Errorf("decoding the scheduler configuration: %w", err)
@@ -87,10 +101,9 @@ func (cp *ControlPlane) StartSchedulerBinaryProcess(bin, configYAML string) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	if err := waitServing(port, 30*time.Second); err != nil {
+	if err := p.waitServing(ctx, port); err != nil {
 		p.Stop()
-		return nil, fmt.Errorf("%s did not become ready: %w; last lines of %s:\n%s",
-			filepath.Base(bin), err, filepath.Base(p.logFile), p.LogTail(3000))
+		return nil, fmt.Errorf("%s did not become ready: %w", filepath.Base(bin), err)
 	}
 	p.MetricsAddress = metricsAddress
 	return p, nil

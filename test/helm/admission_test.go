@@ -254,7 +254,7 @@ func checkWebhookSelection(ctx context.Context, t *testing.T, cp *framework.Cont
 		t.Run("a Job of "+tt.name, func(t *testing.T) {
 			job := &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{Name: tt.pod.Name, Namespace: tt.pod.Namespace, Labels: tt.pod.Labels},
-				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *tt.pod.Spec.DeepCopy()}},
+				Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *tt.pod.Spec.DeepCopy()}},
 			}
 			job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 			_, err := cp.Kube.BatchV1().Jobs(job.Namespace).Create(ctx, job, metav1.CreateOptions{})

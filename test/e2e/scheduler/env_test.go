@@ -46,7 +46,9 @@ func (e *env) restartScheduler(t *testing.T) {
 	} else {
 		// Not tied to t, a subtest: the control plane stops it when the
 		// whole test ends.
-		p, err := e.cp.StartSchedulerBinaryProcess(e.schedulerBin, e.schedulerConfig)
+		ctx, cancel := context.WithTimeout(t.Context(), framework.SchedulerReadyTimeout)
+		defer cancel()
+		p, err := e.cp.StartSchedulerBinaryProcess(ctx, e.schedulerBin, e.schedulerConfig)
 		if err != nil {
 			t.Fatal(err)
 		}
