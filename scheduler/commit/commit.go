@@ -58,7 +58,8 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 	}
 
 	// A binding whose answer was lost (the request was cancelled, the
-	// connection dropped) may still have been made: the pod decides.
+	// connection dropped) may have been made, or be made yet: the pod
+	// decides, and while it shows neither the allocation stays.
 	undoCtx, cancel := detach(ctx)
 	defer cancel()
 	logger := klog.FromContext(ctx)
@@ -72,6 +73,14 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 		// GPUs stay counted. A later bind of the pod replaces it; the
 		// orphan sweep deletes it once the pod is gone.
 		logger.Error(gerr, "Reading the pod after a failed binding; keeping its allocation")
+		return err
+	case gerr == nil && current.UID == pod.UID && !refused(err):
+		// The server may still be making the binding whose answer was
+		// lost: a pod read unbound now can be bound a moment later, and
+		// its allocation must then be there for the device plugin. It
+		// stays, and the node's turn with it, until the device plugin
+		// serves it, the pod's next bind replaces it, or the pod goes.
+		logger.Info("Binding's answer was lost; keeping its allocation until the pod shows the outcome", "err", err)
 		return err
 	}
 	if derr := c.DeleteAllocation(undoCtx, alloc.Namespace, alloc.Name, alloc.UID); derr != nil {

@@ -140,13 +140,13 @@ func TestBindFailures(t *testing.T) {
 			setup: func(f *fixture) *extenderv1.ExtenderBindingArgs {
 				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 					if action.GetSubresource() == "binding" {
-						return true, nil, errors.New("node is being deleted")
+						return true, nil, apierrors.NewConflict(corev1.Resource("pods/binding"), "p", errors.New("pod p is being deleted"))
 					}
 					return false, nil, nil
 				})
 				return bindArgs(f.addPod(gpuPod()), "a100-1")
 			},
-			wantError: "binding pod ns/p to node a100-1: node is being deleted", wantResult: metrics.ResultError,
+			wantError: "binding pod ns/p to node a100-1: Operation cannot be fulfilled on pods/binding \"p\": pod p is being deleted", wantResult: metrics.ResultError,
 			wantEvent: "Warning FailedGPUPlacement", wantUsage: []int64{0, 0},
 		},
 		{
@@ -368,8 +368,8 @@ func TestBindKeepsTheAllocationOfAPodTheCacheShowsUnbound(t *testing.T) {
 // TestBindKeepsTheTurnOfAnAllocationLeftPending fails binds that leave
 // the pod's GPUAllocation pending on the node: the API server made it and
 // the answer got lost (kube-scheduler gave up on the bind, the extender
-// stopped), or the binding failed and the allocation could not be
-// deleted. The node's turn then stays with it, and the next bind there
+// stopped), the binding's answer was lost, or the binding was refused and
+// the allocation could not be deleted. The node's turn then stays with it, and the next bind there
 // waits, so that the node never has two pending at once. A create the
 // server refused, or an allocation deleted, frees the turn at once
 // (TestBindFailures).
@@ -394,11 +394,25 @@ func TestBindKeepsTheTurnOfAnAllocationLeftPending(t *testing.T) {
 			wantError: "context canceled",
 		},
 		{
-			name: "the binding failed and the allocation could not be deleted",
+			// The server may yet bind the pod: the device plugin would
+			// then find no allocation for it, or serve it another's.
+			name: "the binding's answer was lost and the pod reads unbound",
 			setup: func(f *fixture) {
 				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
 					if action.GetSubresource() == "binding" {
-						return true, nil, errors.New("node is being deleted")
+						return true, nil, fmt.Errorf("Post \"https://127.0.0.1/api/v1/namespaces/ns/pods/p/binding\": %w", context.Canceled)
+					}
+					return false, nil, nil
+				})
+			},
+			wantError: "context canceled",
+		},
+		{
+			name: "the binding was refused and the allocation could not be deleted",
+			setup: func(f *fixture) {
+				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					if action.GetSubresource() == "binding" {
+						return true, nil, apierrors.NewConflict(corev1.Resource("pods/binding"), "p", errors.New("node is being deleted"))
 					}
 					return false, nil, nil
 				})
