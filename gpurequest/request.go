@@ -108,23 +108,24 @@ func ContainerRequestOf(c *corev1.Container, kind gpuv1alpha1.ContainerKind, nam
 	if zeroCountOnly(c, names, path) {
 		return req, false, nil
 	}
-	read := func(name corev1.ResourceName, max int64) (int64, bool) {
+	read := func(name corev1.ResourceName, min, max int64) (int64, bool) {
 		q, fldPath, found := names.quantity(c, name, path)
 		if !found {
 			return 0, false
 		}
 		ok = true
-		v, err := boundedWholeNumber(q, max)
+		v, err := boundedWholeNumber(q, min, max)
 		if err != nil {
 			errs = append(errs, field.Invalid(fldPath, q.String(), err.Error()))
 		}
 		return v, true
 	}
 
-	count, countSet := read(names.Count, MaxCount)
-	memory, memorySet := read(names.Memory, MaxMemoryMiB)
-	percent, percentSet := read(names.MemoryPercentage, MaxPercent)
-	cores, coresSet := read(names.Cores, MaxPercent)
+	count, countSet := read(names.Count, 1, MaxCount)
+	memory, memorySet := read(names.Memory, 1, MaxMemoryMiB)
+	percent, percentSet := read(names.MemoryPercentage, 1, MaxPercent)
+	// A gpucores of 0 asks for no share of the cores (see Lookup).
+	cores, coresSet := read(names.Cores, 0, MaxPercent)
 	if !ok {
 		return req, false, nil
 	}
@@ -224,13 +225,13 @@ func (n ResourceNames) quantity(c *corev1.Container, name corev1.ResourceName, p
 	return q, path.Child("resources", list).Key(string(name)), true
 }
 
-// boundedWholeNumber returns q as a whole number from 1 to max. The bounds
-// are checked first, so that a value far too large to be an int64, such as
-// 1e30, is refused with the limit it broke.
-func boundedWholeNumber(q resource.Quantity, max int64) (int64, error) {
+// boundedWholeNumber returns q as a whole number from min to max. The
+// bounds are checked first, so that a value far too large to be an int64,
+// such as 1e30, is refused with the limit it broke.
+func boundedWholeNumber(q resource.Quantity, min, max int64) (int64, error) {
 	switch {
-	case q.Sign() <= 0:
-		return 0, fmt.Errorf("must be greater than 0")
+	case q.CmpInt64(min) < 0:
+		return 0, fmt.Errorf("must be at least %d", min)
 	case q.CmpInt64(max) > 0:
 		return 0, fmt.Errorf("must be at most %d", max)
 	}

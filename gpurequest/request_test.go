@@ -64,9 +64,9 @@ func TestPodRequests(t *testing.T) {
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1e30")}}}},
 		wantErr: []string{"limits[nvidia.com/gpu]", "must be at most 64"},
 	}, {
-		name:    "a large negative amount must be greater than 0",
+		name:    "a large negative gpucores names its limit, 0 (which asks for no share)",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpucores", "-1e30")}}}},
-		wantErr: []string{"limits[nvidia.com/gpucores]", "must be greater than 0"},
+		wantErr: []string{"limits[nvidia.com/gpucores]", "must be at least 0"},
 	}, {
 		name: "count, percentage and cores are read",
 		pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a",
@@ -102,18 +102,18 @@ func TestPodRequests(t *testing.T) {
 	}, {
 		name:    "zero memory is refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpumem", "0")}}}},
-		wantErr: []string{"limits[nvidia.com/gpumem]", "must be greater than 0"},
+		wantErr: []string{"limits[nvidia.com/gpumem]", "must be at least 1"},
 	}, {
 		name:    "negative count is refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "-1")}}}},
-		wantErr: []string{"limits[nvidia.com/gpu]", "must be greater than 0"},
+		wantErr: []string{"limits[nvidia.com/gpu]", "must be at least 1"},
 	}, {
 		name: "a count of zero alone means no GPU",
 		pod:  corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "0")}}}},
 	}, {
 		name:    "a count of zero with a slice is refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "0", "nvidia.com/gpumem", "10")}}}},
-		wantErr: []string{"limits[nvidia.com/gpu]", "must be greater than 0"},
+		wantErr: []string{"limits[nvidia.com/gpu]", "must be at least 1"},
 	}, {
 		// HAMi reads an explicit gpucores: 0 as no cores at all; templates
 		// that set every resource, zeros included, are common.
@@ -144,11 +144,11 @@ func TestPodRequests(t *testing.T) {
 	}, {
 		name:    "zero memory with zero cores is still refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "0", "nvidia.com/gpucores", "0")}}}},
-		wantErr: []string{"limits[nvidia.com/gpumem]", "must be greater than 0"},
+		wantErr: []string{"limits[nvidia.com/gpumem]", "must be at least 1"},
 	}, {
 		name:    "zero percentage is refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0")}}}},
-		wantErr: []string{"limits[nvidia.com/gpumem-percentage]", "must be greater than 0"},
+		wantErr: []string{"limits[nvidia.com/gpumem-percentage]", "must be at least 1"},
 	}, {
 		name:    "a count over the maximum is refused",
 		pod:     corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: limits("nvidia.com/gpu", "65")}}}},

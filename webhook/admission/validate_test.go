@@ -38,17 +38,17 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name:    "zero memory",
 			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "0")),
-			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpumem]: Invalid value: "0": must be greater than 0`,
+			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpumem]: Invalid value: "0": must be at least 1`,
 		},
 		{
 			name:    "negative cores",
 			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "-5")),
-			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpucores]: Invalid value: "-5": must be greater than 0`,
+			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpucores]: Invalid value: "-5": must be at least 0`,
 		},
 		{
 			name:    "negative count",
 			pod:     pod(limited("main", "nvidia.com/gpu", "-1")),
-			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "-1": must be greater than 0`,
+			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "-1": must be at least 1`,
 		},
 		{
 			name:    "fractional memory",
@@ -74,7 +74,7 @@ func TestValidateRefuses(t *testing.T) {
 		{
 			name:    "count of zero with a slice",
 			pod:     pod(limited("main", "nvidia.com/gpu", "0", "nvidia.com/gpumem", "4000")),
-			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "0": must be greater than 0`,
+			message: `container "main": spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "0": must be at least 1`,
 		},
 		{
 			name: "privileged container asking for a slice",
