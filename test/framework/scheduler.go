@@ -22,14 +22,7 @@ const SchedulerReadyTimeout = 2 * time.Minute
 // would throttle any load) and turns leader election off.
 func (cp *ControlPlane) StartScheduler(t testing.TB, configYAML string) *Process {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), SchedulerReadyTimeout)
-	defer cancel()
-	p, err := cp.StartSchedulerProcess(ctx, configYAML)
-	if err != nil {
-		t.Fatalf("starting kube-scheduler: %v", err)
-	}
-	stopOnCleanup(t, p)
-	return p
+	return cp.StartSchedulerBinary(t, cp.kubeScheduler(), configYAML)
 }
 
 // StartSchedulerBinary is StartScheduler with another build of
@@ -49,8 +42,11 @@ func (cp *ControlPlane) StartSchedulerBinary(t testing.TB, bin, configYAML strin
 // StartSchedulerProcess is StartScheduler for callers that are not tests.
 // The process is also stopped by Stop.
 func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, configYAML string) (*Process, error) {
-	return cp.StartSchedulerBinaryProcess(ctx, filepath.Join(cp.bin, "kube-scheduler"), configYAML)
+	return cp.StartSchedulerBinaryProcess(ctx, cp.kubeScheduler(), configYAML)
 }
+
+// kubeScheduler is the path of the control plane's kube-scheduler.
+func (cp *ControlPlane) kubeScheduler() string { return filepath.Join(cp.bin, "kube-scheduler") }
 
 // StartSchedulerBinaryProcess is StartSchedulerBinary for callers that are
 // not tests. The process is also stopped by Stop. A Tessera plugin
