@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 
 	"k8s.io/klog/v2"
@@ -17,6 +18,9 @@ import (
 // SpecName is the spec's file name in the spec directory, without its
 // extension.
 const SpecName = "tessera.dev-gpu"
+
+// fileName is the spec's file in the spec directory.
+const fileName = SpecName + ".yaml"
 
 // Writer keeps the node's spec file in one directory.
 type Writer struct {
@@ -46,9 +50,12 @@ func (w Writer) Write(ctx context.Context, inv gpu.Inventory) error {
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return fmt.Errorf("creating the CDI spec directory: %w", err)
 	}
-	cache, err := cdi.NewCache(cdi.WithSpecDirs(w.Dir), cdi.WithAutoRefresh(false))
+	removed, err := RemoveStale(w.Dir, fileName)
+	for _, name := range removed {
+		logger.Info("Removed a CDI spec whose write did not finish", "file", name)
+	}
 	if err != nil {
-		return fmt.Errorf("reading the CDI spec directory %s: %w", w.Dir, err)
+		return err
 	}
 	path := w.Path()
 	if old, err := cdi.ReadSpec(path, 0); err == nil && reflect.DeepEqual(old.Spec, spec) {
@@ -57,13 +64,8 @@ func (w Writer) Write(ctx context.Context, inv gpu.Inventory) error {
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		logger.Info("Replacing an unreadable CDI spec", "path", path, "err", err)
 	}
-	if err := cache.WriteSpec(spec, SpecName+".yaml"); err != nil {
-		return fmt.Errorf("writing the CDI spec %s: %w", path, err)
-	}
-	// The library creates the file private to root; the runtime reads it
-	// as root, but a person checking the node should not need to.
-	if err := os.Chmod(path, 0o644); err != nil {
-		return fmt.Errorf("writing the CDI spec %s: %w", path, err)
+	if err := WriteFile(w.Dir, fileName, spec); err != nil {
+		return err
 	}
 	logger.Info("Wrote the CDI spec", "path", path, "devices", len(spec.Devices), "driverFiles", len(files))
 	return nil
@@ -71,5 +73,5 @@ func (w Writer) Write(ctx context.Context, inv gpu.Inventory) error {
 
 // Path is the spec file.
 func (w Writer) Path() string {
-	return w.Dir + "/" + SpecName + ".yaml"
+	return filepath.Join(w.Dir, fileName)
 }

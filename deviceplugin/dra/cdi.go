@@ -32,7 +32,6 @@ var mountOptions = []string{"ro", "nosuid", "nodev", "bind"}
 // cdiWriter writes one CDI spec per prepared request into the runtime's
 // spec directory.
 type cdiWriter struct {
-	cache          *cdi.Cache
 	dir            string
 	library        hamicore.Library
 	oversubscribed bool
@@ -43,11 +42,7 @@ func newCDIWriter(dir string, library hamicore.Library, oversubscribed, gpuDevic
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the CDI spec directory: %w", err)
 	}
-	cache, err := cdi.NewCache(cdi.WithSpecDirs(dir), cdi.WithAutoRefresh(false))
-	if err != nil {
-		return nil, fmt.Errorf("opening the CDI spec directory %s: %w", dir, err)
-	}
-	return &cdiWriter{cache: cache, dir: dir, library: library, oversubscribed: oversubscribed, gpuDevices: gpuDevices}, nil
+	return &cdiWriter{dir: dir, library: library, oversubscribed: oversubscribed, gpuDevices: gpuDevices}, nil
 }
 
 // requestID is the unique part of a request's CDI names. The claim UID
@@ -98,19 +93,14 @@ func (w *cdiWriter) write(claim types.UID, request string, shares []hamicore.Sha
 	if w.holds(specName, spec) {
 		return devices, specName, nil
 	}
-	if err := w.cache.WriteSpec(spec, specName); err != nil {
-		return nil, "", fmt.Errorf("writing the CDI spec of request %q of claim %s: %w", request, claim, err)
-	}
-	// The library creates the file private to its owner; the runtime reads
-	// it as root, but a person checking the node should not need to.
-	if err := os.Chmod(filepath.Join(w.dir, specName), 0o644); err != nil {
-		return nil, "", fmt.Errorf("writing the CDI spec of request %q of claim %s: %w", request, claim, err)
+	if err := cdispec.WriteFile(w.dir, specName, spec); err != nil {
+		return nil, "", fmt.Errorf("request %q of claim %s: %w", request, claim, err)
 	}
 	return devices, specName, nil
 }
 
 // holds says whether the spec file already holds spec, byte for byte as
-// the CDI library writes a .json spec. Anything else, a file that is
+// cdispec.WriteFile writes a .json spec. Anything else, a file that is
 // missing (the spec directory is usually a tmpfs that a reboot empties),
 // unreadable or different, is written again.
 func (w *cdiWriter) holds(specName string, spec *cdispecs.Spec) bool {
@@ -122,9 +112,10 @@ func (w *cdiWriter) holds(specName string, spec *cdispecs.Spec) bool {
 	return err == nil && bytes.Equal(got, want)
 }
 
-// remove deletes a spec; a spec already gone is not an error.
+// remove deletes a spec file, or the temporary file of a write that did
+// not finish; a file already gone is not an error.
 func (w *cdiWriter) remove(specName string) error {
-	if err := w.cache.RemoveSpec(specName); err != nil {
+	if err := os.Remove(filepath.Join(w.dir, specName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing the CDI spec %s: %w", specName, err)
 	}
 	return nil
@@ -132,7 +123,9 @@ func (w *cdiWriter) remove(specName string) error {
 
 // specFiles lists the spec files the writer made for a claim, or with an
 // empty claim for every claim: the names begin with the kind's transient
-// prefix (tessera.dev-claim_) and the claim's UID.
+// prefix (tessera.dev-claim_) and the claim's UID. The temporary file of a
+// write that a crash cut short is named after its spec, so it is listed
+// too, and removed with the claim's specs.
 func (w *cdiWriter) specFiles(claim types.UID) ([]string, error) {
 	prefix := cdi.GenerateTransientSpecName(CDIVendor, CDIClass, "")
 	if claim != "" {

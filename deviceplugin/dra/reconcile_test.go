@@ -14,21 +14,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2/ktesting"
-)
 
-// specNames lists the files of the CDI spec directory.
-func specNames(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
-}
+	"github.com/tessera-gpu/tessera/test/framework"
+)
 
 func TestReconcileForgetsClaimsTheAPINoLongerHoldsOnTheNode(t *testing.T) {
 	// The prepared claim takes 50 GiB of GPU gpu-0's 80; the next claim
@@ -94,7 +82,7 @@ func TestReconcileForgetsClaimsTheAPINoLongerHoldsOnTheNode(t *testing.T) {
 			}
 			d = d.restart(t)
 			_, kept := d.state.Claims["uid-1"]
-			specs := specNames(t, d.cfg.CDIDir)
+			specs := framework.CDIFiles(t, d.cfg.CDIDir)
 			if kept != tt.wantKept || (len(specs) == 1) != tt.wantKept {
 				t.Fatalf("the checkpoint holds the claim: %v, spec files %v; want the claim and its spec kept: %v", kept, specs, tt.wantKept)
 			}
@@ -122,9 +110,13 @@ func TestReconcileRemovesSpecsNoPreparedClaimNames(t *testing.T) {
 	if _, err := d.prepare(crashed); err != nil {
 		t.Fatal(err)
 	}
-	// The node's own spec of its GPUs and another vendor's are not the
-	// driver's to remove.
-	for _, name := range []string{"tessera.dev-gpu.json", "example.com-claim_uid-2_gpu.json"} {
+	// Killed mid-write: the temporary file of a claim's spec, never
+	// renamed, named as cdispec.WriteFile names it.
+	unfinished := "tessera.dev-claim_uid-3_gpu.json.1582305329.tmp"
+	// The node's own spec of its GPUs, another vendor's, and the CDI
+	// library's temporary file (any writer's) are not the driver's to
+	// remove.
+	for _, name := range []string{unfinished, "tessera.dev-gpu.json", "example.com-claim_uid-2_gpu.json", "spec.123.tmp"} {
 		if err := os.WriteFile(filepath.Join(d.cfg.CDIDir, name), []byte("{}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -134,8 +126,8 @@ func TestReconcileRemovesSpecsNoPreparedClaimNames(t *testing.T) {
 	if err := d.Reconcile(ctx, fake.NewClientset(kept, crashed)); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"example.com-claim_uid-2_gpu.json", "tessera.dev-claim_uid-1_gpu.json", "tessera.dev-gpu.json"}
-	if got := specNames(t, d.cfg.CDIDir); !slices.Equal(got, want) {
+	want := []string{"example.com-claim_uid-2_gpu.json", "spec.123.tmp", "tessera.dev-claim_uid-1_gpu.json", "tessera.dev-gpu.json"}
+	if got := framework.CDIFiles(t, d.cfg.CDIDir); !slices.Equal(got, want) {
 		t.Errorf("spec files %v, want %v", got, want)
 	}
 }
@@ -161,7 +153,7 @@ func TestUnprepareOfAnUnknownClaimRemovesItsSpecs(t *testing.T) {
 	if err != nil || res["uid-2"] != nil {
 		t.Fatalf("Unprepare: %v %v", err, res["uid-2"])
 	}
-	if got, want := specNames(t, d.cfg.CDIDir), []string{"tessera.dev-claim_uid-1_gpu.json"}; !slices.Equal(got, want) {
+	if got, want := framework.CDIFiles(t, d.cfg.CDIDir), []string{"tessera.dev-claim_uid-1_gpu.json"}; !slices.Equal(got, want) {
 		t.Errorf("spec files %v, want only the other claim's %v", got, want)
 	}
 }
