@@ -34,7 +34,7 @@ func TestWriteFileWritesWhatTheRuntimeReads(t *testing.T) {
 			if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode().Perm() != 0o644 {
 				t.Errorf("spec file %v, %v; want it readable by all", fi, err)
 			}
-			if got := framework.CDIFiles(t, dir); !slices.Equal(got, []string{name}) {
+			if got := framework.FileNames(t, dir); !slices.Equal(got, []string{name}) {
 				t.Errorf("directory holds %v, want the spec alone", got)
 			}
 		})
@@ -55,7 +55,7 @@ func TestWriteFileRefusingASpecKeepsTheOldOne(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, name)); string(after) != string(before) {
 		t.Errorf("the refused write changed the spec to %s", after)
 	}
-	if got := framework.CDIFiles(t, dir); !slices.Equal(got, []string{name}) {
+	if got := framework.FileNames(t, dir); !slices.Equal(got, []string{name}) {
 		t.Errorf("directory holds %v after a refused write, want the old spec alone", got)
 	}
 	if err := WriteFile(dir, "tessera.dev-claim_x.txt", claimSpec("x")); err == nil || !strings.Contains(err.Error(), ".json or .yaml") {
@@ -68,7 +68,7 @@ func TestWriteRemovesTheLeftoverOfAWriteThatDidNotFinish(t *testing.T) {
 	dir := t.TempDir()
 	// The daemon was killed between writing the temporary file and
 	// renaming it. Another writer's temporary file is not its to remove.
-	for _, name := range []string{fileName + ".1582305329" + tempSuffix, "spec.123.tmp"} {
+	for _, name := range []string{fileName + ".1582305329.tmp", "spec.123.tmp"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("---\ncdiVer"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestWriteRemovesTheLeftoverOfAWriteThatDidNotFinish(t *testing.T) {
 	if err := (Writer{Dir: dir}).Write(ctx, inventory("GPU-a")); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := framework.CDIFiles(t, dir), []string{"spec.123.tmp", fileName}; !slices.Equal(got, want) {
+	if got, want := framework.FileNames(t, dir), []string{"spec.123.tmp", fileName}; !slices.Equal(got, want) {
 		t.Errorf("directory holds %v, want %v", got, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/deviceplugin/driver"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/internal/atomicfile"
 )
 
 // SpecName is the spec's file name in the spec directory, without its
@@ -50,7 +51,7 @@ func (w Writer) Write(ctx context.Context, inv gpu.Inventory) error {
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return fmt.Errorf("creating the CDI spec directory: %w", err)
 	}
-	removed, err := RemoveStale(w.Dir, fileName)
+	removed, err := atomicfile.RemoveStale(w.Path())
 	for _, name := range removed {
 		logger.Info("Removed a CDI spec whose write did not finish", "file", name)
 	}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tessera-gpu/tessera/internal/atomicfile"
 )
 
 // checkpointVersion is the format of the checkpoint file; a file of
@@ -55,7 +56,11 @@ type preparedDevice struct {
 }
 
 // loadCheckpoint reads the file; a missing file is an empty checkpoint.
+// What a save cut short by a crash left beside it is removed.
 func loadCheckpoint(path string) (*checkpoint, error) {
+	if _, err := atomicfile.RemoveStale(path); err != nil {
+		return nil, fmt.Errorf("reading the DRA checkpoint: %w", err)
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &checkpoint{Version: checkpointVersion, Claims: map[types.UID]*preparedClaim{}}, nil
@@ -83,23 +88,7 @@ func (c *checkpoint) save(path string) error {
 	if err != nil {
 		return fmt.Errorf("encoding the DRA checkpoint: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-")
-	if err != nil {
-		return fmt.Errorf("writing the DRA checkpoint: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the DRA checkpoint: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the DRA checkpoint: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the DRA checkpoint: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, data, 0o600, nil); err != nil {
 		return fmt.Errorf("writing the DRA checkpoint: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -184,8 +185,16 @@ func TestPrepareIsIdempotentAcrossRestartsAndUnprepareCleansUp(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The kubelet asks again after the daemon restarted.
+	// The kubelet asks again after the daemon restarted, killed while it
+	// saved the checkpoint once more: the write it cut short is removed.
+	unfinished := filepath.Join(d.cfg.StateDir, CheckpointFile+".1582305329.tmp")
+	if err := os.WriteFile(unfinished, []byte(`{"vers`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	d = d.restart(t)
+	if _, err := os.Stat(unfinished); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the checkpoint's unfinished write is still there after a restart: %v", err)
+	}
 	again, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{claim})
 	if err != nil || again["uid-1"].Err != nil {
 		t.Fatalf("Prepare again: %v %v", err, again["uid-1"].Err)

@@ -82,7 +82,7 @@ func TestReconcileForgetsClaimsTheAPINoLongerHoldsOnTheNode(t *testing.T) {
 			}
 			d = d.restart(t)
 			_, kept := d.state.Claims["uid-1"]
-			specs := framework.CDIFiles(t, d.cfg.CDIDir)
+			specs := framework.FileNames(t, d.cfg.CDIDir)
 			if kept != tt.wantKept || (len(specs) == 1) != tt.wantKept {
 				t.Fatalf("the checkpoint holds the claim: %v, spec files %v; want the claim and its spec kept: %v", kept, specs, tt.wantKept)
 			}
@@ -127,7 +127,7 @@ func TestReconcileRemovesSpecsNoPreparedClaimNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"example.com-claim_uid-2_gpu.json", "spec.123.tmp", "tessera.dev-claim_uid-1_gpu.json", "tessera.dev-gpu.json"}
-	if got := framework.CDIFiles(t, d.cfg.CDIDir); !slices.Equal(got, want) {
+	if got := framework.FileNames(t, d.cfg.CDIDir); !slices.Equal(got, want) {
 		t.Errorf("spec files %v, want %v", got, want)
 	}
 }
@@ -153,7 +153,7 @@ func TestUnprepareOfAnUnknownClaimRemovesItsSpecs(t *testing.T) {
 	if err != nil || res["uid-2"] != nil {
 		t.Fatalf("Unprepare: %v %v", err, res["uid-2"])
 	}
-	if got, want := framework.CDIFiles(t, d.cfg.CDIDir), []string{"tessera.dev-claim_uid-1_gpu.json"}; !slices.Equal(got, want) {
+	if got, want := framework.FileNames(t, d.cfg.CDIDir), []string{"tessera.dev-claim_uid-1_gpu.json"}; !slices.Equal(got, want) {
 		t.Errorf("spec files %v, want only the other claim's %v", got, want)
 	}
 }

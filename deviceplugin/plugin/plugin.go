@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +30,7 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 	"github.com/tessera-gpu/tessera/deviceplugin/podproc"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/internal/atomicfile"
 	"github.com/tessera-gpu/tessera/internal/httpserver"
 )
 
@@ -446,33 +446,21 @@ func (p *Plugin) scaling() nodestatus.Scaling {
 }
 
 // writePreloadFile writes the file mounted as the containers'
-// /etc/ld.so.preload, naming the library inside the container.
+// /etc/ld.so.preload, naming the library inside the container, after
+// removing what a write cut short by a crash left beside it.
 func (p *Plugin) writePreloadFile() error {
 	path := p.cfg.PreloadFilePath()
 	if path == "" {
 		return nil
 	}
+	if _, err := atomicfile.RemoveStale(path); err != nil {
+		return fmt.Errorf("writing the preload file %s: %w", path, err)
+	}
 	content := []byte(p.cfg.LibraryContainerPath + "\n")
 	if old, err := os.ReadFile(path); err == nil && string(old) == string(content) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ld.so.preload-")
-	if err != nil {
-		return fmt.Errorf("writing the preload file %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the preload file %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing the preload file %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing the preload file %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, content, 0o644, nil); err != nil {
 		return fmt.Errorf("writing the preload file %s: %w", path, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"fmt"
-	"os"
 	"testing"
 
 	"tags.cncf.io/container-device-interface/pkg/cdi"
@@ -35,19 +34,4 @@ func CDIEnv(cache *cdi.Cache, ids []string) ([]string, error) {
 		env = append(env, dev.ContainerEdits.Env...)
 	}
 	return env, nil
-}
-
-// CDIFiles names every file in a CDI spec directory, specs or not, in
-// order.
-func CDIFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
-	}
-	return out
 }
