@@ -103,8 +103,8 @@ func testGangFit(t *testing.T, e *env) {
 	t.Run("a pod larger than any GPU", func(t *testing.T) {
 		never := e.submit(ctx, t, gpuJob("gang", "never", 1, slice{gpus: 1, memoryMiB: 90000, cores: 10}))
 		framework.WaitFor(t, time.Minute, "the check to reject Job never", func() (bool, string) {
-			state, message := e.gangFitState(ctx, t, never)
-			return state == "Rejected" && strings.Contains(message, "fits no node's GPUs even with every GPU free"), state + ": " + message
+			why := e.gangFitRejection(ctx, t, never)
+			return strings.Contains(why, "fits no node's GPUs even with every GPU free"), why
 		})
 		e.waitSuspendedWithoutPods(ctx, t, never)
 	})
@@ -126,6 +126,36 @@ func (e *env) gangFitState(ctx context.Context, t *testing.T, job *batchv1.Job) 
 		}
 	}
 	return "", "no state of the check"
+}
+
+// gangFitRejection returns why the check tessera-gang-fit rejected job's
+// Workload, as Kueue tells it once it has deactivated the Workload: in its
+// AdmissionCheckRejected event. The check's Rejected state itself does not
+// last: Kueue deactivates the Workload and resets its checks to Pending
+// ("Reset to Pending after eviction. Previously: Rejected"), which a
+// loaded machine can do between two reads of the state.
+func (e *env) gangFitRejection(ctx context.Context, t *testing.T, job *batchv1.Job) string {
+	t.Helper()
+	wl := e.workload(ctx, t, job)
+	if wl == nil {
+		return "no Workload yet"
+	}
+	if active, found, _ := unstructured.NestedBool(wl.Object, "spec", "active"); !found || active {
+		state, message := e.gangFitState(ctx, t, job)
+		return fmt.Sprintf("Workload still active; check %s: %s", state, message)
+	}
+	events, err := e.cp.Kube.CoreV1().Events(job.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + wl.GetName() + ",reason=AdmissionCheckRejected",
+	})
+	if err != nil {
+		return err.Error()
+	}
+	for _, ev := range events.Items {
+		if strings.Contains(ev.Message, "tessera-gang-fit") {
+			return ev.Message
+		}
+	}
+	return "Workload deactivated, with no AdmissionCheckRejected event of tessera-gang-fit yet"
 }
 
 // waitSuspendedWithoutPods waits until job is suspended with no pods, and
