@@ -51,14 +51,14 @@ func (w Writer) Write(ctx context.Context, inv gpu.Inventory) error {
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return fmt.Errorf("creating the CDI spec directory: %w", err)
 	}
-	removed, err := atomicfile.RemoveStale(w.Path())
+	path := w.Path()
+	removed, err := atomicfile.RemoveStale(path)
 	for _, name := range removed {
 		logger.Info("Removed a CDI spec whose write did not finish", "file", name)
 	}
 	if err != nil {
 		return err
 	}
-	path := w.Path()
 	if old, err := cdi.ReadSpec(path, 0); err == nil && reflect.DeepEqual(old.Spec, spec) {
 		logger.V(4).Info("CDI spec unchanged", "path", path)
 		return nil
