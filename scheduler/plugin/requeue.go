@@ -26,7 +26,8 @@ import (
 //
 // The tracker tells the requeuer whenever GPUs may have freed on a node,
 // once its view holds the change (Freed); kube-scheduler's queueing hints
-// ask only about added Nodes (see EventsToRegister). A pod is remembered
+// ask only about added Nodes and deleted assigned pods (see
+// EventsToRegister). A pod is remembered
 // from its first PreFilter until Reserve places it or it is deleted. A
 // pod activated while its cycle runs is retried when the cycle fails:
 // kube-scheduler records the activation.
@@ -53,9 +54,9 @@ type requeuer struct {
 	shapes []*shape
 	byKey  map[string]*shape
 	ft     placement.Fitter
-	// hinted is the last added node the queueing hint played, and the
-	// pods it chose.
-	hinted       *v1.Node
+	// hinted is the object of the last event the queueing hint played a
+	// node for, and the pods it chose.
+	hinted       any
 	hintedChosen map[types.UID]bool
 	// quotaFreed is when each namespace's GPU quota last may have got
 	// room (see QuotaFreed).
@@ -157,16 +158,17 @@ func (r *requeuer) Freed(node string) {
 	r.activate("GPUs freed; retrying pods", chosen, "node", node)
 }
 
-// hint tells kube-scheduler whether the node added may let the waiting
-// pod fit: whether playing it activates the pod. A pod the requeuer does
-// not know is queued. kube-scheduler asks about one event for every
-// waiting pod in turn, so the node is played once per added object.
-func (r *requeuer) hint(pod *v1.Pod, added *v1.Node) fwk.QueueingHint {
+// hint tells kube-scheduler whether an event about the object on node
+// may let the waiting pod fit: whether playing the node activates the pod.
+// A pod the requeuer does not know is queued. kube-scheduler asks about
+// one event for every waiting pod in turn, so the node is played once per
+// object.
+func (r *requeuer) hint(pod *v1.Pod, object any, node string) fwk.QueueingHint {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if added != r.hinted {
-		r.hinted, r.hintedChosen = added, map[types.UID]bool{}
-		for _, p := range r.play(added.Name, "") {
+	if object != r.hinted {
+		r.hinted, r.hintedChosen = object, map[types.UID]bool{}
+		for _, p := range r.play(node, "") {
 			r.hintedChosen[p.UID] = true
 		}
 	}

@@ -165,10 +165,10 @@ func TestActivatedPodPlacedElsewhere(t *testing.T) {
 	}
 }
 
-// TestHintsQueueWhatFits checks that the one event the plugin registers,
-// a Node added, queues a waiting pod only when the node, as the view holds
-// it, has room for it, and a pod the plugin does not know always; and that
-// the GPU events, which the tracker reports, are not registered.
+// TestHintsQueueWhatFits checks that a Node added queues a waiting pod
+// only when the node, as the view holds it, has room for it, and a pod the
+// plugin does not know always; and that of the events that free GPUs only
+// an assigned pod deleted is registered: the tracker reports the others.
 func TestHintsQueueWhatFits(t *testing.T) {
 	p, v, _ := newTestPlugin(t)
 	addNode(p, v, "big", 1, 81920)
@@ -198,10 +198,61 @@ func TestHintsQueueWhatFits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var got []fwk.ClusterEvent
 	for _, e := range events {
-		if e.Event.Resource != fwk.Node {
-			t.Errorf("the plugin registers %s events: kube-scheduler would walk every unschedulable pod on each", e.Event.Resource)
+		got = append(got, e.Event)
+	}
+	want := []fwk.ClusterEvent{{Resource: fwk.Node, ActionType: fwk.Add}, {Resource: fwk.AssignedPod, ActionType: fwk.Delete}}
+	if !slices.Equal(got, want) {
+		t.Errorf("the plugin registers %v, want %v: kube-scheduler would walk every unschedulable pod on each other event", got, want)
+	}
+}
+
+// TestDeletedPodQueuesWhatItFreed checks that a deleted assigned pod queues
+// the waiting pod its GPUs serve, once the view has freed them, and only
+// then. A preemptor whose victim the tracker saw deleted first was
+// activated while DefaultPreemption still held it back, so this event,
+// from kube-scheduler's own informer, is its only way back: before the
+// plugin registered it, such a pod waited minutes (a test saw it in
+// TestPlugin/preemption).
+func TestDeletedPodQueuesWhatItFreed(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	addNode(p, v, "big", 1, 81920)
+	addNode(p, v, "other", 1, 81920)
+	victim := gpuPod("victim", 81920)
+	victim.Spec.NodeName = "big"
+	allocationOn(v, victim, "big", "big-GPU-0", 81920)
+	allocationOn(v, gpuPod("stays", 81920), "other", "other-GPU-0", 81920)
+	preemptor := waitFor(t, p, "preemptor", 1, 40960)[0]
+	hint := func(deleted *v1.Pod) fwk.QueueingHint {
+		t.Helper()
+		h, err := p.assignedPodDeleted(klog.Background(), preemptor, deleted, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return h
+	}
+	// kube-scheduler's informer saw the deletion before the tracker's.
+	if got := hint(victim); got != fwk.QueueSkip {
+		t.Errorf("victim deleted, its GPU still held in the view: hint %v, want %v", got, fwk.QueueSkip)
+	}
+	// The tracker frees the GPU and activates the preemptor, which
+	// DefaultPreemption may still hold back; kube-scheduler asks again on
+	// its own event.
+	v.Release(victim.UID)
+	p.requeue.Freed("big")
+	if got, want := act.take(), keys([]*v1.Pod{preemptor}); !slices.Equal(got, want) {
+		t.Errorf("GPU freed: activated %v, want %v", got, want)
+	}
+	again := victim.DeepCopy()
+	if got := hint(again); got != fwk.Queue {
+		t.Errorf("victim deleted, its GPU freed in the view: hint %v, want %v", got, fwk.Queue)
+	}
+	// A pod deleted elsewhere frees nothing the preemptor could take.
+	elsewhere := gpuPod("elsewhere", 1024)
+	elsewhere.Spec.NodeName = "other"
+	if got := hint(elsewhere); got != fwk.QueueSkip {
+		t.Errorf("a pod deleted on a full node: hint %v, want %v", got, fwk.QueueSkip)
 	}
 }
 
