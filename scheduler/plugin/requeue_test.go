@@ -213,8 +213,8 @@ func TestHintsQueueWhatFits(t *testing.T) {
 // then. A preemptor whose victim the tracker saw deleted first was
 // activated while DefaultPreemption still held it back, so this event,
 // from kube-scheduler's own informer, is its only way back: before the
-// plugin registered it, such a pod waited minutes (a test saw it in
-// TestPlugin/preemption).
+// plugin registered it, TestPlugin/preemption gave up on such a pod after
+// 60 s in a fresh-clone run.
 func TestDeletedPodQueuesWhatItFreed(t *testing.T) {
 	p, v, act := newTestPlugin(t)
 	addNode(p, v, "big", 1, 81920)
