@@ -31,7 +31,7 @@ cd "$root"
 # shellcheck source=hack/lib/cgo.sh
 source hack/lib/cgo.sh
 
-echo ">>> Building the control plane (cached after the first run; the first takes about 15 minutes on 2 cores)"
+echo ">>> Building the control plane (cached after the first run; the first takes 7 to 16 minutes on 2 cores)"
 TESSERA_CONTROLPLANE_BIN=$(hack/build-controlplane.sh | tail -n 1)
 export TESSERA_CONTROLPLANE_BIN
 
