@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -44,6 +45,15 @@ type Config struct {
 	// Pods are the scheduler's pods, to count those of an admitted
 	// Workload already placed when its room is held again after a restart.
 	Pods corelisters.PodLister
+	// Nodes tell the nodes' labels and taints, which say where a pod set
+	// may run; NodesSynced whether they are all known.
+	Nodes       corelisters.NodeLister
+	NodesSynced cache.InformerSynced
+	// Kube writes the Lease of the election of the process that decides
+	// the checks, LeaseNamespace/LeaseName.
+	Kube           kubernetes.Interface
+	LeaseNamespace string
+	LeaseName      string
 	// Requeue hears of the nodes whose held room was released, and
 	// QuotaRequeue, if set, of the namespaces.
 	Requeue      tracker.Requeue
@@ -63,9 +73,16 @@ type Controller struct {
 	queue     workqueue.TypedRateLimitingInterface[string]
 	workloads cache.SharedIndexInformer
 	checks    cache.SharedIndexInformer
+	flavors   cache.SharedIndexInformer
+	// handlers are the registrations of the Workloads' and checks' event
+	// handlers, synced once each has been told of every object listed.
+	handlers []cache.ResourceEventHandlerRegistration
 	// synced is set once the room of every admitted Workload is held again
 	// after a start, or the cluster serves no Workloads.
 	synced atomic.Bool
+	// leading is set while this process holds the Lease and so decides
+	// the checks.
+	leading atomic.Bool
 
 	mu sync.Mutex
 	// held is the room held for each Workload, by namespace/name.
@@ -91,6 +108,7 @@ func New(cfg Config) *Controller {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "gang-fit"}),
 		workloads: f.ForResource(workloads).Informer(),
 		checks:    f.ForResource(admissionChecks).Informer(),
+		flavors:   f.ForResource(resourceFlavors).Informer(),
 		held:      map[string]*holding{},
 	}
 	enqueue := func(obj any) {
@@ -98,15 +116,16 @@ func New(cfg Config) *Controller {
 			c.queue.Add(key)
 		}
 	}
-	c.workloads.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	workloadsReg, _ := c.workloads.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 		DeleteFunc: enqueue,
 	})
-	c.checks.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	checksReg, _ := c.checks.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.activate(obj) },
 		UpdateFunc: func(_, obj any) { c.activate(obj) },
 	})
+	c.handlers = []cache.ResourceEventHandlerRegistration{workloadsReg, checksReg}
 	return c
 }
 
@@ -133,16 +152,26 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	go c.workloads.Run(ctx.Done())
 	go c.checks.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.workloads.HasSynced, c.checks.HasSynced, c.cfg.ViewSynced) {
+	go c.flavors.Run(ctx.Done())
+	synced := []cache.InformerSynced{c.flavors.HasSynced, c.cfg.NodesSynced, c.cfg.ViewSynced}
+	for _, reg := range c.handlers {
+		synced = append(synced, reg.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return
 	}
-	// Decide every Workload once before placing pods, which holds the room
-	// of those admitted before a restart.
-	for c.queue.Len() > 0 {
-		c.next(ctx)
+	// Hold the room of every Workload admitted before this process
+	// started, before it places any pod. Each is kept here, directly: the
+	// queue's length does not count keys waiting to be retried, and
+	// holding room again writes nothing that could fail.
+	for _, key := range c.workloads.GetStore().ListKeys() {
+		if err := c.sync(ctx, key); err != nil {
+			logger.Error(err, "Holding an admitted Workload's room again", "workload", key)
+		}
 	}
 	c.synced.Store(true)
 	logger.Info("Serving the gang-fit admission check")
+	go c.lead(ctx)
 	for c.next(ctx) {
 	}
 }

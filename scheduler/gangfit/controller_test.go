@@ -24,6 +24,7 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
+	"github.com/tessera-gpu/tessera/scheduler/tracker"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -36,6 +37,7 @@ type fixture struct {
 	view    *view.View
 	clock   *clocktesting.FakeClock
 	pods    cache.Indexer
+	nodes   cache.Indexer
 	applied []checkState
 	freed   []string
 }
@@ -77,6 +79,8 @@ func newFixture(t *testing.T) *fixture {
 		return true, &u, nil
 	})
 	f.pods = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	f.nodes = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	f.setNode(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	f.c = New(Config{
 		Dynamic: dyn,
 		View:    f.view,
@@ -84,6 +88,7 @@ func newFixture(t *testing.T) *fixture {
 		Parser: podrequest.Parser{ResourceNames: gpurequest.DefaultResourceNames(),
 			DefaultNodePolicy: gpurequest.Binpack, DefaultGPUPolicy: gpurequest.Spread},
 		Pods:        corelisters.NewPodLister(f.pods),
+		Nodes:       corelisters.NewNodeLister(f.nodes),
 		Requeue:     f,
 		Clock:       f.clock,
 		HoldTimeout: 5 * time.Minute,
@@ -97,7 +102,36 @@ func newFixture(t *testing.T) *fixture {
 	if err := f.c.checks.GetIndexer().Add(ac); err != nil {
 		t.Fatal(err)
 	}
+	f.c.leading.Store(true)
 	return f
+}
+
+// setNode puts the node, trimmed as the scheduler's informer keeps it,
+// into the node lister's cache.
+func (f *fixture) setNode(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	trimmed, err := tracker.Trim(gpurequest.DefaultResourceNames())(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.nodes.Update(trimmed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setFlavor puts a Kueue ResourceFlavor into the check's cache.
+func (f *fixture) setFlavor(t *testing.T, name string, nodeLabels map[string]string, tolerations []corev1.Toleration) {
+	t.Helper()
+	var rf resourceFlavor
+	rf.Name = name
+	rf.Spec.NodeLabels, rf.Spec.Tolerations = nodeLabels, tolerations
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.flavors.GetIndexer().Update(&unstructured.Unstructured{Object: obj}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (f *fixture) Freed(node string)    { f.freed = append(f.freed, node) }
@@ -107,12 +141,22 @@ func (f *fixture) Forget(uid types.UID) {}
 // each, with quota reserved and the check in state, since the check's
 // last transition ago, into the informer's cache, and returns its key.
 func (f *fixture) setWorkload(t *testing.T, name string, pods int32, memoryMiB int64, state string, ago time.Duration) string {
-	return f.setWorkloadEvicted(t, name, pods, memoryMiB, state, ago, false)
+	return f.setWorkloadWith(t, name, pods, memoryMiB, state, ago, nil)
 }
 
 // setWorkloadEvicted is setWorkload, with Kueue evicting the Workload when
 // evicted is set.
 func (f *fixture) setWorkloadEvicted(t *testing.T, name string, pods int32, memoryMiB int64, state string, ago time.Duration, evicted bool) string {
+	return f.setWorkloadWith(t, name, pods, memoryMiB, state, ago, func(w *workload) {
+		if evicted {
+			w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: conditionEvicted, Status: metav1.ConditionTrue})
+		}
+	})
+}
+
+// setWorkloadWith is setWorkload with the Workload changed by change,
+// unless it is nil, before it is cached.
+func (f *fixture) setWorkloadWith(t *testing.T, name string, pods int32, memoryMiB int64, state string, ago time.Duration, change func(*workload)) string {
 	t.Helper()
 	var w workload
 	w.APIVersion, w.Kind = "kueue.x-k8s.io/v1beta2", "Workload"
@@ -123,10 +167,10 @@ func (f *fixture) setWorkloadEvicted(t *testing.T, name string, pods int32, memo
 		}},
 	}}}}}}
 	w.Status.Conditions = []metav1.Condition{{Type: conditionQuotaReserved, Status: metav1.ConditionTrue}}
-	if evicted {
-		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: conditionEvicted, Status: metav1.ConditionTrue})
-	}
 	w.Status.AdmissionChecks = []checkState{{Name: checkName, State: state, LastTransitionTime: metav1.NewTime(f.clock.Now().Add(-ago))}}
+	if change != nil {
+		change(&w)
+	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&w)
 	if err != nil {
 		t.Fatal(err)
@@ -154,9 +198,10 @@ func (f *fixture) last(t *testing.T) checkState {
 }
 
 // TestDecide pins the check's answers: Retry, with Kueue's wait, for pods
-// that fit the GPUs' total but not their fragments; Ready, with the key of
-// the held room for the pods, when all fit, and the room held; Rejected
-// for a pod larger than any GPU.
+// that fit the GPUs' total but not their fragments, and for a pod larger
+// than any GPU now (a node that holds it may come); Ready, with the key
+// of the held room for the pods, when all fit, and the room held;
+// Rejected only for a request invalid in itself.
 func TestDecide(t *testing.T) {
 	f := newFixture(t)
 	f.sync(t, f.setWorkload(t, "big", 2, 40000, statePending, 0))
@@ -178,9 +223,16 @@ func TestDecide(t *testing.T) {
 		t.Errorf("room held for %d pods, want 3", got)
 	}
 
-	f.sync(t, f.setWorkload(t, "never", 1, 90000, statePending, 0))
-	if st := f.last(t); st.State != stateRejected || !strings.Contains(st.Message, "even with every GPU free") {
-		t.Errorf("a 90000 MiB pod on 80000 MiB GPUs: applied %+v, want Rejected with the reason", st)
+	f.sync(t, f.setWorkload(t, "larger", 1, 90000, statePending, 0))
+	if st := f.last(t); st.State != stateRetry || !strings.Contains(st.Message, "even with every GPU free") {
+		t.Errorf("a 90000 MiB pod on 80000 MiB GPUs: applied %+v, want Retry with the reason", st)
+	}
+
+	f.sync(t, f.setWorkloadWith(t, "invalid", 1, 1000, statePending, 0, func(w *workload) {
+		w.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Limits["nvidia.com/gpucores"] = resource.MustParse("150")
+	}))
+	if st := f.last(t); st.State != stateRejected || !strings.Contains(st.Message, "invalid GPU request") {
+		t.Errorf("a pod asking 150%% of a GPU's cores: applied %+v, want Rejected with the reason", st)
 	}
 
 	// Many checks at once never count held room twice: one 30000 MiB
@@ -224,7 +276,12 @@ func TestHeldAgainAfterRestart(t *testing.T) {
 	f := newFixture(t)
 	placed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "small-0",
 		Annotations: map[string]string{gpuv1alpha1.GangHoldAnnotation: "uid-small/main"}}, Spec: corev1.PodSpec{NodeName: "n1"}}
-	if err := f.pods.Add(placed); err != nil {
+	// The pod as the scheduler's informer keeps it.
+	trimmed, err := tracker.Trim(gpurequest.DefaultResourceNames())(placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.pods.Add(trimmed); err != nil {
 		t.Fatal(err)
 	}
 	key := f.setWorkload(t, "small", 3, 30000, stateReady, time.Minute)

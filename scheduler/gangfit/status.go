@@ -49,6 +49,9 @@ const activateRetry = 5 * time.Second
 // admitting anything.
 func (c *Controller) activate(obj any) {
 	var ac admissionCheck
+	if !c.leading.Load() {
+		return
+	}
 	if err := fromUnstructured(obj, &ac); err != nil || ac.Spec.ControllerName != gpuv1alpha1.GangFitControllerName {
 		return
 	}

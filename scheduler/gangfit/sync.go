@@ -42,6 +42,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	switch st.State {
 	case statePending:
 		c.release(key)
+		if !c.leading.Load() {
+			// The leader decides; requeueAll brings the Workload back
+			// here if this process becomes it.
+			return nil
+		}
 		return c.decide(ctx, key, &w, st)
 	case stateReady:
 		return c.keep(ctx, key, &w, st)
@@ -69,16 +74,18 @@ func (c *Controller) ourCheck(w *workload) (checkState, bool) {
 
 // decide holds the room of every pod of the Workload and sets the check
 // Ready, telling Kueue to give each pod set's pods the key of their room;
-// or, when they do not all fit, sets it Retry, or Rejected when one fits
-// no GPU even with all of them free.
+// or, when they do not all fit, sets it Retry. Only a request invalid in
+// itself is Rejected, which makes Kueue deactivate the Workload: a pod
+// that fits no node even with every GPU free may fit one missing for now
+// (a node pool scaled to zero, a node replaced in an upgrade), so it is
+// tried again as any other.
 func (c *Controller) decide(ctx context.Context, key string, w *workload, st checkState) error {
 	logger := klog.FromContext(ctx)
 	now := c.cfg.Clock.Now()
 	h, err := c.hold(w, func(ps *podSet) int32 { return w.count(ps) }, now)
 	if err != nil {
 		next := checkState{Name: st.Name, State: stateRetry, Message: err.Error()}
-		var unfit *view.GangUnfitError
-		if invalid := (*invalidError)(nil); errors.As(err, &invalid) || errors.As(err, &unfit) && unfit.Never {
+		if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
 			next.State = stateRejected
 		} else {
 			seconds := int32(c.cfg.RetryAfter / time.Second)
@@ -197,9 +204,14 @@ func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Ti
 		if len(req.Containers) == 0 || n == 0 {
 			continue
 		}
+		eligible, err := c.eligible(w, ps, pod)
+		if err != nil {
+			c.free(h)
+			return nil, err
+		}
 		members := make([]view.GangMember, n)
 		for j := range members {
-			members[j] = view.GangMember{Request: req.Request, Policy: req.NodePolicy}
+			members[j] = view.GangMember{Request: req.Request, Policy: req.NodePolicy, Eligible: eligible}
 		}
 		key := gangKey(w, ps)
 		if _, err := c.cfg.View.HoldGang(key, w.Namespace, w.Name, members, c.cfg.Rules, limits, now); err != nil {

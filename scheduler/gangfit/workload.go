@@ -14,6 +14,7 @@ import (
 var (
 	workloads       = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
 	admissionChecks = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "admissionchecks"}
+	resourceFlavors = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "resourceflavors"}
 )
 
 // Check states and Workload conditions, as Kueue names them.
@@ -38,15 +39,34 @@ type workload struct {
 		PodSets []podSet `json:"podSets"`
 	} `json:"spec"`
 	Status struct {
-		Conditions []metav1.Condition `json:"conditions"`
-		Admission  *struct {
-			PodSetAssignments []struct {
-				Name  string `json:"name"`
-				Count *int32 `json:"count"`
-			} `json:"podSetAssignments"`
-		} `json:"admission"`
-		AdmissionChecks []checkState `json:"admissionChecks"`
+		Conditions      []metav1.Condition `json:"conditions"`
+		Admission       *admission         `json:"admission"`
+		AdmissionChecks []checkState       `json:"admissionChecks"`
 	} `json:"status"`
+}
+
+// admission is what Kueue admitted of a Workload, by pod set.
+type admission struct {
+	PodSetAssignments []podSetAssignment `json:"podSetAssignments"`
+}
+
+// podSetAssignment is what Kueue admitted of a pod set: how many pods,
+// and the ResourceFlavor of each resource.
+type podSetAssignment struct {
+	Name    string            `json:"name"`
+	Count   *int32            `json:"count"`
+	Flavors map[string]string `json:"flavors"`
+}
+
+// resourceFlavor is the part of a Kueue ResourceFlavor that says where
+// the pods admitted in it may run: Kueue adds its node labels to their
+// node selector and its tolerations to theirs when it starts them.
+type resourceFlavor struct {
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		NodeLabels  map[string]string   `json:"nodeLabels"`
+		Tolerations []corev1.Toleration `json:"tolerations"`
+	} `json:"spec"`
 }
 
 // podSet is a group of a Workload's pods made from one template.
@@ -105,14 +125,23 @@ func (w *workload) condition(t string) bool {
 // count is how many pods of the pod set Kueue admitted: the assignment's
 // count under partial admission, or the pod set's.
 func (w *workload) count(ps *podSet) int32 {
-	if w.Status.Admission != nil {
-		for _, a := range w.Status.Admission.PodSetAssignments {
-			if a.Name == ps.Name && a.Count != nil {
-				return *a.Count
-			}
-		}
+	if a := w.assignment(ps); a != nil && a.Count != nil {
+		return *a.Count
 	}
 	return ps.Count
+}
+
+// assignment is what Kueue admitted of the pod set; nil before it has.
+func (w *workload) assignment(ps *podSet) *podSetAssignment {
+	if w.Status.Admission == nil {
+		return nil
+	}
+	for i := range w.Status.Admission.PodSetAssignments {
+		if a := &w.Status.Admission.PodSetAssignments[i]; a.Name == ps.Name {
+			return a
+		}
+	}
+	return nil
 }
 
 // gangKey is the key of the room held for a pod set's pods, which they

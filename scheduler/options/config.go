@@ -97,6 +97,8 @@ const (
 	DefaultClientBurst         = 1000
 	DefaultGangFitHoldTimeout  = 5 * time.Minute
 	DefaultGangFitRetryAfter   = 15 * time.Second
+	DefaultGangFitLeaseName    = "tessera-gang-fit"
+	DefaultGangFitLeaseNS      = "kube-system"
 )
 
 // GangFit configures the gang-fit AdmissionCheck (scheduler/gangfit).
@@ -112,6 +114,12 @@ type GangFit struct {
 	// (releasing the quota for the Workloads behind it) instead of holding
 	// the quota while the GPUs stay fragmented.
 	RetryAfter metav1.Duration `json:"retryAfter"`
+	// LeaseNamespace and LeaseName name the Lease that elects the one
+	// scheduler process that decides the checks. Every process holds the
+	// room of the Workloads already admitted, so two running side by side
+	// in a rollout never promise the same room twice.
+	LeaseNamespace string `json:"leaseNamespace"`
+	LeaseName      string `json:"leaseName"`
 }
 
 // NewConfig returns the configuration with every default filled in.
@@ -132,8 +140,10 @@ func NewConfig() *Config {
 		ClientQPS:           DefaultClientQPS,
 		ClientBurst:         DefaultClientBurst,
 		GangFit: GangFit{
-			HoldTimeout: metav1.Duration{Duration: DefaultGangFitHoldTimeout},
-			RetryAfter:  metav1.Duration{Duration: DefaultGangFitRetryAfter},
+			HoldTimeout:    metav1.Duration{Duration: DefaultGangFitHoldTimeout},
+			RetryAfter:     metav1.Duration{Duration: DefaultGangFitRetryAfter},
+			LeaseNamespace: DefaultGangFitLeaseNS,
+			LeaseName:      DefaultGangFitLeaseName,
 		},
 	}
 }

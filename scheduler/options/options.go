@@ -59,6 +59,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.GangFit.Enabled, "gang-fit", c.GangFit.Enabled, "Serve Kueue's gang-fit AdmissionCheck (controllerName gpu.tessera.dev/gang-fit): admit a Workload only when all its pods fit the GPUs, and hold that room.")
 	fs.DurationVar(&c.GangFit.HoldTimeout.Duration, "gang-fit-hold-timeout", c.GangFit.HoldTimeout.Duration, "How long an admitted Workload's room is held for its pods not yet placed.")
 	fs.DurationVar(&c.GangFit.RetryAfter.Duration, "gang-fit-retry-after", c.GangFit.RetryAfter.Duration, "How long Kueue waits before it tries again a Workload whose pods did not fit.")
+	fs.StringVar(&c.GangFit.LeaseNamespace, "gang-fit-lease-namespace", c.GangFit.LeaseNamespace, "Namespace of the Lease that elects the one scheduler process deciding the gang-fit checks.")
+	fs.StringVar(&c.GangFit.LeaseName, "gang-fit-lease-name", c.GangFit.LeaseName, "Name of the Lease that elects the one scheduler process deciding the gang-fit checks.")
 	fs.BoolVar(&c.AllocationMetrics, "allocation-metrics", c.AllocationMetrics, "Add a series per container and GPU it holds (tessera_allocation_*) to /metrics/state; many at thousands of pods.")
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !before[f.Name] {

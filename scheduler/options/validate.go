@@ -70,6 +70,14 @@ func (c *Config) Validate() error {
 	errs = append(errs, durationAtLeast("orphanSweepInterval", c.OrphanSweepInterval.Duration, time.Second)...)
 	errs = append(errs, durationAtLeast("gangFit.holdTimeout", c.GangFit.HoldTimeout.Duration, time.Second)...)
 	errs = append(errs, durationAtLeast("gangFit.retryAfter", c.GangFit.RetryAfter.Duration, time.Second)...)
+	if c.GangFit.Enabled {
+		for _, msg := range validation.IsDNS1123Label(c.GangFit.LeaseNamespace) {
+			errs = append(errs, field.Invalid(field.NewPath("gangFit", "leaseNamespace"), c.GangFit.LeaseNamespace, msg))
+		}
+		for _, msg := range validation.IsDNS1123Subdomain(c.GangFit.LeaseName) {
+			errs = append(errs, field.Invalid(field.NewPath("gangFit", "leaseName"), c.GangFit.LeaseName, msg))
+		}
+	}
 	if c.ClientQPS <= 0 || c.ClientQPS > MaxClientQPS {
 		errs = append(errs, field.Invalid(field.NewPath("clientQPS"), c.ClientQPS, fmt.Sprintf("must be greater than 0 and at most %d", MaxClientQPS)))
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // Trim returns an informer transform that keeps only what the extender
-// reads of pods, GPUAllocations, GPUNodes, Leases and ResourceQuotas. At 40,000 pods the
+// reads of pods, GPUAllocations, GPUNodes, Leases, ResourceQuotas and
+// Nodes. At 40,000 pods the
 // whole objects, with their managed fields, would be most of the
 // extender's memory.
 func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
@@ -31,6 +32,11 @@ func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 			// The scheduler reads the limits, never what the quota
 			// controller counts.
 			return &corev1.ResourceQuota{TypeMeta: o.TypeMeta, ObjectMeta: trimMeta(&o.ObjectMeta), Spec: o.Spec}, nil
+		case *corev1.Node:
+			// Where a gang's pods may run: its labels and taints.
+			meta := trimMeta(&o.ObjectMeta)
+			meta.Labels = o.Labels
+			return &corev1.Node{TypeMeta: o.TypeMeta, ObjectMeta: meta, Spec: corev1.NodeSpec{Taints: o.Spec.Taints}}, nil
 		case *coordinationv1.Lease:
 			// A node's heartbeat is its Lease's renew time.
 			return &coordinationv1.Lease{
@@ -43,9 +49,11 @@ func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 	}
 }
 
-// trimPod keeps a pod's identity, node, scheduler, priority and phase, and for a pod
-// not yet bound, what bind reads of its request: placement annotations and
-// the containers' GPU resources. A bound pod is never bound again, so its
+// trimPod keeps a pod's identity, node, scheduler, priority and phase, and
+// the key of its gang's held room, which counts the gang's placed pods when
+// the room is held again after a restart; and for a pod not yet bound,
+// what bind reads of its request: placement annotations and the
+// containers' GPU resources. A bound pod is never bound again, so its
 // request is dropped.
 func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []string) *corev1.Pod {
 	out := &corev1.Pod{
@@ -58,6 +66,9 @@ func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []str
 			Priority: pod.Spec.Priority,
 		},
 		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	if key, ok := pod.Annotations[gpuv1alpha1.GangHoldAnnotation]; ok {
+		out.Annotations = map[string]string{gpuv1alpha1.GangHoldAnnotation: key}
 	}
 	if pod.Spec.NodeName != "" {
 		return out

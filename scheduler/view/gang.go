@@ -35,6 +35,10 @@ type gang struct {
 type GangMember struct {
 	Request *placement.Request
 	Policy  gpurequest.Policy
+	// Eligible says whether the pod could run on the node at all, by its
+	// node selection and tolerations and those of the flavor Kueue
+	// assigned it; nil allows every node.
+	Eligible func(node string) bool
 }
 
 // GangUnfitError says that a gang's member fits none of the nodes' GPUs
@@ -93,7 +97,7 @@ func (v *View) HoldGang(key, namespace, name string, members []GangMember, rules
 					v.release(p.UID)
 				}
 			}
-			return nil, &GangUnfitError{Member: i, Never: !v.fitsEmpty(names, m.Request), Quota: why}
+			return nil, &GangUnfitError{Member: i, Never: !v.fitsEmpty(names, m), Quota: why}
 		}
 		containers, _ := placement.Fit(&best.Placement, m.Request)
 		p := newPod(types.UID(fmt.Sprintf("gang/%s/%d", key, i)), namespace, name, best.Placement.Name, containers, now, false)
@@ -119,6 +123,9 @@ func (v *View) bestNode(ft *placement.Fitter, names []string, m GangMember, rule
 	used := v.usage.get(namespace)
 	for _, name := range names {
 		n := v.nodes[name]
+		if !m.eligible(name) {
+			continue
+		}
 		if closed, _ := rules.Closed(n, now, m.Request); !closed.OK() {
 			continue
 		}
@@ -144,18 +151,21 @@ func (v *View) bestNode(ft *placement.Fitter, names []string, m GangMember, rule
 	return best, turnedAway
 }
 
-// fitsEmpty reports whether req fits one of the named nodes with all of
-// its GPUs free.
-func (v *View) fitsEmpty(names []string, req *placement.Request) bool {
+// fitsEmpty reports whether m fits one of the named nodes it may run on
+// with all of the node's GPUs free.
+func (v *View) fitsEmpty(names []string, m GangMember) bool {
 	var ft placement.Fitter
 	all := func(types.UID) bool { return true }
 	for _, name := range names {
-		if ft.Feasible(v.nodes[name].Without(all), req, nil) {
+		if m.eligible(name) && ft.Feasible(v.nodes[name].Without(all), m.Request, nil) {
 			return true
 		}
 	}
 	return false
 }
+
+// eligible reports whether the member may run on the node at all.
+func (m GangMember) eligible(node string) bool { return m.Eligible == nil || m.Eligible(node) }
 
 // ReleaseGang frees what is left of the gang's holds and forgets the gang.
 // It returns the nodes where room was freed.

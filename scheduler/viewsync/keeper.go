@@ -78,7 +78,7 @@ type Keeper struct {
 	// leases watches the namespace of the nodes' Leases only.
 	leases informers.SharedInformerFactory
 	// quotas watches every namespace's ResourceQuotas, which the pods'
-	// field selector of kube would not select.
+	// field selector of kube would not select; with gang-fit, nodes.
 	quotas  informers.SharedInformerFactory
 	tracker *tracker.Tracker
 	// state serves the per-GPU and per-node series.
@@ -189,19 +189,25 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	free := freememory.New(k.View, gpuNodes.Lister(), k.Tessera, k.Clock, k.tracker.HasSynced, k.fieldManager)
 	runs := []func(context.Context){k.tracker.Run, marker.Run, free.Run}
 	if o.GangFit.Enabled {
+		nodes := k.quotas.Core().V1().Nodes()
 		k.gangFit = gangfit.New(gangfit.Config{
-			Dynamic:      k.dynamic,
-			Discovery:    k.Kube.Discovery(),
-			View:         k.View,
-			Rules:        k.Rules(),
-			Parser:       podrequest.Parser{ResourceNames: o.ResourceNames, DefaultNodePolicy: o.DefaultNodePolicy, DefaultGPUPolicy: o.DefaultGPUPolicy},
-			Pods:         k.Pods.Lister(),
-			Requeue:      requeue,
-			QuotaRequeue: quotaRequeue,
-			Clock:        k.Clock,
-			ViewSynced:   k.tracker.HasSynced,
-			HoldTimeout:  o.GangFit.HoldTimeout.Duration,
-			RetryAfter:   o.GangFit.RetryAfter.Duration,
+			Dynamic:        k.dynamic,
+			Discovery:      k.Kube.Discovery(),
+			View:           k.View,
+			Rules:          k.Rules(),
+			Parser:         podrequest.Parser{ResourceNames: o.ResourceNames, DefaultNodePolicy: o.DefaultNodePolicy, DefaultGPUPolicy: o.DefaultGPUPolicy},
+			Pods:           k.Pods.Lister(),
+			Nodes:          nodes.Lister(),
+			NodesSynced:    nodes.Informer().HasSynced,
+			Kube:           k.Kube,
+			LeaseNamespace: o.GangFit.LeaseNamespace,
+			LeaseName:      o.GangFit.LeaseName,
+			Requeue:        requeue,
+			QuotaRequeue:   quotaRequeue,
+			Clock:          k.Clock,
+			ViewSynced:     k.tracker.HasSynced,
+			HoldTimeout:    o.GangFit.HoldTimeout.Duration,
+			RetryAfter:     o.GangFit.RetryAfter.Duration,
 		})
 		runs = append(runs, k.gangFit.Run)
 	}

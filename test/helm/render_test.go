@@ -262,12 +262,6 @@ func TestValuesRefused(t *testing.T) {
 			want:   []string{"devicePlugin.rescanPeriod 500ms must be at least 1s"},
 		},
 		{
-			name: "gang-fit with two scheduler replicas",
-			values: map[string]any{"scheduler": map[string]any{"replicas": 2, "leaderElection": true,
-				"extender": map[string]any{"gangFit": map[string]any{"enabled": true}}}},
-			want: []string{"scheduler.extender.gangFit.enabled needs scheduler.replicas 1, not 2"},
-		},
-		{
 			name: "gang-fit in DRA mode",
 			values: map[string]any{"devicePlugin": map[string]any{"mode": "dra"},
 				"scheduler": map[string]any{"extender": map[string]any{"gangFit": map[string]any{"enabled": true}}}},

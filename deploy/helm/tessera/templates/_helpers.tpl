@@ -105,9 +105,6 @@ so that two durations can be compared.
 {{- fail (printf "devicePlugin.rescanPeriod %s must be at least 1s: the device plugin refuses a shorter one and would not start on any node" $d.rescanPeriod) -}}
 {{- end -}}
 {{- if $s.extender.gangFit.enabled -}}
-{{- if gt (int $s.replicas) 1 -}}
-{{- fail (printf "scheduler.extender.gangFit.enabled needs scheduler.replicas 1, not %d: the gang-fit check holds room in the scheduler's memory, and every replica would answer Kueue's checks from its own" (int $s.replicas)) -}}
-{{- end -}}
 {{- if eq $d.mode "dra" -}}
 {{- fail "scheduler.extender.gangFit.enabled does not work with devicePlugin.mode dra: kube-scheduler's DRA allocator chooses the GPUs there and would not keep the room the check holds" -}}
 {{- end -}}

@@ -1,0 +1,56 @@
+package gangfit
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+)
+
+// eligible returns which nodes a pod of the pod set could run on at all,
+// as kube-scheduler will judge it once Kueue starts the pods: the
+// template's node selector and required affinity, with the node labels of
+// every flavor Kueue assigned the pod set, and the template's tolerations
+// with the flavors' against the nodes' NoSchedule and NoExecute taints.
+// Room is held only there, so that it is never held where the pods cannot
+// go while another team's pods wait for it.
+func (c *Controller) eligible(w *workload, ps *podSet, pod *corev1.Pod) (func(node string) bool, error) {
+	pod = pod.DeepCopy()
+	if a := w.assignment(ps); a != nil {
+		names := slices.Sorted(maps.Values(a.Flavors))
+		for _, name := range slices.Compact(names) {
+			obj, exists, err := c.flavors.GetIndexer().GetByKey(name)
+			if err != nil || !exists {
+				return nil, fmt.Errorf("pod set %s: ResourceFlavor %s is not known yet", ps.Name, name)
+			}
+			var f resourceFlavor
+			if err := fromUnstructured(obj, &f); err != nil {
+				return nil, fmt.Errorf("pod set %s: reading ResourceFlavor %s: %w", ps.Name, name, err)
+			}
+			if len(f.Spec.NodeLabels) > 0 && pod.Spec.NodeSelector == nil {
+				pod.Spec.NodeSelector = map[string]string{}
+			}
+			maps.Copy(pod.Spec.NodeSelector, f.Spec.NodeLabels)
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, f.Spec.Tolerations...)
+		}
+	}
+	required := nodeaffinity.GetRequiredNodeAffinity(pod)
+	blocking := func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}
+	return func(name string) bool {
+		node, err := c.cfg.Nodes.Get(name)
+		if err != nil {
+			return false
+		}
+		if ok, err := required.Match(node); err != nil || !ok {
+			return false
+		}
+		_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, blocking, false)
+		return !untolerated
+	}, nil
+}
