@@ -87,6 +87,11 @@ type Controller struct {
 	mu sync.Mutex
 	// held is the room held for each Workload, by namespace/name.
 	held map[string]*holding
+	// waiting are the Workloads the leader sent back to Kueue's queue
+	// because their pods did not fit, with when; wake tells recheck that
+	// room freed.
+	waiting map[string]time.Time
+	wake    chan struct{}
 }
 
 // holding is the room held for one admitted Workload.
@@ -110,6 +115,8 @@ func New(cfg Config) *Controller {
 		checks:    f.ForResource(admissionChecks).Informer(),
 		flavors:   f.ForResource(resourceFlavors).Informer(),
 		held:      map[string]*holding{},
+		waiting:   map[string]time.Time{},
+		wake:      make(chan struct{}, 1),
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -172,6 +179,7 @@ func (c *Controller) Run(ctx context.Context) {
 	c.synced.Store(true)
 	logger.Info("Serving the gang-fit admission check")
 	go c.lead(ctx)
+	go c.recheck(ctx)
 	for c.next(ctx) {
 	}
 }
@@ -214,8 +222,9 @@ func (c *Controller) release(key string) {
 	h, ok := c.held[key]
 	delete(c.held, key)
 	c.mu.Unlock()
-	if ok {
+	if ok && len(h.gangs) > 0 {
 		c.free(h)
+		c.roomFreed()
 	}
 }
 

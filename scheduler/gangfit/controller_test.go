@@ -40,6 +40,8 @@ type fixture struct {
 	nodes   cache.Indexer
 	applied []checkState
 	freed   []string
+	// retried are the Workloads whose retry time the check moved to now.
+	retried []string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -76,6 +78,9 @@ func newFixture(t *testing.T) *fixture {
 			t.Errorf("the check applied its state on resource version %q, want 7, the one it decided on", w.ResourceVersion)
 		}
 		f.applied = append(f.applied, w.Status.AdmissionChecks...)
+		if w.Status.RequeueState != nil {
+			f.retried = append(f.retried, action.(k8stesting.PatchAction).GetName())
+		}
 		return true, &u, nil
 	})
 	f.pods = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})

@@ -26,6 +26,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if !exists {
 		c.release(key)
+		c.stopWaiting(key)
 		return nil
 	}
 	var w workload
@@ -82,7 +83,7 @@ func (c *Controller) ourCheck(w *workload) (checkState, bool) {
 func (c *Controller) decide(ctx context.Context, key string, w *workload, st checkState) error {
 	logger := klog.FromContext(ctx)
 	now := c.cfg.Clock.Now()
-	h, err := c.hold(w, func(ps *podSet) int32 { return w.count(ps) }, now)
+	h, err := c.hold(w, func(ps *podSet) int32 { return w.count(ps) }, now, gangKey)
 	if err != nil {
 		next := checkState{Name: st.Name, State: stateRetry, Message: err.Error()}
 		if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
@@ -93,7 +94,13 @@ func (c *Controller) decide(ctx context.Context, key string, w *workload, st che
 			next.Message += fmt.Sprintf("; Kueue tries again in %s", c.cfg.RetryAfter)
 		}
 		logger.V(2).Info("Workload's pods do not all fit the GPUs", "workload", key, "state", next.State, "reason", err)
-		return c.setState(ctx, w, next)
+		if err := c.setState(ctx, w, next); err != nil {
+			return err
+		}
+		if next.State == stateRetry {
+			c.wait(key, now)
+		}
+		return nil
 	}
 	h.until = now.Add(c.cfg.HoldTimeout)
 	next := checkState{Name: st.Name, State: stateReady, Message: h.describe(c.cfg.View, h.until)}
@@ -108,6 +115,7 @@ func (c *Controller) decide(ctx context.Context, key string, w *workload, st che
 		return err
 	}
 	c.remember(key, h)
+	c.stopWaiting(key)
 	logger.V(2).Info("Workload's pods fit the GPUs; their room is held", "workload", key, "until", h.until)
 	return nil
 }
@@ -130,7 +138,10 @@ func (c *Controller) keep(ctx context.Context, key string, w *workload, st check
 	}
 	if !now.Before(h.until) || c.allPlaced(h) {
 		// The entry stays, without room, so the room is not held again.
-		c.free(h)
+		if len(h.gangs) > 0 {
+			c.free(h)
+			c.roomFreed()
+		}
 		return nil
 	}
 	c.queue.AddAfter(key, h.until.Sub(now))
@@ -144,7 +155,7 @@ func (c *Controller) holdAgain(ctx context.Context, key string, w *workload, unt
 	h := &holding{uid: w.UID, namespace: w.Namespace}
 	if now.Before(until) {
 		placed := c.placed(w)
-		held, err := c.hold(w, func(ps *podSet) int32 { return max(0, w.count(ps)-placed[gangKey(w, ps)]) }, now)
+		held, err := c.hold(w, func(ps *podSet) int32 { return max(0, w.count(ps)-placed[gangKey(w, ps)]) }, now, gangKey)
 		if err != nil {
 			// The GPUs changed while no scheduler held the room: the pods
 			// compete for GPUs as any pod.
@@ -187,8 +198,8 @@ func (e *invalidError) Error() string {
 }
 
 // hold holds the room of count(ps) pods of every pod set of the Workload
-// that asks for GPUs, all or none.
-func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Time) (*holding, error) {
+// that asks for GPUs, all or none, each pod set's under keyOf.
+func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Time, keyOf func(*workload, *podSet) string) (*holding, error) {
 	h := &holding{uid: w.UID, namespace: w.Namespace}
 	limits := c.cfg.Rules.Limits(w.Namespace)
 	for i := range w.Spec.PodSets {
@@ -213,7 +224,7 @@ func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Ti
 		for j := range members {
 			members[j] = view.GangMember{Request: req.Request, Policy: req.NodePolicy, Eligible: eligible}
 		}
-		key := gangKey(w, ps)
+		key := keyOf(w, ps)
 		if _, err := c.cfg.View.HoldGang(key, w.Namespace, w.Name, members, c.cfg.Rules, limits, now); err != nil {
 			c.free(h)
 			return nil, fmt.Errorf("pod set %s of %d pods: %w", ps.Name, n, err)

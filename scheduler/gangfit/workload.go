@@ -2,6 +2,7 @@ package gangfit
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,9 @@ type workload struct {
 		Conditions      []metav1.Condition `json:"conditions"`
 		Admission       *admission         `json:"admission"`
 		AdmissionChecks []checkState       `json:"admissionChecks"`
+		RequeueState    *struct {
+			RequeueAt *metav1.Time `json:"requeueAt"`
+		} `json:"requeueState"`
 	} `json:"status"`
 }
 
@@ -129,6 +133,15 @@ func (w *workload) count(ps *podSet) int32 {
 		return *a.Count
 	}
 	return ps.Count
+}
+
+// retryAt is when Kueue tries the Workload again after a check's Retry;
+// zero when it does not wait.
+func (w *workload) retryAt() time.Time {
+	if w.Status.RequeueState == nil || w.Status.RequeueState.RequeueAt == nil {
+		return time.Time{}
+	}
+	return w.Status.RequeueState.RequeueAt.Time
 }
 
 // assignment is what Kueue admitted of the pod set; nil before it has.

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -149,6 +150,32 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	// The tracker and the marker age the nodes' Leases alike.
 	renewals := liveness.NewRenewals(k.Clock)
 	quotaRequeue, _ := requeue.(tracker.QuotaRequeue)
+	frees := requeue
+	if o.GangFit.Enabled {
+		nodes := k.quotas.Core().V1().Nodes()
+		k.gangFit = gangfit.New(gangfit.Config{
+			Dynamic:        k.dynamic,
+			Discovery:      k.Kube.Discovery(),
+			View:           k.View,
+			Rules:          k.Rules(),
+			Parser:         podrequest.Parser{ResourceNames: o.ResourceNames, DefaultNodePolicy: o.DefaultNodePolicy, DefaultGPUPolicy: o.DefaultGPUPolicy},
+			Pods:           k.Pods.Lister(),
+			Nodes:          nodes.Lister(),
+			NodesSynced:    nodes.Informer().HasSynced,
+			Kube:           k.Kube,
+			LeaseNamespace: o.GangFit.LeaseNamespace,
+			LeaseName:      o.GangFit.LeaseName,
+			Requeue:        requeue,
+			QuotaRequeue:   quotaRequeue,
+			Clock:          k.Clock,
+			ViewSynced:     func() bool { return k.tracker.HasSynced() },
+			HoldTimeout:    o.GangFit.HoldTimeout.Duration,
+			RetryAfter:     o.GangFit.RetryAfter.Duration,
+		})
+		// The check hears of every free too, to try again at once the
+		// Workloads it sent back.
+		frees = fanOut{requeue, k.gangFit}
+	}
 	var err error
 	k.tracker, err = tracker.New(ctx, tracker.Config{
 		View:              k.View,
@@ -161,7 +188,7 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 		Allocations:       k.tessera.Gpu().V1alpha1().GPUAllocations(),
 		Leases:            leases,
 		Renewals:          renewals,
-		Requeue:           requeue,
+		Requeue:           frees,
 		QuotaRequeue:      quotaRequeue,
 		Quotas:            k.quotas.Core().V1().ResourceQuotas(),
 		HeartbeatMaxAge:   o.HeartbeatMaxAge.Duration,
@@ -188,27 +215,7 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	// The free memory that kubectl get gpunodes shows.
 	free := freememory.New(k.View, gpuNodes.Lister(), k.Tessera, k.Clock, k.tracker.HasSynced, k.fieldManager)
 	runs := []func(context.Context){k.tracker.Run, marker.Run, free.Run}
-	if o.GangFit.Enabled {
-		nodes := k.quotas.Core().V1().Nodes()
-		k.gangFit = gangfit.New(gangfit.Config{
-			Dynamic:        k.dynamic,
-			Discovery:      k.Kube.Discovery(),
-			View:           k.View,
-			Rules:          k.Rules(),
-			Parser:         podrequest.Parser{ResourceNames: o.ResourceNames, DefaultNodePolicy: o.DefaultNodePolicy, DefaultGPUPolicy: o.DefaultGPUPolicy},
-			Pods:           k.Pods.Lister(),
-			Nodes:          nodes.Lister(),
-			NodesSynced:    nodes.Informer().HasSynced,
-			Kube:           k.Kube,
-			LeaseNamespace: o.GangFit.LeaseNamespace,
-			LeaseName:      o.GangFit.LeaseName,
-			Requeue:        requeue,
-			QuotaRequeue:   quotaRequeue,
-			Clock:          k.Clock,
-			ViewSynced:     k.tracker.HasSynced,
-			HoldTimeout:    o.GangFit.HoldTimeout.Duration,
-			RetryAfter:     o.GangFit.RetryAfter.Duration,
-		})
+	if k.gangFit != nil {
 		runs = append(runs, k.gangFit.Run)
 	}
 
@@ -244,4 +251,19 @@ func (k *Keeper) Stop() {
 	k.leases.Shutdown()
 	k.quotas.Shutdown()
 	k.wg.Wait()
+}
+
+// fanOut tells every requeuer of each free.
+type fanOut []tracker.Requeue
+
+func (f fanOut) Freed(node string) {
+	for _, r := range f {
+		r.Freed(node)
+	}
+}
+
+func (f fanOut) Forget(uid types.UID) {
+	for _, r := range f {
+		r.Forget(uid)
+	}
 }
