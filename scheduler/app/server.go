@@ -57,7 +57,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		keeper:      keeper,
 		events:      events.NewBroadcaster(&events.EventSinkImpl{Interface: keeper.Kube.EventsV1()}),
 	}
-	registry, err := viewsync.NewRegistry("extender")
+	registry, err := keeper.NewRegistry("extender")
 	if err != nil {
 		return nil, err
 	}

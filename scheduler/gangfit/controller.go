@@ -136,6 +136,9 @@ func New(cfg Config) *Controller {
 	return c
 }
 
+// Leading says whether this process decides the checks.
+func (c *Controller) Leading() bool { return c.leading.Load() }
+
 // HasSynced says whether the room of every admitted Workload is held, so
 // that the scheduler may place pods.
 func (c *Controller) HasSynced() bool { return c.synced.Load() }
@@ -178,10 +181,14 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	c.synced.Store(true)
 	logger.Info("Serving the gang-fit admission check")
-	go c.lead(ctx)
-	go c.recheck(ctx)
+	// The election ends, giving the Lease back, before Run returns, so
+	// that a process shutting down in a rollout hands over at once.
+	var wg sync.WaitGroup
+	wg.Go(func() { c.lead(ctx) })
+	wg.Go(func() { c.recheck(ctx) })
 	for c.next(ctx) {
 	}
+	wg.Wait()
 }
 
 // served reports whether the cluster serves Kueue's Workloads.

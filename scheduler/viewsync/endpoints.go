@@ -39,6 +39,28 @@ func NewRegistry(component string) (*prometheus.Registry, error) {
 	return registry, nil
 }
 
+// NewRegistry is the package's NewRegistry with the keeper's own series:
+// with gang-fit, whether this process decides the checks.
+func (k *Keeper) NewRegistry(component string) (*prometheus.Registry, error) {
+	registry, err := NewRegistry(component)
+	if err != nil || !k.opts.GangFit.Enabled {
+		return registry, err
+	}
+	leader := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tessera_gang_fit_leader",
+		Help: "1 while this scheduler process holds the gang-fit Lease and decides Kueue's gang-fit checks; every process holds the room of Workloads already admitted.",
+	}, func() float64 {
+		if g := k.gangFit.Load(); g != nil && g.Leading() {
+			return 1
+		}
+		return 0
+	})
+	if err := registry.Register(leader); err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	return registry, nil
+}
+
 // AddEndpoints adds /healthz, /readyz, /metrics (served by registry, a
 // metrics.RegistryHandler) and /metrics/state (the view's series) to mux.
 // Every listener that serves them gets the same handlers, so all report
@@ -61,7 +83,7 @@ func (k *Keeper) ServeMetrics(ctx context.Context, component string) (net.Addr, 
 	if addr == "" {
 		return nil, nil
 	}
-	registry, err := NewRegistry(component)
+	registry, err := k.NewRegistry(component)
 	if err != nil {
 		return nil, err
 	}

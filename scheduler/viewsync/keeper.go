@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -72,8 +73,9 @@ type Keeper struct {
 	opts         *options.Config
 	fieldManager string
 	dynamic      dynamic.Interface
-	// gangFit serves Kueue's gang-fit AdmissionCheck, when enabled.
-	gangFit *gangfit.Controller
+	// gangFit serves Kueue's gang-fit AdmissionCheck, when enabled; set
+	// by Start, read by the metrics and readiness handlers.
+	gangFit atomic.Pointer[gangfit.Controller]
 	kube    informers.SharedInformerFactory
 	tessera externalversions.SharedInformerFactory
 	// leases watches the namespace of the nodes' Leases only.
@@ -153,7 +155,7 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	frees := requeue
 	if o.GangFit.Enabled {
 		nodes := k.quotas.Core().V1().Nodes()
-		k.gangFit = gangfit.New(gangfit.Config{
+		gangFit := gangfit.New(gangfit.Config{
 			Dynamic:        k.dynamic,
 			Discovery:      k.Kube.Discovery(),
 			View:           k.View,
@@ -174,7 +176,8 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 		})
 		// The check hears of every free too, to try again at once the
 		// Workloads it sent back.
-		frees = fanOut{requeue, k.gangFit}
+		frees = fanOut{requeue, gangFit}
+		k.gangFit.Store(gangFit)
 	}
 	var err error
 	k.tracker, err = tracker.New(ctx, tracker.Config{
@@ -215,8 +218,8 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 	// The free memory that kubectl get gpunodes shows.
 	free := freememory.New(k.View, gpuNodes.Lister(), k.Tessera, k.Clock, k.tracker.HasSynced, k.fieldManager)
 	runs := []func(context.Context){k.tracker.Run, marker.Run, free.Run}
-	if k.gangFit != nil {
-		runs = append(runs, k.gangFit.Run)
+	if gangFit := k.gangFit.Load(); gangFit != nil {
+		runs = append(runs, gangFit.Run)
 	}
 
 	k.kube.Start(ctx.Done())
@@ -234,7 +237,8 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 // before a restart: before that a front end would place pods on a partial
 // view.
 func (k *Keeper) HasSynced() bool {
-	return k.tracker.HasSynced() && (k.gangFit == nil || k.gangFit.HasSynced())
+	gangFit := k.gangFit.Load()
+	return k.tracker.HasSynced() && (gangFit == nil || gangFit.HasSynced())
 }
 
 // Rules are the node and quota rules of the configuration, which every

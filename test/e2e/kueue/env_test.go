@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,6 +113,15 @@ func (e *env) startWebhookAndKubelets(t *testing.T) {
 // and returns its address once it is ready.
 func startExtender(t *testing.T, cp *framework.ControlPlane, configure func(*options.Config)) string {
 	t.Helper()
+	x := runExtender(t, cp, extenderConfig(t, configure), "127.0.0.1:0")
+	t.Cleanup(x.stop)
+	return x.addr
+}
+
+// extenderConfig is the extender's configuration for a test, changed by
+// configure unless it is nil.
+func extenderConfig(t *testing.T, configure func(*options.Config)) *options.Config {
+	t.Helper()
 	cfg := options.NewConfig()
 	cfg.HeartbeatMaxAge.Duration = time.Hour
 	if configure != nil {
@@ -120,7 +130,21 @@ func startExtender(t *testing.T, cp *framework.ControlPlane, configure func(*opt
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return cfg
+}
+
+// extender is one run of Tessera's extender in process.
+type extender struct {
+	addr string
+	// stop ends the run as a scheduler pod's SIGTERM does, and waits
+	// for it.
+	stop func()
+}
+
+// runExtender starts the extender on addr and waits until it is ready.
+func runExtender(t *testing.T, cp *framework.ControlPlane, cfg *options.Config, addr string) *extender {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,22 +152,31 @@ func startExtender(t *testing.T, cp *framework.ControlPlane, configure func(*opt
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	done := make(chan error, 1)
 	go func() { done <- app.Serve(ctx, cfg, cp.Config, app.Listeners{Extender: ln}) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("extender: %v", err)
-		}
-	})
-	addr := ln.Addr().String()
-	framework.WaitReady(t, "the extender", "http://"+addr+"/readyz")
-	return addr
+	x := &extender{addr: ln.Addr().String()}
+	var once sync.Once
+	x.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("extender: %v", err)
+			}
+		})
+	}
+	framework.WaitReady(t, "the extender", "http://"+x.addr+"/readyz")
+	return x
 }
 
 // addNode creates a Node whose device plugin advertises 10 shares of each
-// of its A100s, its GPUNode with the GPUs and a fresh heartbeat, and waits
-// until the extender sees it: kube-scheduler does not retry a pod on an
-// extender's account.
+// of its A100s (81,920 MiB), its GPUNode with the GPUs and a fresh
+// heartbeat, and waits until the extender sees it: kube-scheduler does
+// not retry a pod on an extender's account.
 func (e *env) addNode(ctx context.Context, t *testing.T, name string, gpus int) {
+	t.Helper()
+	e.addNodeOf(ctx, t, name, gpus, "NVIDIA A100-SXM4-80GB", 81920)
+}
+
+// addNodeOf is addNode with GPUs of the model and memory given.
+func (e *env) addNodeOf(ctx context.Context, t *testing.T, name string, gpus int, model string, memoryMiB int64) {
 	t.Helper()
 	names := gpurequest.DefaultResourceNames()
 	framework.CreateReadyNode(ctx, t, e.cp.Kube, name, corev1.ResourceList{names.Count: resource.MustParse(strconv.Itoa(10 * gpus))})
@@ -153,8 +186,8 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name string, gpus int) 
 	}
 	for i := range gpus {
 		gn.Status.Devices = append(gn.Status.Devices, gpuv1alpha1.GPUDevice{
-			UUID: fmt.Sprintf("GPU-%s-%d", name, i), Index: int32(i), Model: "NVIDIA A100-SXM4-80GB",
-			MemoryMiB: 81920, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
+			UUID: fmt.Sprintf("GPU-%s-%d", name, i), Index: int32(i), Model: model,
+			MemoryMiB: memoryMiB, Cores: 100, ShareLimit: 10, Health: gpuv1alpha1.GPUHealthy,
 		})
 	}
 	gn.Status.GPUCount = int32(gpus)

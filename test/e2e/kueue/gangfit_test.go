@@ -29,7 +29,8 @@ import (
 //   - a Job of 3 × 30,000 MiB fits: it is admitted, its pods carry the key
 //     of their held room, and they are placed;
 //   - once the fragments' pods end, the first Job is admitted and placed;
-//   - a Job with a pod larger than any GPU is rejected with the reason.
+//   - a Job with a pod larger than any GPU is sent back with the reason,
+//     and admitted and placed once a node with larger GPUs joins.
 //
 // The GPU accounting invariants hold at the end. It runs in extender mode
 // and in plugin mode.
@@ -100,13 +101,17 @@ func testGangFit(t *testing.T, e *env) {
 		e.waitPlaced(ctx, t, big, node, 2)
 	})
 
-	t.Run("a pod larger than any GPU", func(t *testing.T) {
-		never := e.submit(ctx, t, gpuJob("gang", "never", 1, slice{gpus: 1, memoryMiB: 90000, cores: 10}))
-		framework.WaitFor(t, time.Minute, "the check to reject Job never", func() (bool, string) {
-			why := e.gangFitRejection(ctx, t, never)
-			return strings.Contains(why, "fits no node's GPUs even with every GPU free"), why
+	t.Run("a pod larger than any GPU waits for a node that holds it", func(t *testing.T) {
+		larger := e.submit(ctx, t, gpuJob("gang", "larger", 1, slice{gpus: 1, memoryMiB: 90000, cores: 10}))
+		framework.WaitFor(t, time.Minute, "the check to send Job larger back to the queue", func() (bool, string) {
+			state, message := e.gangFitState(ctx, t, larger)
+			return state == "Retry" && strings.Contains(message, "fits no node's GPUs even with every GPU free"), state + ": " + message
 		})
-		e.waitSuspendedWithoutPods(ctx, t, never)
+		e.waitSuspendedWithoutPods(ctx, t, larger)
+		// A node with larger GPUs joins, as a node pool scales up.
+		e.addNodeOf(ctx, t, "gang-h200", 1, "NVIDIA H200", 143771)
+		e.waitAdmitted(t, larger, "gang")
+		e.waitPlaced(ctx, t, larger, "gang-h200", 1)
 	})
 	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
 }
