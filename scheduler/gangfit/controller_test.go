@@ -279,20 +279,25 @@ func TestHoldTimesOut(t *testing.T) {
 // placed, until the first hold's timeout.
 func TestHeldAgainAfterRestart(t *testing.T) {
 	f := newFixture(t)
-	placed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "small-0",
-		Annotations: map[string]string{gpuv1alpha1.GangHoldAnnotation: "uid-small/main"}}, Spec: corev1.PodSpec{NodeName: "n1"}}
-	// The pod as the scheduler's informer keeps it.
-	trimmed, err := tracker.Trim(gpurequest.DefaultResourceNames())(placed)
-	if err != nil {
-		t.Fatal(err)
+	// Of 4 pods admitted, one runs, one is done and one failed, which the
+	// Job controller replaces.
+	for name, phase := range map[string]corev1.PodPhase{"running": corev1.PodRunning, "done": corev1.PodSucceeded, "failed": corev1.PodFailed} {
+		placed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name,
+			Annotations: map[string]string{gpuv1alpha1.GangHoldAnnotation: "uid-small/main"}},
+			Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: phase}}
+		// The pod as the scheduler's informer keeps it.
+		trimmed, err := tracker.Trim(gpurequest.DefaultResourceNames())(placed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.pods.Add(trimmed); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := f.pods.Add(trimmed); err != nil {
-		t.Fatal(err)
-	}
-	key := f.setWorkload(t, "small", 3, 30000, stateReady, time.Minute)
+	key := f.setWorkload(t, "small", 4, 20000, stateReady, time.Minute)
 	f.sync(t, key)
 	if got := f.view.GangHeld("uid-small/main"); got != 2 {
-		t.Errorf("after a restart room is held for %d pods, want 2: 3 admitted, 1 placed", got)
+		t.Errorf("after a restart room is held for %d pods, want 2: 4 admitted, 1 running, 1 done", got)
 	}
 	if len(f.applied) != 0 {
 		t.Errorf("holding room again wrote %+v to the Workload", f.applied)

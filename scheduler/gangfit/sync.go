@@ -235,7 +235,8 @@ func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Ti
 }
 
 // placed counts, by gang key, the Workload's pods already placed on a
-// node and still running.
+// node, running or done: a pod that failed may be replaced, and its
+// replacement needs room.
 func (c *Controller) placed(w *workload) map[string]int32 {
 	out := map[string]int32{}
 	pods, err := c.cfg.Pods.Pods(w.Namespace).List(labels.Everything())
@@ -245,7 +246,7 @@ func (c *Controller) placed(w *workload) map[string]int32 {
 	prefix := string(w.UID) + "/"
 	for _, p := range pods {
 		key := p.Annotations[gpuv1alpha1.GangHoldAnnotation]
-		if strings.HasPrefix(key, prefix) && p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if strings.HasPrefix(key, prefix) && p.Spec.NodeName != "" && p.Status.Phase != corev1.PodFailed {
 			out[key]++
 		}
 	}
