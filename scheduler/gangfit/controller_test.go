@@ -63,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 	f.view.SetLease("n1", f.clock.Now())
 
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		workloads: "WorkloadList", admissionChecks: "AdmissionCheckList",
+		workloads: "WorkloadList", admissionChecks: "AdmissionCheckList", resourceFlavors: "ResourceFlavorList",
 	})
 	dyn.PrependReactor("patch", "workloads", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		var u unstructured.Unstructured
