@@ -74,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &w); err != nil {
 			t.Fatal(err)
 		}
-		if w.ResourceVersion != "7" {
+		if len(w.Status.AdmissionChecks) > 0 && w.ResourceVersion != "7" {
 			t.Errorf("the check applied its state on resource version %q, want 7, the one it decided on", w.ResourceVersion)
 		}
 		f.applied = append(f.applied, w.Status.AdmissionChecks...)

@@ -11,8 +11,14 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Freed is the tracker telling that GPUs may have freed on a node: the
-// Workloads sent back to Kueue's queue may fit now.
+// A Workload whose pods do not fit is answered Retry with the wait
+// gangFit.retryAfter. Kueue keeps its quota through that wait, then
+// evicts it and queues it again. When room frees meanwhile, the check
+// decides it again at once: the Workloads it sent back are queued for
+// retryIfFits, the longest waiting first, so that each takes its room
+// before the next is tried, and only as many get in as the room holds.
+
+// Freed is the tracker telling that GPUs may have freed on a node.
 func (c *Controller) Freed(string) { c.roomFreed() }
 
 // Forget is the tracker telling that a pod is gone; its GPUs come with
@@ -27,9 +33,8 @@ func (c *Controller) roomFreed() {
 	}
 }
 
-// recheck decides again, each time room frees, whether the Workloads the
-// leader sent back to Kueue's queue fit now, until ctx ends. Kueue would
-// try them again only once their retry time has passed.
+// recheck queues the waiting Workloads each time room frees, until ctx
+// ends.
 func (c *Controller) recheck(ctx context.Context) {
 	for {
 		select {
@@ -38,65 +43,58 @@ func (c *Controller) recheck(ctx context.Context) {
 		case <-c.wake:
 		}
 		if c.leading.Load() {
-			c.recheckWaiting(ctx)
+			c.queueWaiting()
 		}
 	}
 }
 
-// recheckWaiting asks Kueue to try at once each waiting Workload whose
-// pods fit the GPUs now, the longest waiting first, and only as many as
-// the room holds: the room of each is held until the pass ends, so the
-// next is tried beside it. Kueue reserves quota for it again and the
-// check decides it as any other.
-func (c *Controller) recheckWaiting(ctx context.Context) {
-	logger := klog.FromContext(ctx)
+// queueWaiting queues the Workloads the check sent back, the longest
+// waiting first.
+func (c *Controller) queueWaiting() {
 	c.mu.Lock()
 	keys := make([]string, 0, len(c.waiting))
 	for key := range c.waiting {
 		keys = append(keys, key)
 	}
+	slices.SortFunc(keys, func(a, b string) int { return c.waiting[a].Compare(c.waiting[b]) })
 	c.mu.Unlock()
-	slices.SortFunc(keys, func(a, b string) int { return c.waitingSince(a).Compare(c.waitingSince(b)) })
-
-	now := c.cfg.Clock.Now()
-	var trial []*holding
-	defer func() {
-		for _, h := range trial {
-			c.free(h)
-		}
-	}()
 	for _, key := range keys {
-		obj, exists, err := c.workloads.GetIndexer().GetByKey(key)
-		var w workload
-		if err != nil || !exists || fromUnstructured(obj, &w) != nil || w.condition(conditionQuotaReserved) || !w.retryAt().After(now) {
-			// Gone, or Kueue has it again: no longer waiting on a free.
-			c.stopWaiting(key)
-			continue
-		}
-		h, err := c.hold(&w, func(ps *podSet) int32 { return ps.Count }, now, trialKey)
-		if err != nil {
-			continue
-		}
-		trial = append(trial, h)
-		if err := c.retryNow(ctx, &w, now); err != nil {
-			logger.Error(err, "Asking Kueue to try a Workload that fits now", "workload", key)
-			continue
-		}
-		c.stopWaiting(key)
-		logger.V(2).Info("Room freed for a waiting Workload; Kueue tries it now", "workload", key)
+		c.queue.Add(key)
 	}
 }
 
-// trialKey keys the room held for a waiting Workload during a recheck
-// apart from its real hold, which a decision made meanwhile may take.
-func trialKey(w *workload, ps *podSet) string { return "recheck/" + gangKey(w, ps) }
+// retryIfFits admits a Workload the check sent back whose pods fit now,
+// while Kueue waits to try it again: the check turns Ready, and Kueue's
+// retry time, which keeps it from admitting the Workload, moves to now.
+// Nothing is written when they still do not fit.
+func (c *Controller) retryIfFits(ctx context.Context, key string, w *workload, st checkState) error {
+	now := c.cfg.Clock.Now()
+	if !w.retryAt().After(now) {
+		// Kueue tries it again anyway.
+		c.stopWaiting(key)
+		return nil
+	}
+	h, err := c.hold(w, func(ps *podSet) int32 { return w.count(ps) }, now)
+	if err != nil {
+		return nil
+	}
+	if err := c.admit(ctx, key, w, st, h, now); err != nil {
+		return err
+	}
+	if err := c.retryNow(ctx, w, now); err != nil {
+		// The check is Ready and its room held; Kueue admits the
+		// Workload at its retry time.
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Room freed for a Workload sent back; Kueue admits it now", "workload", key)
+	return nil
+}
 
 // retryNow moves the Workload's retry time, which Kueue set from the
-// check's Retry, to now, on the version the check read.
+// check's Retry, to now.
 func (c *Controller) retryNow(ctx context.Context, w *workload, now time.Time) error {
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": w.ResourceVersion},
-		"status":   map[string]any{"requeueState": map[string]any{"requeueAt": now.UTC().Format(time.RFC3339)}},
+		"status": map[string]any{"requeueState": map[string]any{"requeueAt": now.UTC().Format(time.RFC3339)}},
 	})
 	if err != nil {
 		return err
@@ -107,23 +105,25 @@ func (c *Controller) retryNow(ctx context.Context, w *workload, now time.Time) e
 }
 
 // wait records that the Workload was sent back because its pods did not
-// fit now.
+// fit.
 func (c *Controller) wait(key string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.waiting[key] = now
 }
 
-// stopWaiting forgets a waiting Workload.
+// stopWaiting forgets a Workload sent back.
 func (c *Controller) stopWaiting(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.waiting, key)
 }
 
-// waitingSince is when the Workload was sent back.
-func (c *Controller) waitingSince(key string) time.Time {
+// isWaiting reports whether the check sent the Workload back and waits
+// for room for it.
+func (c *Controller) isWaiting(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.waiting[key]
+	_, ok := c.waiting[key]
+	return ok
 }

@@ -51,6 +51,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.decide(ctx, key, &w, st)
 	case stateReady:
 		return c.keep(ctx, key, &w, st)
+	case stateRetry:
+		c.release(key)
+		if !c.leading.Load() {
+			return nil
+		}
+		if !c.isWaiting(key) {
+			// Sent back by the leader before this process led.
+			c.wait(key, st.LastTransitionTime.Time)
+		}
+		return c.retryIfFits(ctx, key, &w, st)
 	default:
 		c.release(key)
 		return nil
@@ -83,7 +93,7 @@ func (c *Controller) ourCheck(w *workload) (checkState, bool) {
 func (c *Controller) decide(ctx context.Context, key string, w *workload, st checkState) error {
 	logger := klog.FromContext(ctx)
 	now := c.cfg.Clock.Now()
-	h, err := c.hold(w, func(ps *podSet) int32 { return w.count(ps) }, now, gangKey)
+	h, err := c.hold(w, func(ps *podSet) int32 { return w.count(ps) }, now)
 	if err != nil {
 		next := checkState{Name: st.Name, State: stateRetry, Message: err.Error()}
 		if invalid := (*invalidError)(nil); errors.As(err, &invalid) {
@@ -102,6 +112,13 @@ func (c *Controller) decide(ctx context.Context, key string, w *workload, st che
 		}
 		return nil
 	}
+	return c.admit(ctx, key, w, st, h, now)
+}
+
+// admit sets the check Ready for the room h holds, telling Kueue to give
+// each pod set's pods the key of their room; on failure the room is
+// released.
+func (c *Controller) admit(ctx context.Context, key string, w *workload, st checkState, h *holding, now time.Time) error {
 	h.until = now.Add(c.cfg.HoldTimeout)
 	next := checkState{Name: st.Name, State: stateReady, Message: h.describe(c.cfg.View, h.until)}
 	for i := range w.Spec.PodSets {
@@ -116,7 +133,7 @@ func (c *Controller) decide(ctx context.Context, key string, w *workload, st che
 	}
 	c.remember(key, h)
 	c.stopWaiting(key)
-	logger.V(2).Info("Workload's pods fit the GPUs; their room is held", "workload", key, "until", h.until)
+	klog.FromContext(ctx).V(2).Info("Workload's pods fit the GPUs; their room is held", "workload", key, "until", h.until)
 	return nil
 }
 
@@ -155,7 +172,7 @@ func (c *Controller) holdAgain(ctx context.Context, key string, w *workload, unt
 	h := &holding{uid: w.UID, namespace: w.Namespace}
 	if now.Before(until) {
 		placed := c.placed(w)
-		held, err := c.hold(w, func(ps *podSet) int32 { return max(0, w.count(ps)-placed[gangKey(w, ps)]) }, now, gangKey)
+		held, err := c.hold(w, func(ps *podSet) int32 { return max(0, w.count(ps)-placed[gangKey(w, ps)]) }, now)
 		if err != nil {
 			// The GPUs changed while no scheduler held the room: the pods
 			// compete for GPUs as any pod.
@@ -198,8 +215,8 @@ func (e *invalidError) Error() string {
 }
 
 // hold holds the room of count(ps) pods of every pod set of the Workload
-// that asks for GPUs, all or none, each pod set's under keyOf.
-func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Time, keyOf func(*workload, *podSet) string) (*holding, error) {
+// that asks for GPUs, all or none.
+func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Time) (*holding, error) {
 	h := &holding{uid: w.UID, namespace: w.Namespace}
 	limits := c.cfg.Rules.Limits(w.Namespace)
 	for i := range w.Spec.PodSets {
@@ -224,7 +241,7 @@ func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Ti
 		for j := range members {
 			members[j] = view.GangMember{Request: req.Request, Policy: req.NodePolicy, Eligible: eligible}
 		}
-		key := keyOf(w, ps)
+		key := gangKey(w, ps)
 		if _, err := c.cfg.View.HoldGang(key, w.Namespace, w.Name, members, c.cfg.Rules, limits, now); err != nil {
 			c.free(h)
 			return nil, fmt.Errorf("pod set %s of %d pods: %w", ps.Name, n, err)

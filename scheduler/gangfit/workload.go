@@ -38,6 +38,7 @@ type workload struct {
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
 		PodSets []podSet `json:"podSets"`
+		Active  *bool    `json:"active"`
 	} `json:"spec"`
 	Status struct {
 		Conditions      []metav1.Condition `json:"conditions"`
@@ -134,6 +135,10 @@ func (w *workload) count(ps *podSet) int32 {
 	}
 	return ps.Count
 }
+
+// active reports whether Kueue may admit the Workload: it has not been
+// deactivated.
+func (w *workload) active() bool { return w.Spec.Active == nil || *w.Spec.Active }
 
 // retryAt is when Kueue tries the Workload again after a check's Retry;
 // zero when it does not wait.

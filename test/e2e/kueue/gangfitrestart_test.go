@@ -31,6 +31,8 @@ import (
 //     retry clock.
 func TestGangFitSurvivesRestarts(t *testing.T) {
 	ctx := context.Background()
+	// The extenders run for the whole test, whichever subtest starts them.
+	top := t
 	e := startQueues(t)
 	cfg := extenderConfig(t, func(c *options.Config) {
 		c.GangFit.Enabled = true
@@ -54,7 +56,7 @@ func TestGangFitSurvivesRestarts(t *testing.T) {
 	probe := plainPod("default", "probe", nil, slice{gpus: 1, memoryMiB: 40000, cores: 10})
 	t.Run("restarted: the running pods' room is not held again", func(t *testing.T) {
 		first.stop()
-		first = runExtender(t, e.cp, cfg, first.addr)
+		first = runExtender(top, e.cp, cfg, first.addr)
 		if _, err := e.cp.Kube.CoreV1().Pods(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -68,8 +70,8 @@ func TestGangFitSurvivesRestarts(t *testing.T) {
 	})
 
 	t.Run("rollout: one scheduler decides", func(t *testing.T) {
-		second := runExtender(t, e.cp, cfg, "127.0.0.1:0")
-		t.Cleanup(second.stop)
+		second := runExtender(top, e.cp, cfg, "127.0.0.1:0")
+		top.Cleanup(second.stop)
 		e.waitLeader(t, first.addr, second.addr)
 		first.stop()
 		e.waitLeader(t, second.addr)
@@ -80,7 +82,7 @@ func TestGangFitSurvivesRestarts(t *testing.T) {
 		})
 		// The first comes back, as the new pod of the rollout, and the
 		// second goes.
-		first = runExtender(t, e.cp, cfg, first.addr)
+		first = runExtender(top, e.cp, cfg, first.addr)
 		second.stop()
 	})
 
@@ -97,6 +99,10 @@ func TestGangFitSurvivesRestarts(t *testing.T) {
 		}
 		if err := e.cp.Kube.CoreV1().Pods(probe.Namespace).Delete(ctx, probe.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
+		}
+		if wl := e.workload(ctx, t, big); wl != nil {
+			b, _ := wl.MarshalJSON()
+			t.Logf("DEBUG %s", b)
 		}
 		e.waitAdmitted(t, big, "gang")
 		t.Logf("Job big admitted %s after the GPUs freed (Kueue's own retry was 10 minutes away)", time.Since(freed).Round(time.Millisecond))
