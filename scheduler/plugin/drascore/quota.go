@@ -73,7 +73,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("listing ResourceClaims: %w", err))
 	}
-	s.used = namespaceUse(claims, pod.Namespace, s.slices)
+	s.used = namespaceUse(claims, p.dra.ResourceClaims(), pod.Namespace, s.slices)
 	least := placement.LeastUse(candidates[0])
 	for _, req := range candidates[1:] {
 		least = least.Min(placement.LeastUse(req))
@@ -136,15 +136,22 @@ func (p *Plugin) overQuota(ctx context.Context, pod *v1.Pod, seen uint64, why st
 // claim consumes of it, counted as placement.DeviceUse counts them on the
 // GPU its slice publishes (a GPU's whole memory with no cores named is
 // the GPU had alone). A claim counts once however many pods share it, and
-// for as long as it is allocated: the pods' whole lives.
-func namespaceUse(claims []*resourceapi.ResourceClaim, namespace string, nodes map[string][]*gpuSlice) placement.Use {
+// for as long as it is allocated: the pods' whole lives. A claim being
+// allocated is in pending, not yet in its status, from the Reserve of its
+// pod's cycle to the PreBind that writes it; the next pod's cycle may run
+// in between.
+func namespaceUse(claims []*resourceapi.ResourceClaim, pending pendingAllocations, namespace string, nodes map[string][]*gpuSlice) placement.Use {
 	var u placement.Use
 	for _, c := range claims {
-		if c.Namespace != namespace || c.Status.Allocation == nil {
+		if c.Namespace != namespace {
 			continue
 		}
-		for i := range c.Status.Allocation.Devices.Results {
-			r := &c.Status.Allocation.Devices.Results[i]
+		a := allocation(c, pending)
+		if a == nil {
+			continue
+		}
+		for i := range a.Devices.Results {
+			r := &a.Devices.Results[i]
 			if r.Driver != gpuv1alpha1.DRADriverName {
 				continue
 			}
