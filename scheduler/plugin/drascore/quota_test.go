@@ -203,10 +203,17 @@ func TestQuotaRequeue(t *testing.T) {
 		gone := turnedAway(p, "p2")
 		p.podGone(cache.DeletedFinalStateUnknown{Key: "ns/p2", Obj: gone})
 		h := p.quotaHandler(context.Background())
-		h.OnAdd(rq("other", quota.KeyGPUs), false)
-		h.OnAdd(rq("ns", "requests.cpu"), false)
+		h.OnUpdate(rq("other", "requests.cpu"), rq("other", quota.KeyGPUs))
+		h.OnUpdate(rq("ns", "requests.cpu"), rq("ns", "requests.memory"))
 		if len(activated) != 0 {
 			t.Fatalf("activated %v for quotas of other namespaces or resources, want none", activated)
+		}
+		used := rq("ns", quota.KeyGPUs)
+		used.Status.Used = v1.ResourceList{quota.KeyGPUs: resource.MustParse("2")}
+		h.OnAdd(rq("ns", quota.KeyGPUs), false)
+		h.OnUpdate(rq("ns", quota.KeyGPUs), used)
+		if len(activated) != 0 {
+			t.Fatalf("activated %v for a quota created or its status written, want none", activated)
 		}
 		h.OnUpdate(rq("ns", "requests.cpu"), rq("ns", quota.KeyGPUs))
 		if len(activated) != 1 || activated[0] != "ns/p1" {
