@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -163,4 +164,30 @@ func TestPlayQuota(t *testing.T) {
 	v.Release(held.UID)
 	p.requeue.Freed(node)
 	wantActivated(t, act, "the GPUs have room for both, the quota for one", "default/w1")
+}
+
+// TestQuotaWaiterRefusedOtherwise checks that a pod the quota turned away
+// once, whose later cycle failed for another reason, no longer waits on
+// the quota: it would take the room a quota raised gives before the pods
+// really waiting on it.
+func TestQuotaWaiterRefusedOtherwise(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	memoryQuota(p, 12000)
+	place(v, gpuPod("held", 10240), "GPU-0", 10240)
+	first, second := gpuPod("first", 2000), gpuPod("second", 2000)
+	second.CreationTimestamp.Time = first.CreationTimestamp.Add(time.Second)
+	for _, pod := range []*v1.Pod{first, second} {
+		_, st := p.PreFilter(context.Background(), framework.NewCycleState(), pod, nil)
+		wantCode(t, "PreFilter "+pod.Name, st, fwk.UnschedulableAndUnresolvable)
+	}
+	// The first's next cycle fails on no quota.
+	req, err := p.parser.Parse(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.requeue.waiting(first, req.Request)
+	p.requeue.failed(first.UID)
+	memoryQuota(p, 14000)
+	p.requeue.QuotaFreed("default")
+	wantActivated(t, act, "the quota raised by one pod's room", "default/second")
 }
