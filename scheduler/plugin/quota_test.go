@@ -191,3 +191,51 @@ func TestQuotaWaiterRefusedOtherwise(t *testing.T) {
 	p.requeue.QuotaFreed("default")
 	wantActivated(t, act, "the quota raised by one pod's room", "default/second")
 }
+
+// TestQuotaCoresUnstated checks that, in a namespace whose quota limits GPU
+// compute, a pod with a slice that states no compute is turned away before
+// Filter, whatever room the quota has, naming the container and the
+// resource to state, and is not left waiting on the quota; a slice that
+// states it and a whole GPU pass.
+func TestQuotaCoresUnstated(t *testing.T) {
+	names := gpurequest.DefaultResourceNames()
+	tests := []struct {
+		name string
+		pod  func() *v1.Pod
+		want string
+	}{
+		{name: "a slice without compute", pod: func() *v1.Pod { return gpuPod("slice", 1000) },
+			want: "namespace default limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify nvidia.com/gpucores for: main"},
+		{name: "a memory percentage without compute", pod: func() *v1.Pod { return percentPod("percent", 50) },
+			want: "namespace default limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify nvidia.com/gpucores for: main"},
+		{name: "a slice with compute", pod: func() *v1.Pod {
+			pod := gpuPod("stated", 1000)
+			pod.Spec.Containers[0].Resources.Limits[names.Cores] = resource.MustParse("20")
+			return pod
+		}},
+		{name: "a whole GPU", pod: func() *v1.Pod {
+			pod := gpuPod("whole", 1000)
+			delete(pod.Spec.Containers[0].Resources.Limits, names.Memory)
+			return pod
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, act := newTestPlugin(t)
+			q := quota.Fixed{"default": {Cores: quota.Limit{Hard: 1000, Set: true, Quota: "gpu"}}}
+			p.rules.Quotas, p.requeue.rules.Quotas = q, q
+			pod := tc.pod()
+			_, st := p.PreFilter(context.Background(), framework.NewCycleState(), pod, nil)
+			if tc.want == "" {
+				wantCode(t, "PreFilter", st, fwk.Success)
+				return
+			}
+			wantCode(t, "PreFilter", st, fwk.UnschedulableAndUnresolvable)
+			if st.Message() != tc.want {
+				t.Errorf("PreFilter says %q, want %q", st.Message(), tc.want)
+			}
+			p.requeue.QuotaFreed("default")
+			wantActivated(t, act, "the namespace freed room")
+		})
+	}
+}

@@ -45,7 +45,8 @@ func (s *quotaState) Clone() fwk.StateData { return s }
 
 // PreFilter reads the GPU quota of the pod's namespace and what the
 // namespace's claims already take of it, and turns the pod away when the
-// least its claims ask is more than the quota leaves. A pod in a
+// least its claims ask is more than the quota leaves, or when the quota
+// limits compute and a claim request shares a GPU without asking for any. A pod in a
 // namespace without a GPU quota, or with no unallocated claim of
 // Tessera's classes, is skipped.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
@@ -58,6 +59,12 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	candidates, _, status := p.podRequests(ctx, pod)
 	if !status.IsSuccess() {
 		return nil, status
+	}
+	for _, req := range candidates {
+		// Not a wait for room: no room the quota gets lets the pod in.
+		if why := limits.Unstated(pod.Namespace, req.Containers, "capacity.requests."+string(gpuv1alpha1.DRACapacityCores)); why != "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+		}
 	}
 	s := &quotaState{namespace: pod.Namespace, limits: limits, candidates: candidates, seen: seen}
 	var err error

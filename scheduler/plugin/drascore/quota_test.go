@@ -94,6 +94,7 @@ func quotaCluster() *draManager {
 		"8gi":    claim("8gi", exactly("gpu", class, 1, "memory", "8Gi", "cores", "10")),
 		"1gi":    claim("1gi", exactly("gpu", class, 1, "memory", "1Gi", "cores", "20")),
 		"any":    claim("any", exactly("gpu", class, 1)),
+		"4gi":    claim("4gi", exactly("gpu", class, 1, "memory", "4Gi")),
 		"nic":    claim("nic", exactly("nic", "nic.example.com", 1)),
 	}
 	return m
@@ -137,6 +138,9 @@ func TestQuotaHoldsForClaims(t *testing.T) {
 		{name: "other namespaces' claims do not count", limits: limits(-1, 230, 3), claim: "8gi"},
 		{name: "a whole GPU takes the memory of the GPU it gets, node by node", limits: limits(34816+20000, -1, -1), claim: "any",
 			turnedAway: map[string]string{"d": "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 34816, asked 40960, limit 54816"}},
+		{name: "a slice without compute where compute is limited", limits: limits(-1, 1000, -1), claim: "4gi",
+			refused: "namespace ns limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify capacity.requests.cores for: 4gi/gpu"},
+		{name: "a whole GPU states its compute", limits: limits(-1, 1000, -1), claim: "any"},
 		{name: "no quota, no check", limits: quota.Limits{}, claim: "8gi"},
 		{name: "claims of other classes are not counted", limits: limits(0, 0, 0), claim: "nic"},
 	}
