@@ -225,7 +225,8 @@ func TestQuotaCoresUnstated(t *testing.T) {
 			q := quota.Fixed{"default": {Cores: quota.Limit{Hard: 1000, Set: true, Quota: "gpu"}}}
 			p.rules.Quotas, p.requeue.rules.Quotas = q, q
 			pod := tc.pod()
-			_, st := p.PreFilter(context.Background(), framework.NewCycleState(), pod, nil)
+			state := framework.NewCycleState()
+			_, st := p.PreFilter(context.Background(), state, pod, nil)
 			if tc.want == "" {
 				wantCode(t, "PreFilter", st, fwk.Success)
 				return
@@ -233,6 +234,12 @@ func TestQuotaCoresUnstated(t *testing.T) {
 			wantCode(t, "PreFilter", st, fwk.UnschedulableAndUnresolvable)
 			if st.Message() != tc.want {
 				t.Errorf("PreFilter says %q, want %q", st.Message(), tc.want)
+			}
+			p.handle = snapshotHandle{snapshot: cache.NewSnapshot(nil, []*v1.Node{nodeInfo().Node()})}
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.Set(node, st.WithPlugin(Name))
+			if _, post := p.PostFilter(context.Background(), state, pod, statuses); post.Message() != "GPU preemption: none, "+tc.want {
+				t.Errorf("PostFilter says %q, want the reason again", post.Message())
 			}
 			p.requeue.QuotaFreed("default")
 			wantActivated(t, act, "the namespace freed room")
