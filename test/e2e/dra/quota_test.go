@@ -26,24 +26,9 @@ import (
 // raised; a third waits in the same way, and runs once the first pod's
 // claim is freed. The GPU never holds more than it has.
 func TestQuotaHoldsUnderTesseraScheduler(t *testing.T) {
-	bin, err := framework.SchedulerPluginBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-dra-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartSchedulerBinary(t, bin, string(config)) }, &simNode{name: "solo", gpus: oneH100})
+	c := startQuotaCluster(t)
 	stop := c.watchCapacity()
 	quotas := c.cp.Kube.CoreV1().ResourceQuotas(metav1.NamespaceDefault)
-	_, err = quotas.Create(c.ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse("50000")}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	c.claimTemplate("mem30", resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
 		gpuRequest("gpu", 1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "30Gi"}),
 	}})
@@ -77,22 +62,7 @@ func TestQuotaHoldsUnderTesseraScheduler(t *testing.T) {
 // while the claims placed before are still being written, one is placed
 // and three wait on the quota.
 func TestQuotaCountsClaimsBeingAllocated(t *testing.T) {
-	bin, err := framework.SchedulerPluginBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-dra-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartSchedulerBinary(t, bin, string(config)) }, &simNode{name: "solo", gpus: oneH100})
-	_, err = c.cp.Kube.CoreV1().ResourceQuotas(metav1.NamespaceDefault).Create(c.ctx, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse("50000")}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startQuotaCluster(t)
 	claims := c.cp.Kube.ResourceV1().ResourceClaims(metav1.NamespaceDefault)
 	const pods = 4
 	for i := range pods {
@@ -151,6 +121,30 @@ func TestQuotaCountsClaimsBeingAllocated(t *testing.T) {
 	if len(allocated) != 1 {
 		t.Errorf("claims %v hold 30 GiB each, want one: the quota has room for one", allocated)
 	}
+}
+
+// startQuotaCluster starts tessera-scheduler with the shipped DRA
+// configuration over node "solo", one 80 GiB GPU, with ResourceQuota "gpu"
+// of 50000 MiB of GPU memory in the default namespace.
+func startQuotaCluster(t *testing.T) *cluster {
+	t.Helper()
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-dra-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartSchedulerBinary(t, bin, string(config)) }, &simNode{name: "solo", gpus: oneH100})
+	_, err = c.cp.Kube.CoreV1().ResourceQuotas(metav1.NamespaceDefault).Create(c.ctx, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse("50000")}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // waitQuotaRefused waits until the scheduler finds the pod unschedulable
