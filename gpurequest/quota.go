@@ -2,6 +2,7 @@ package gpurequest
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -96,4 +97,33 @@ type QuotaExcess struct {
 func (e QuotaExcess) String() string {
 	return fmt.Sprintf("namespace %s would exceed its GPU quota (ResourceQuota %s) on requests.%s (%s): used %d, asked %d, limit %d",
 		e.Namespace, e.Quota, e.Resource, QuotaUnit(e.Resource), e.Used, e.Asked, e.Limit)
+}
+
+// ComputeUnbounded reports whether the container shares its GPUs with no
+// compute stated: a slice of memory without cores, which counts 0 toward
+// the namespace's compute quota and runs with no compute limit at all.
+func (r ContainerRequest) ComputeUnbounded() bool {
+	return r.Count > 0 && r.Cores == 0 && !r.WholeMemory()
+}
+
+// QuotaUnstated is a pod refused because its namespace's GPU quota limits
+// compute and some of its containers share GPUs without stating theirs,
+// as kube-apiserver refuses a pod that states no CPU in a namespace whose
+// quota limits CPU.
+type QuotaUnstated struct {
+	// Namespace is the pod's namespace, and Quota the name of the
+	// ResourceQuota that limits compute.
+	Namespace, Quota string
+	// Field is what each container must state: the pod's cores resource,
+	// or a claim's cores capacity.
+	Field string
+	// Containers name the containers, or claim requests, that do not.
+	Containers []string
+}
+
+// String names the namespace, the quota and its resource, what must be
+// stated and by which containers, in kube-apiserver's words for CPU.
+func (e QuotaUnstated) String() string {
+	return fmt.Sprintf("namespace %s limits GPU compute (ResourceQuota %s on requests.%s): must specify %s for: %s",
+		e.Namespace, e.Quota, gpuv1alpha1.QuotaCores, e.Field, strings.Join(e.Containers, ","))
 }

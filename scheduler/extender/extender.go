@@ -154,7 +154,7 @@ func (e *Extender) request(pod *corev1.Pod) (podrequest.Request, error) {
 // rules are what keep a node from taking a pod whatever its GPUs' usage:
 // such a node is unresolvable, since evicting pods would not help.
 func (e *Extender) rules() view.Rules {
-	return view.Rules{HeartbeatMaxAge: e.HeartbeatMaxAge, HAMiCoreMissing: e.HAMiCoreMissing, Quotas: e.Quotas}
+	return view.Rules{HeartbeatMaxAge: e.HeartbeatMaxAge, HAMiCoreMissing: e.HAMiCoreMissing, Quotas: e.Quotas, CoresResource: e.ResourceNames.Cores}
 }
 
 // errNotReady is the answer while the view is still being built.

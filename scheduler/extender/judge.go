@@ -41,6 +41,11 @@ func (j *judge) decide(part *filterPart, name string, n *view.Node) {
 		part.unresolvable = append(part.unresolvable, nodeReason{name, string(closed)})
 		return
 	}
+	if !j.quota.Unstated.OK() {
+		// Not turned away for room: no room the quota gets lets it in.
+		part.unresolvable = append(part.unresolvable, nodeReason{name, string(j.quota.Unstated)})
+		return
+	}
 	if !j.quotaClosed.OK() {
 		part.unresolvable = append(part.unresolvable, nodeReason{name, string(j.quotaClosed)})
 		part.turnedAway.Add(j.quota.Least)
@@ -65,7 +70,7 @@ func (j *judge) decide(part *filterPart, name string, n *view.Node) {
 // serves reports whether node n, as the view holds it, could take the
 // pod now: decide would find it feasible. ft is scratch memory.
 func (j *judge) serves(ft *placement.Fitter, n *view.Node) bool {
-	if closed, _ := j.rules.Closed(n, j.now, j.req); !closed.OK() || !j.quotaClosed.OK() {
+	if closed, _ := j.rules.Closed(n, j.now, j.req); !closed.OK() || !j.quota.Unstated.OK() || !j.quotaClosed.OK() {
 		return false
 	}
 	if !ft.Feasible(&n.Placement, j.req, nil) {

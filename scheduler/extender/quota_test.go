@@ -77,6 +77,18 @@ func TestFilterQuota(t *testing.T) {
 			pod:              podSpec("p", nil, "nvidia.com/gpu=1"),
 			wantUnresolvable: sameReason("namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/cores (GPU compute in percent of one GPU): used 20, asked 100, limit 100", "a100-1", "t4"),
 		},
+		{
+			name:             "a slice without compute is refused where a quota limits compute",
+			limits:           quota.Limits{Cores: limit(1000)},
+			pod:              podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=1000"),
+			wantUnresolvable: sameReason("namespace ns limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify nvidia.com/gpucores for: main", "a100-1", "t4"),
+		},
+		{
+			name:         "a slice with compute is not",
+			limits:       quota.Limits{Cores: limit(1000)},
+			pod:          podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=1000", "nvidia.com/gpucores=10"),
+			wantFeasible: []string{"a100-1", "t4"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	s.quotaAt = p.clock.Now()
 	s.quota = p.rules.Quota(p.view, pod.Namespace, pod.UID, req.Request)
+	if !s.quota.Unstated.OK() {
+		// Not a wait for room: no room the quota gets lets the pod in.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(s.quota.Unstated))
+	}
 	if closed := s.quota.Closed(); !closed.OK() {
 		// No node has room in the quota: Filter need not run, and
 		// preemption passes every node by. The requeuer hears of it here,

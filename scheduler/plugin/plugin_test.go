@@ -55,7 +55,7 @@ func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view
 	v.SetGPUNode(gn)
 	v.SetLease(node, clk.Now())
 	act := &activations{}
-	rules := view.Rules{HeartbeatMaxAge: time.Minute, HAMiCoreMissing: view.HAMiCoreRefuse}
+	rules := view.Rules{HeartbeatMaxAge: time.Minute, HAMiCoreMissing: view.HAMiCoreRefuse, CoresResource: gpurequest.DefaultResourceNames().Cores}
 	p := &Plugin{
 		view: v,
 		parser: podrequest.Parser{

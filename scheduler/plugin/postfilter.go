@@ -24,8 +24,9 @@ const maxNodesNamed = 3
 // room, in the status that kube-scheduler's FailedScheduling event and the
 // pod's PodScheduled condition carry: the pod may not preempt, no node
 // where its GPUs are short has lower-priority GPU pods, evicting every
-// one of them still leaves no room (and what is short then), or no node
-// could ever take them (and the limit, such as the largest GPU's memory).
+// one of them still leaves no room (and what is short then), no node
+// could ever take them (and the limit, such as the largest GPU's memory),
+// or a quota on GPU compute wants compute the pod's slices do not state.
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	// DefaultPreemption evicts nothing: its dry run's victims are moot.
 	p.dryRuns.take(pod.UID, "")
@@ -35,6 +36,9 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if err != nil || len(s.req.Containers) == 0 || pod.Status.NominatedNodeName != "" {
 		// Not a GPU pod, or one whose preemption is under way.
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if unstated := s.quota.Unstated; !unstated.OK() {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "GPU preemption: none, "+string(unstated))
 	}
 	if turnedAway, every := s.overQuota.read(""); turnedAway.Any {
 		p.requeue.overQuota(pod, s.quotaAt, turnedAway.Asked)

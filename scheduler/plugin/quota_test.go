@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -163,4 +164,85 @@ func TestPlayQuota(t *testing.T) {
 	v.Release(held.UID)
 	p.requeue.Freed(node)
 	wantActivated(t, act, "the GPUs have room for both, the quota for one", "default/w1")
+}
+
+// TestQuotaWaiterRefusedOtherwise checks that a pod the quota turned away
+// once, whose later cycle failed for another reason, no longer waits on
+// the quota: it would take the room a quota raised gives before the pods
+// really waiting on it.
+func TestQuotaWaiterRefusedOtherwise(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	memoryQuota(p, 12000)
+	place(v, gpuPod("held", 10240), "GPU-0", 10240)
+	first, second := gpuPod("first", 2000), gpuPod("second", 2000)
+	second.CreationTimestamp.Time = first.CreationTimestamp.Add(time.Second)
+	for _, pod := range []*v1.Pod{first, second} {
+		_, st := p.PreFilter(context.Background(), framework.NewCycleState(), pod, nil)
+		wantCode(t, "PreFilter "+pod.Name, st, fwk.UnschedulableAndUnresolvable)
+	}
+	// The first's next cycle fails on no quota.
+	req, err := p.parser.Parse(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.requeue.waiting(first, req.Request)
+	p.requeue.failed(first.UID)
+	memoryQuota(p, 14000)
+	p.requeue.QuotaFreed("default")
+	wantActivated(t, act, "the quota raised by one pod's room", "default/second")
+}
+
+// TestQuotaCoresUnstated checks that, in a namespace whose quota limits GPU
+// compute, a pod with a slice that states no compute is turned away before
+// Filter, whatever room the quota has, naming the container and the
+// resource to state, and is not left waiting on the quota; a slice that
+// states it and a whole GPU pass.
+func TestQuotaCoresUnstated(t *testing.T) {
+	names := gpurequest.DefaultResourceNames()
+	tests := []struct {
+		name string
+		pod  func() *v1.Pod
+		want string
+	}{
+		{name: "a slice without compute", pod: func() *v1.Pod { return gpuPod("slice", 1000) },
+			want: "namespace default limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify nvidia.com/gpucores for: main"},
+		{name: "a memory percentage without compute", pod: func() *v1.Pod { return percentPod("percent", 50) },
+			want: "namespace default limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify nvidia.com/gpucores for: main"},
+		{name: "a slice with compute", pod: func() *v1.Pod {
+			pod := gpuPod("stated", 1000)
+			pod.Spec.Containers[0].Resources.Limits[names.Cores] = resource.MustParse("20")
+			return pod
+		}},
+		{name: "a whole GPU", pod: func() *v1.Pod {
+			pod := gpuPod("whole", 1000)
+			delete(pod.Spec.Containers[0].Resources.Limits, names.Memory)
+			return pod
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, act := newTestPlugin(t)
+			q := quota.Fixed{"default": {Cores: quota.Limit{Hard: 1000, Set: true, Quota: "gpu"}}}
+			p.rules.Quotas, p.requeue.rules.Quotas = q, q
+			pod := tc.pod()
+			state := framework.NewCycleState()
+			_, st := p.PreFilter(context.Background(), state, pod, nil)
+			if tc.want == "" {
+				wantCode(t, "PreFilter", st, fwk.Success)
+				return
+			}
+			wantCode(t, "PreFilter", st, fwk.UnschedulableAndUnresolvable)
+			if st.Message() != tc.want {
+				t.Errorf("PreFilter says %q, want %q", st.Message(), tc.want)
+			}
+			p.handle = snapshotHandle{snapshot: cache.NewSnapshot(nil, []*v1.Node{nodeInfo().Node()})}
+			statuses := framework.NewDefaultNodeToStatus()
+			statuses.Set(node, st.WithPlugin(Name))
+			if _, post := p.PostFilter(context.Background(), state, pod, statuses); post.Message() != "GPU preemption: none, "+tc.want {
+				t.Errorf("PostFilter says %q, want the reason again", post.Message())
+			}
+			p.requeue.QuotaFreed("default")
+			wantActivated(t, act, "the namespace freed room")
+		})
+	}
 }

@@ -72,8 +72,8 @@ type waiter struct {
 	// next cycle starts; trying is that node while the cycle runs.
 	heldOn, trying string
 	gone           bool
-	// quotaAsked, for a pod its namespace's GPU quota turned away, is the
-	// least it asked of the quota; nil for others.
+	// quotaAsked, for a pod its namespace's GPU quota turned away in its
+	// last cycle, is the least it asked of the quota; nil for others.
 	quotaAsked *placement.Use
 }
 
@@ -105,6 +105,10 @@ func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
 	}
 	ended := w.trying
 	w.trying, w.heldOn = w.heldOn, ""
+	// Until this cycle turns it away on the quota again, the pod waits on
+	// no quota: one waiting on GPUs would take room a quota raised gives
+	// from the pods behind it.
+	w.quotaAsked = nil
 	chosen := r.replay(pod.UID, ended)
 	r.mu.Unlock()
 	r.activate("Retrying pods for GPUs a failed cycle left", chosen)

@@ -48,6 +48,29 @@ func (l Limits) Exceeded(namespace string, used, asked placement.Use) string {
 	return ""
 }
 
+// Unstated says why no node takes a pod of the namespace whose
+// containers share GPUs without stating their compute
+// (gpurequest.ContainerRequest.ComputeUnbounded) while a quota limits
+// compute: they would count 0 toward it and run with no compute limit.
+// field is what they must state, and the words are the admission
+// webhook's (gpurequest.QuotaUnstated). It returns "" when compute is not
+// limited or every container states it.
+func (l Limits) Unstated(namespace string, containers []gpurequest.ContainerRequest, field string) string {
+	if !l.Cores.Set {
+		return ""
+	}
+	var unstated []string
+	for _, c := range containers {
+		if c.ComputeUnbounded() {
+			unstated = append(unstated, c.Name)
+		}
+	}
+	if len(unstated) == 0 {
+		return ""
+	}
+	return gpurequest.QuotaUnstated{Namespace: namespace, Quota: l.Cores.Quota, Field: field, Containers: unstated}.String()
+}
+
 // of returns the limit of the quota resource name, and what used and
 // asked take of it.
 func (l Limits) of(name corev1.ResourceName, used, asked placement.Use) (Limit, int64, int64) {

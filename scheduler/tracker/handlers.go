@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 // gpuNodeHandler keeps each node's devices, cordons and readiness current.
@@ -156,12 +157,15 @@ func unwrap(obj any) any {
 }
 
 // mayTakeMore reports whether a GPUNode update may let the node take pods
-// it turned away: its GPUs or cordons changed, or it became ready.
+// it turned away: its GPUs or cordons changed, it became ready, or its
+// HAMi-core library, without which it refuses GPU slices, is back.
 func mayTakeMore(old, gn *gpuv1alpha1.GPUNode) bool {
 	if !equality.Semantic.DeepEqual(old.Spec, gn.Spec) || !equality.Semantic.DeepEqual(old.Status.Devices, gn.Status.Devices) {
 		return true
 	}
-	return !ready(old) && ready(gn)
+	_, wasMissing := view.NoHAMiCore(old)
+	_, missing := view.NoHAMiCore(gn)
+	return !ready(old) && ready(gn) || wasMissing && !missing
 }
 
 // ready reports whether the GPUNode's Ready condition lets the node take

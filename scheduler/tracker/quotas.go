@@ -1,8 +1,6 @@
 package tracker
 
 import (
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tessera-gpu/tessera/scheduler/quota"
@@ -19,25 +17,10 @@ type QuotaRequeue interface {
 	QuotaFreed(namespace string)
 }
 
-// quotaHandler tells the requeuer of every ResourceQuota on GPUs whose
-// spec changed, or that was deleted. A quota created only lowers a limit,
-// and a pod the quota turned away waits for no change of it then; nor for
-// its status, which the quota controller rewrites as pods come and go.
+// quotaHandler tells the requeuer of every ResourceQuota on GPUs that
+// may give its namespace more room.
 func (t *Tracker) quotaHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, obj any) {
-			old, okOld := oldObj.(*corev1.ResourceQuota)
-			q, ok := obj.(*corev1.ResourceQuota)
-			if ok && okOld && (quota.Sets(old) || quota.Sets(q)) && !equality.Semantic.DeepEqual(old.Spec, q.Spec) {
-				t.quotaFreed(q.Namespace)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if q, ok := unwrap(obj).(*corev1.ResourceQuota); ok && quota.Sets(q) {
-				t.quotaFreed(q.Namespace)
-			}
-		},
-	}
+	return quota.RaisedHandler(t.quotaFreed)
 }
 
 // released tells the requeuers that a pod gave back what it held: GPUs

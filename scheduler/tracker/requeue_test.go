@@ -116,6 +116,13 @@ func TestMayTakeMore(t *testing.T) {
 		{name: "a GPU uncordoned", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Spec.CordonedDevices = []string{"gpu0"} }, want: true},
 		{name: "the device plugin ready again", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.Conditions[0].Status = metav1.ConditionFalse }, want: true},
 		{name: "the device plugin ready after the stale mark", change: func(old, _ *gpuv1alpha1.GPUNode) { old.Status.Conditions[0].Status = metav1.ConditionUnknown }, want: true},
+		{name: "HAMi-core installed again", change: func(old, gn *gpuv1alpha1.GPUNode) {
+			old.Status.Conditions = append(old.Status.Conditions, metav1.Condition{Type: gpuv1alpha1.GPUNodeHAMiCoreReady, Status: metav1.ConditionFalse, Reason: gpuv1alpha1.HAMiCoreLibraryMissing, Message: "no libvgpu.so"})
+			gn.Status.Conditions = append(gn.Status.Conditions, metav1.Condition{Type: gpuv1alpha1.GPUNodeHAMiCoreReady, Status: metav1.ConditionTrue, Reason: gpuv1alpha1.HAMiCoreInstalled})
+		}, want: true},
+		{name: "HAMi-core gone", change: func(old, gn *gpuv1alpha1.GPUNode) {
+			gn.Status.Conditions = append(gn.Status.Conditions, metav1.Condition{Type: gpuv1alpha1.GPUNodeHAMiCoreReady, Status: metav1.ConditionFalse, Reason: gpuv1alpha1.HAMiCoreLibraryMissing, Message: "no libvgpu.so"})
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,6 +21,11 @@ type Quota struct {
 	Used placement.Use
 	// Least is what the pod takes wherever it goes (placement.LeastUse).
 	Least placement.Use
+	// Unstated says why no node takes the pod, whatever room the quota
+	// has: it limits compute, and containers of the pod state none (see
+	// quota.Limits.Unstated). Only a new pod, or the limit gone, changes
+	// that.
+	Unstated Reason
 }
 
 // Quota reads the quota of the pod's namespace, leaving out what the pod
@@ -31,6 +36,7 @@ func (r Rules) Quota(v *View, namespace string, pod types.UID, req *placement.Re
 	if q.Limits.Enforced() {
 		q.Used = v.UsedWithout(namespace, pod)
 		q.Least = placement.LeastUse(req)
+		q.Unstated = Reason(q.Limits.Unstated(namespace, req.Containers, string(r.CoresResource)))
 	}
 	return q
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/quota"
@@ -47,6 +49,9 @@ type Rules struct {
 	HAMiCoreMissing HAMiCorePolicy
 	// Quotas tell the namespaces' GPU limits; nil enforces none.
 	Quotas quota.Source
+	// CoresResource is the resource pods state GPU compute with, which a
+	// quota on compute requires of every GPU slice.
+	CoresResource corev1.ResourceName
 }
 
 // Limits returns the namespace's GPU limits, none without Quotas.

@@ -63,13 +63,20 @@ func (v *View) SetGPUNode(gn *gpuv1alpha1.GPUNode) {
 			n.NotReady = "Ready condition is " + string(c.Status)
 		}
 	}
-	n.NoHAMiCore = ""
-	if c := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeHAMiCoreReady); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason == gpuv1alpha1.HAMiCoreLibraryMissing {
-		n.NoHAMiCore = c.Message
-	}
+	n.NoHAMiCore, _ = NoHAMiCore(gn)
 	n.rebuild()
 	v.recount(n)
+}
+
+// NoHAMiCore reports whether the GPUNode says its HAMi-core library is
+// missing, and why. A node that publishes no HAMi-core condition, or one
+// not yet known, is not held back for it.
+func NoHAMiCore(gn *gpuv1alpha1.GPUNode) (string, bool) {
+	c := meta.FindStatusCondition(gn.Status.Conditions, gpuv1alpha1.GPUNodeHAMiCoreReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != gpuv1alpha1.HAMiCoreLibraryMissing {
+		return "", false
+	}
+	return c.Message, true
 }
 
 // SetLease records when the node's Lease, its device plugin's heartbeat,

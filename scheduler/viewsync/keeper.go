@@ -244,7 +244,7 @@ func (k *Keeper) HasSynced() bool {
 // Rules are the node and quota rules of the configuration, which every
 // placement by the view follows.
 func (k *Keeper) Rules() view.Rules {
-	return view.Rules{HeartbeatMaxAge: k.opts.HeartbeatMaxAge.Duration, HAMiCoreMissing: k.opts.HAMiCoreMissing, Quotas: k.Quotas}
+	return view.Rules{HeartbeatMaxAge: k.opts.HeartbeatMaxAge.Duration, HAMiCoreMissing: k.opts.HAMiCoreMissing, Quotas: k.Quotas, CoresResource: k.opts.ResourceNames.Cores}
 }
 
 // Stop waits for the informers, the tracker, the marker and the publisher,

@@ -12,8 +12,9 @@
 // In extender mode the mutation also writes each container's GPU quota
 // totals (gpurequest.QuotaTotals) under gpu.tessera.dev/gpus, cores and
 // memory, for a namespace's ResourceQuota to count, and the validation
-// refuses a pod whose totals differ or that its namespace's quota has no
-// room for (quota.go, quotaroom.go). A batch/v1 Job, which Kueue counts
+// refuses a pod whose totals differ, that its namespace's quota has no
+// room for, or whose GPU slice states no compute where a quota limits
+// compute (quota.go, quotaroom.go, quotaunstated.go). A batch/v1 Job, which Kueue counts
 // from its pod template before any pod exists, gets the same counts and
 // totals in its template and is held to the same rules (job.go).
 //

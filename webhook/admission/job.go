@@ -61,8 +61,9 @@ func (a *Admitter) mutateJob(ctx context.Context, req *admissionv1.AdmissionRequ
 
 // validateJob answers the validating webhook for a Job: in extender mode
 // it refuses a template whose pods the webhook would refuse, naming the
-// field under spec.template, or whose quota totals are not those the
-// mutation writes, and warns about a request no GPU of the cluster can
+// field under spec.template, whose quota totals are not those the
+// mutation writes, or whose slices state no compute under a quota on
+// compute, and warns about a request no GPU of the cluster can
 // serve. Its namespace's ResourceQuota is not checked: a Job waits in its
 // queue for room, and its pods are checked when they are created.
 func (a *Admitter) validateJob(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -75,7 +76,9 @@ func (a *Admitter) validateJob(ctx context.Context, req *admissionv1.AdmissionRe
 		return allowed(req)
 	}
 	t := jobTemplateOf(job)
-	return a.validated(ctx, req, job.Name, t, func() []refusal { return a.quotaMismatches(t) })
+	return a.validated(ctx, req, job.Name, t, func() []refusal {
+		return append(a.quotaMismatches(t), a.quotaUnstated(ctx, req.Namespace, t)...)
+	})
 }
 
 // jobUnderReview returns the Job the request creates, or updates with new

@@ -195,6 +195,12 @@ func TestValidateJob(t *testing.T) {
 			objects: []runtime.Object{gpuQuota("gpu", quotaMemory, "30000", "0")},
 		},
 		{
+			name:    "a template whose slices state no compute under a quota on compute is refused",
+			job:     twoGPUs(quotaGPUs, "2", quotaMemory, "40000"),
+			objects: []runtime.Object{gpuQuota("gpu", quotaCores, "400", "0")},
+			want:    []string{"spec.template.spec.containers[0].resources.limits[nvidia.com/gpucores]: Required value: namespace team-a limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify nvidia.com/gpucores for: train"},
+		},
+		{
 			name: "an update that leaves the resources is admitted, as for a Job from before the webhook",
 			job:  func() *batchv1.Job { j := twoGPUs(); j.Spec.Suspend = ptr.To(false); return j }(),
 			old:  twoGPUs(),

@@ -208,7 +208,7 @@ type quotaCase struct {
 }
 
 func TestValidateRefusesPodsOverQuota(t *testing.T) {
-	for _, tc := range append(quotaRoomCases(), quotaScopeCases()...) {
+	for _, tc := range append(append(quotaRoomCases(), quotaScopeCases()...), quotaUnstatedCases()...) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAdmitter(t, DefaultConfig(), tc.objects...)
 			resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, tc.pod)))
@@ -318,6 +318,44 @@ func quotaRoomCases() []quotaCase {
 			// The warmup phase, 20000 beside the sidecar's 5000, outweighs
 			// the sidecar and main's 13000.
 			want: []string{"used 20000, asked 25000, limit 40000"},
+		},
+	}
+}
+
+func quotaUnstatedCases() []quotaCase {
+	cores := gpuQuota("gpu", quotaCores, "400", "0")
+	return []quotaCase{
+		{
+			name:    "a slice without compute under a quota on compute names the container, the resource to state and the quota",
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000")),
+			objects: []runtime.Object{cores},
+			want: []string{`container "main": spec.containers[0].resources.limits[nvidia.com/gpucores]: Required value: ` +
+				"namespace team-a limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify nvidia.com/gpucores for: main"},
+		},
+		{
+			name: "an init container's slice is held to it too",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000", "nvidia.com/gpucores", "20"))
+				p.Spec.InitContainers = []corev1.Container{limited("warmup", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "50")}
+				return p
+			}(),
+			objects: []runtime.Object{cores},
+			want:    []string{"spec.initContainers[0].resources.limits[nvidia.com/gpucores]", "must specify nvidia.com/gpucores for: warmup"},
+		},
+		{
+			name:    "a slice that states its compute is admitted",
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000", "nvidia.com/gpucores", "20")),
+			objects: []runtime.Object{cores},
+		},
+		{
+			name:    "a whole GPU states its compute by taking all of it",
+			pod:     pod(limited("main", "nvidia.com/gpu", "1")),
+			objects: []runtime.Object{cores},
+		},
+		{
+			name:    "a slice without compute under a quota on memory alone is admitted",
+			pod:     pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000")),
+			objects: []runtime.Object{gpuQuota("gpu", quotaMemory, "40000", "0")},
 		},
 	}
 }

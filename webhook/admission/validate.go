@@ -62,13 +62,15 @@ func (a *Admitter) validated(ctx context.Context, req *admissionv1.AdmissionRequ
 
 // checkQuota returns the reasons to refuse a pod that asks for GPUs on
 // account of its namespace's GPU quota: totals other than the mutation's,
-// or none for a quota that has no room. In DRA mode the pod carries no
+// a slice without compute under a quota on compute, or none for a quota
+// that has no room. In DRA mode the pod carries no
 // totals: its claims are what ResourceQuota counts.
 func (a *Admitter) checkQuota(ctx context.Context, namespace string, pod *corev1.Pod) []refusal {
 	if mode, ferr := a.modeOf(namespace); ferr != nil || mode != ModeExtender {
 		return nil
 	}
-	if refusals := a.quotaMismatches(podTemplateOf(pod)); len(refusals) > 0 {
+	t := podTemplateOf(pod)
+	if refusals := append(a.quotaMismatches(t), a.quotaUnstated(ctx, namespace, t)...); len(refusals) > 0 {
 		return refusals
 	}
 	return a.quotaExcesses(ctx, namespace, pod)

@@ -45,7 +45,8 @@ func (s *quotaState) Clone() fwk.StateData { return s }
 
 // PreFilter reads the GPU quota of the pod's namespace and what the
 // namespace's claims already take of it, and turns the pod away when the
-// least its claims ask is more than the quota leaves. A pod in a
+// least its claims ask is more than the quota leaves, or when the quota
+// limits compute and a claim request shares a GPU without asking for any. A pod in a
 // namespace without a GPU quota, or with no unallocated claim of
 // Tessera's classes, is skipped.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
@@ -58,6 +59,12 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	candidates, _, status := p.podRequests(ctx, pod)
 	if !status.IsSuccess() {
 		return nil, status
+	}
+	for _, req := range candidates {
+		// Not a wait for room: no room the quota gets lets the pod in.
+		if why := limits.Unstated(pod.Namespace, req.Containers, "capacity.requests."+string(gpuv1alpha1.DRACapacityCores)); why != "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+		}
 	}
 	s := &quotaState{namespace: pod.Namespace, limits: limits, candidates: candidates, seen: seen}
 	var err error
@@ -73,7 +80,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("listing ResourceClaims: %w", err))
 	}
-	s.used = namespaceUse(claims, pod.Namespace, s.slices)
+	s.used = namespaceUse(claims, p.dra.ResourceClaims(), pod.Namespace, s.slices)
 	least := placement.LeastUse(candidates[0])
 	for _, req := range candidates[1:] {
 		least = least.Min(placement.LeastUse(req))
@@ -136,15 +143,22 @@ func (p *Plugin) overQuota(ctx context.Context, pod *v1.Pod, seen uint64, why st
 // claim consumes of it, counted as placement.DeviceUse counts them on the
 // GPU its slice publishes (a GPU's whole memory with no cores named is
 // the GPU had alone). A claim counts once however many pods share it, and
-// for as long as it is allocated: the pods' whole lives.
-func namespaceUse(claims []*resourceapi.ResourceClaim, namespace string, nodes map[string][]*gpuSlice) placement.Use {
+// for as long as it is allocated: the pods' whole lives. A claim being
+// allocated is in pending, not yet in its status, from the Reserve of its
+// pod's cycle to the PreBind that writes it; the next pod's cycle may run
+// in between.
+func namespaceUse(claims []*resourceapi.ResourceClaim, pending pendingAllocations, namespace string, nodes map[string][]*gpuSlice) placement.Use {
 	var u placement.Use
 	for _, c := range claims {
-		if c.Namespace != namespace || c.Status.Allocation == nil {
+		if c.Namespace != namespace {
 			continue
 		}
-		for i := range c.Status.Allocation.Devices.Results {
-			r := &c.Status.Allocation.Devices.Results[i]
+		a := allocation(c, pending)
+		if a == nil {
+			continue
+		}
+		for i := range a.Devices.Results {
+			r := &a.Devices.Results[i]
 			if r.Driver != gpuv1alpha1.DRADriverName {
 				continue
 			}

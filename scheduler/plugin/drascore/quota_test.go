@@ -36,6 +36,18 @@ func allocated(m *draManager, ns, name, node string, device int, memory, cores s
 	return claim
 }
 
+// inFlight is claim name of namespace ns as allocated, but with its
+// allocation still in flight, reserved and not yet written to its status.
+func inFlight(m *draManager, ns, name, node string, device int, memory, cores string) *resourceapi.ResourceClaim {
+	claim := allocated(m, ns, name, node, device, memory, cores)
+	claim.UID = types.UID(ns + "/" + name)
+	if m.pending == nil {
+		m.pending = map[types.UID]*resourceapi.AllocationResult{}
+	}
+	m.pending[claim.UID], claim.Status.Allocation = claim.Status.Allocation, nil
+	return claim
+}
+
 // activations records the pods the plugin activates.
 type activations []string
 
@@ -82,6 +94,7 @@ func quotaCluster() *draManager {
 		"8gi":    claim("8gi", exactly("gpu", class, 1, "memory", "8Gi", "cores", "10")),
 		"1gi":    claim("1gi", exactly("gpu", class, 1, "memory", "1Gi", "cores", "20")),
 		"any":    claim("any", exactly("gpu", class, 1)),
+		"4gi":    claim("4gi", exactly("gpu", class, 1, "memory", "4Gi")),
 		"nic":    claim("nic", exactly("nic", "nic.example.com", 1)),
 	}
 	return m
@@ -104,6 +117,9 @@ func TestQuotaHoldsForClaims(t *testing.T) {
 		name   string
 		limits quota.Limits
 		claim  string
+		// reserved adds claim "reserved" of ns, its one GPU on "c" in
+		// flight for a pod placed just before.
+		reserved bool
 		// refused is PreFilter's message; else turnedAway names the
 		// nodes Filter turns away, with the message.
 		refused    string
@@ -116,9 +132,15 @@ func TestQuotaHoldsForClaims(t *testing.T) {
 			refused: "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/cores (GPU compute in percent of one GPU): used 130, asked 20, limit 140"},
 		{name: "each allocated device is one GPU", limits: limits(-1, -1, 2), claim: "1gi",
 			refused: "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/gpus (GPUs): used 2, asked 1, limit 2"},
+		{name: "a claim being allocated counts", limits: limits(-1, -1, 3), claim: "1gi", reserved: true,
+			refused: "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/gpus (GPUs): used 3, asked 1, limit 3"},
+		{name: "a claim being allocated for another pod asks nothing more", limits: limits(-1, -1, 3), claim: "reserved", reserved: true},
 		{name: "other namespaces' claims do not count", limits: limits(-1, 230, 3), claim: "8gi"},
 		{name: "a whole GPU takes the memory of the GPU it gets, node by node", limits: limits(34816+20000, -1, -1), claim: "any",
 			turnedAway: map[string]string{"d": "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 34816, asked 40960, limit 54816"}},
+		{name: "a slice without compute where compute is limited", limits: limits(-1, 1000, -1), claim: "4gi",
+			refused: "namespace ns limits GPU compute (ResourceQuota gpu on requests.gpu.tessera.dev/cores): must specify capacity.requests.cores for: 4gi/gpu"},
+		{name: "a whole GPU states its compute", limits: limits(-1, 1000, -1), claim: "any"},
 		{name: "no quota, no check", limits: quota.Limits{}, claim: "8gi"},
 		{name: "claims of other classes are not counted", limits: limits(0, 0, 0), claim: "nic"},
 	}
@@ -129,7 +151,11 @@ func TestQuotaHoldsForClaims(t *testing.T) {
 				t.Fatal(err)
 			}
 			var activated activations
-			p := newPlugin(defaults, quotaCluster(), quota.Fixed{"ns": tc.limits}, &activated)
+			m := quotaCluster()
+			if tc.reserved {
+				m.claims["reserved"] = inFlight(m, "ns", "reserved", "c", 0, "4Gi", "10")
+			}
+			p := newPlugin(defaults, m, quota.Fixed{"ns": tc.limits}, &activated)
 			pod := podOf(tc.claim)
 			status, nodes := filter(t, p, pod, "a", "b", "c", "d")
 			if tc.refused != "" {
@@ -181,10 +207,17 @@ func TestQuotaRequeue(t *testing.T) {
 		gone := turnedAway(p, "p2")
 		p.podGone(cache.DeletedFinalStateUnknown{Key: "ns/p2", Obj: gone})
 		h := p.quotaHandler(context.Background())
-		h.OnAdd(rq("other", quota.KeyGPUs), false)
-		h.OnAdd(rq("ns", "requests.cpu"), false)
+		h.OnUpdate(rq("other", "requests.cpu"), rq("other", quota.KeyGPUs))
+		h.OnUpdate(rq("ns", "requests.cpu"), rq("ns", "requests.memory"))
 		if len(activated) != 0 {
 			t.Fatalf("activated %v for quotas of other namespaces or resources, want none", activated)
+		}
+		used := rq("ns", quota.KeyGPUs)
+		used.Status.Used = v1.ResourceList{quota.KeyGPUs: resource.MustParse("2")}
+		h.OnAdd(rq("ns", quota.KeyGPUs), false)
+		h.OnUpdate(rq("ns", quota.KeyGPUs), used)
+		if len(activated) != 0 {
+			t.Fatalf("activated %v for a quota created or its status written, want none", activated)
 		}
 		h.OnUpdate(rq("ns", "requests.cpu"), rq("ns", quota.KeyGPUs))
 		if len(activated) != 1 || activated[0] != "ns/p1" {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -16,14 +17,31 @@ import (
 // claimGetter reads claims, as kube-scheduler's claim tracker does.
 type claimGetter interface {
 	Get(namespace, name string) (*resourceapi.ResourceClaim, error)
+	pendingAllocations
+}
+
+// pendingAllocations are the allocations DynamicResources made in Reserve
+// and writes in PreBind, by claim, as kube-scheduler's claim tracker keeps
+// them: until written they are in no claim's status.
+type pendingAllocations interface {
+	GetPendingAllocation(claimUID types.UID) *resourceapi.AllocationResult
+}
+
+// allocation is the claim's allocation, written or pending; nil when it
+// has none.
+func allocation(claim *resourceapi.ResourceClaim, pending pendingAllocations) *resourceapi.AllocationResult {
+	if claim.Status.Allocation != nil {
+		return claim.Status.Allocation
+	}
+	return pending.GetPendingAllocation(claim.UID)
 }
 
 // claimRequests returns, for each request of the pod's claims that is of
 // one of classes and not yet allocated, the container requests it may
 // become, in its order of preference: one for an exact request, one per
 // subrequest of those classes for a firstAvailable list. A claim already
-// allocated (shared with a pod placed before) adds nothing: its use is in
-// the node's usage. Requests for all of a node's devices are not scored.
+// allocated, or being allocated (shared with a pod placed before), adds
+// nothing: its use is in the node's usage. Requests for all of a node's devices are not scored.
 func claimRequests(pod *v1.Pod, claims claimGetter, classes []string) ([][]gpurequest.ContainerRequest, error) {
 	var out [][]gpurequest.ContainerRequest
 	for i := range pod.Spec.ResourceClaims {
@@ -38,7 +56,7 @@ func claimRequests(pod *v1.Pod, claims claimGetter, classes []string) ([][]gpure
 		if err != nil {
 			return nil, fmt.Errorf("reading claim %s/%s: %w", pod.Namespace, *name, err)
 		}
-		if claim.Status.Allocation != nil {
+		if allocation(claim, claims) != nil {
 			continue
 		}
 		for _, r := range claim.Spec.Devices.Requests {

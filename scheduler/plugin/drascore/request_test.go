@@ -9,6 +9,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -24,6 +25,9 @@ func (c claims) Get(_, name string) (*resourceapi.ResourceClaim, error) {
 	}
 	return nil, errors.New("not found")
 }
+
+// GetPendingAllocation finds no allocation in flight.
+func (c claims) GetPendingAllocation(types.UID) *resourceapi.AllocationResult { return nil }
 
 // claim is an unallocated claim of the given requests.
 func claim(name string, requests ...resourceapi.DeviceRequest) *resourceapi.ResourceClaim {

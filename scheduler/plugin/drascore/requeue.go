@@ -129,26 +129,14 @@ func holdsGPUs(claim *resourceapi.ResourceClaim) bool {
 	return false
 }
 
-// quotaHandler activates, when a ResourceQuota that limits a GPU resource
-// is added, changed or deleted, the pods its namespace's quota turned
-// away.
+// quotaHandler activates the pods a namespace's quota turned away when
+// one of its ResourceQuotas on GPUs may give it more room (see
+// quota.RaisedHandler): not on each rewrite of a quota's status, after
+// which each pod would read every claim and slice again for nothing.
 func (p *Plugin) quotaHandler(ctx context.Context) cache.ResourceEventHandlerFuncs {
-	changed := func(objs ...any) {
-		for _, obj := range objs {
-			if gone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = gone.Obj
-			}
-			if q, ok := obj.(*v1.ResourceQuota); ok && quota.Sets(q) {
-				p.activate(ctx, "GPU quota changed; retrying pods", p.waiting.quotaChanged(q.Namespace), "namespace", q.Namespace)
-				return
-			}
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { changed(obj) },
-		UpdateFunc: func(oldObj, newObj any) { changed(oldObj, newObj) },
-		DeleteFunc: func(obj any) { changed(obj) },
-	}
+	return quota.RaisedHandler(func(namespace string) {
+		p.activate(ctx, "GPU quota changed; retrying pods", p.waiting.quotaChanged(namespace), "namespace", namespace)
+	})
 }
 
 // podGone forgets a deleted pod the quota turned away.

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -23,6 +24,8 @@ type draManager struct {
 	claims   claims
 	slices   []*resourceapi.ResourceSlice
 	consumed structured.ConsumedCapacityCollection
+	// pending are the allocations in flight, by claim.
+	pending map[types.UID]*resourceapi.AllocationResult
 }
 
 func (m *draManager) ResourceClaims() fwk.ResourceClaimTracker { return claimTracker{m: m} }
@@ -35,6 +38,10 @@ type claimTracker struct {
 
 func (c claimTracker) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
 	return c.m.claims.Get(namespace, name)
+}
+
+func (c claimTracker) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+	return c.m.pending[uid]
 }
 
 func (c claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
