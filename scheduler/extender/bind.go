@@ -74,12 +74,18 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	now := e.Clock.Now()
 	var warning view.Reason
 	rules := e.rules()
-	containers, _, err := e.View.ReserveWithin(rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, args.Node, now,
+	reserved, err := e.View.ReserveWithin(rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, args.Node, now,
 		rules.Fit(now, req.Request, "it", &warning))
 	if err != nil {
 		err = fmt.Errorf("pod %s/%s no longer fits node %s: %w", pod.Namespace, pod.Name, args.Node, err)
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return metrics.ResultUnschedulable, err
+	}
+	containers := reserved.Containers
+	if reserved.HoldFreed != "" && e.Requeue != nil {
+		// Should the bind fail, the gang's room comes back where the
+		// reservation was, so what was freed there stays free.
+		e.Requeue.Freed(reserved.HoldFreed)
 	}
 
 	if err := committer.Commit(ctx, pod, args.Node, containers); err != nil {

@@ -19,6 +19,8 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
@@ -28,6 +30,7 @@ func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
 // recordingRequeue records what the extender tells the requeuer.
 type recordingRequeue struct {
 	rejected, forgotten []types.UID
+	freed               []string
 	serves              []func(*placement.Fitter, string) bool
 }
 
@@ -36,6 +39,7 @@ func (r *recordingRequeue) Rejected(pod *corev1.Pod, serves func(*placement.Fitt
 	r.serves = append(r.serves, serves)
 }
 func (r *recordingRequeue) Forget(uid types.UID) { r.forgotten = append(r.forgotten, uid) }
+func (r *recordingRequeue) Freed(node string)    { r.freed = append(r.freed, node) }
 
 func TestRequeueIsTold(t *testing.T) {
 	f := newFixture(t)
@@ -444,5 +448,47 @@ func TestBindKeepsTheTurnOfAnAllocationLeftPending(t *testing.T) {
 				t.Errorf("the next bind to the node: err = %v, want it to wait behind the pending allocation", err)
 			}
 		})
+	}
+}
+
+// TestFailedBindGivesTheGangItsRoom binds a gang's pod on a node other
+// than its hold's, which wakes the pods waiting for the hold's node, and
+// fails the binding: the gang holds room for the pod again, where the
+// pod was reserved, rather than leaving it to whoever asks next.
+func TestFailedBindGivesTheGangItsRoom(t *testing.T) {
+	f := newFixture(t)
+	r := &recordingRequeue{}
+	f.ext.Requeue = r
+	f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() == "binding" {
+			return true, nil, apierrors.NewConflict(corev1.Resource("pods/binding"), "p", errors.New("pod p is being deleted"))
+		}
+		return false, nil, nil
+	})
+	pod := f.addPod(podSpec("p", map[string]string{gpuv1alpha1.GangHoldAnnotation: "w/main"}, "nvidia.com/gpu=1", "nvidia.com/gpumem=60000"))
+	req, err := f.ext.request(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := f.view.HoldGang("w/main", "ns", "w", []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, f.ext.rules(), quota.Limits{}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "a100-2"
+	if nodes[0] == other {
+		other = "a100-1"
+	}
+	f.view.JoinGang(pod.UID, "w/main")
+	if _, err := f.ext.Bind(t.Context(), bindArgs(pod, other)); err == nil {
+		t.Fatal("the bind succeeded, want the binding refused")
+	}
+	if !reflect.DeepEqual(r.freed, nodes) {
+		t.Errorf("the requeuer was told %v freed, want the hold's node %v", r.freed, nodes)
+	}
+	if got := f.view.GangHeld("w/main"); got != 1 {
+		t.Errorf("after the failed bind the gang holds room for %d pods, want 1", got)
+	}
+	if got := f.usage(other); got[0]+got[1] != 60000 {
+		t.Errorf("%s uses %v after the failed bind, want the gang's 60000 MiB held there", other, got)
 	}
 }

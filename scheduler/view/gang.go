@@ -203,10 +203,16 @@ func (v *View) JoinGang(uid types.UID, key string) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if g, held = v.gangs[key]; held && g.count > 0 {
-		g.members[uid] = struct{}{}
-		v.members[uid] = g
+	g, held = v.gangs[key]
+	if !held || g.count == 0 {
+		return
 	}
+	if p, ok := v.pods[uid]; ok && p.gang == g {
+		// It took one of the gang's holds with a reservation that stands.
+		return
+	}
+	g.members[uid] = struct{}{}
+	v.members[uid] = g
 }
 
 // GangHeld returns how many pods' room the gang still holds.
@@ -248,12 +254,12 @@ func (v *View) anyHeldFor(uid types.UID) *Pod {
 
 // takeHold is a member's placement taking held's place, or when held is
 // nil, taking one hold of its gang anywhere: either way the gang holds
-// room for one pod fewer, and the pod leaves it. It runs under the view's
-// write lock.
-func (v *View) takeHold(uid types.UID, held *Pod) {
+// room for one pod fewer, and the pod leaves it. It returns the hold
+// taken, nil when none was. It runs under the view's write lock.
+func (v *View) takeHold(uid types.UID, held *Pod) *Pod {
 	g, ok := v.members[uid]
 	if !ok {
-		return
+		return nil
 	}
 	delete(g.members, uid)
 	delete(v.members, uid)
@@ -261,12 +267,12 @@ func (v *View) takeHold(uid types.UID, held *Pod) {
 		held = v.anyHeldIn(g)
 	}
 	if held == nil {
-		return
+		return nil
 	}
 	list := g.held[held.Node]
 	i := slices.Index(list, held)
 	if i < 0 {
-		return
+		return nil
 	}
 	if list = slices.Delete(list, i, i+1); len(list) == 0 {
 		delete(g.held, held.Node)
@@ -275,6 +281,28 @@ func (v *View) takeHold(uid types.UID, held *Pod) {
 	}
 	g.count--
 	v.release(held.UID)
+	return held
+}
+
+// giveBack returns to its gang the room of a member's reservation that
+// was released unplaced, and the member to the gang, to take it again.
+// The hold comes back as the room the reservation had, which its release
+// has just freed, so the room is neither left to whoever asks next nor
+// counted twice, even when the hold taken was on another node and that
+// room has been taken since. Nothing comes back to a gang released or
+// held again since. It runs under the view's write lock.
+func (v *View) giveBack(r *Pod) {
+	g := r.gang
+	if g == nil || v.gangs[r.took.Gang] != g {
+		return
+	}
+	hold := newPod(r.took.UID, r.took.Namespace, r.took.Name, r.Node, r.Containers, r.took.Since, false)
+	hold.Gang = r.took.Gang
+	v.add(hold)
+	g.held[hold.Node] = append(g.held[hold.Node], hold)
+	g.count++
+	g.members[r.UID] = struct{}{}
+	v.members[r.UID] = g
 }
 
 // anyHeldIn returns one of the gang's holds, or nil.

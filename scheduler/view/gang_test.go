@@ -164,3 +164,88 @@ func TestReleaseGangFreesItsRoom(t *testing.T) {
 		t.Error("a pod joined a released gang")
 	}
 }
+
+// TestReleasedReservationGivesTheHoldBack pins that a gang member's
+// reservation released unplaced (its bind failed) gives the gang its room
+// back, under the same lock, and the member back to the gang: on the node
+// it took the hold on, or where it was reserved when it gave up a hold on
+// another node, whose room others may have taken since.
+func TestReleasedReservationGivesTheHoldBack(t *testing.T) {
+	v := New()
+	addNode(v, "n1", 1)
+	addNode(v, "n2", 1)
+	addNode(v, "n3", 1)
+	v.Place(allocation("p3", "a3", "u3", "n3", containers(30000, 0, "n3-gpu0")))
+	gang := []GangMember{memberOf(t, 60000, gpurequest.Spread), memberOf(t, 60000, gpurequest.Spread)}
+	nodes, err := v.HoldGang("w/main", "ns", "w", gang, live, quota.Limits{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes[0] == "n3" || nodes[1] == "n3" {
+		t.Fatalf("held on %v, want n1 and n2: n3 has 50000 MiB free", nodes)
+	}
+	fit := live.Fit(now, memberOf(t, 60000, "").Request, "node", new(Reason))
+	small := live.Fit(now, memberOf(t, 40000, "").Request, "node", new(Reason))
+	used := v.Used("ns").MemoryMiB
+
+	// A member that took its hold on the node, then failed to bind.
+	v.JoinGang("pod-a", "w/main")
+	r, err := v.ReserveWithin(quota.Limits{}, "pod-a", "ns", "pod-a", nodes[0], now, fit)
+	if err != nil || r.HoldFreed != "" {
+		t.Fatalf("reserving in the held room = %+v, %v; want no hold freed elsewhere", r, err)
+	}
+	if !v.ReleaseReservation("pod-a", now) {
+		t.Fatal("the reservation was not released")
+	}
+	if got := v.GangHeld("w/main"); got != 2 {
+		t.Errorf("after the failed bind the gang holds %d, want 2", got)
+	}
+	if _, _, err := v.Reserve("other", "ns", "other", nodes[0], now, small); err == nil {
+		t.Errorf("a pod outside the gang was reserved on %s, in the room a failed bind gave back", nodes[0])
+	}
+	if got := v.Used("ns").MemoryMiB; got != used {
+		t.Errorf("namespace uses %d MiB after the failed bind, want the %d it used before", got, used)
+	}
+	if _, err := v.ReserveWithin(quota.Limits{}, "pod-a", "ns", "pod-a", nodes[0], now, fit); err != nil {
+		t.Fatalf("the member did not take its hold again: %v", err)
+	}
+	if got := v.GangHeld("w/main"); got != 1 {
+		t.Errorf("after the member was reserved again the gang holds %d, want 1", got)
+	}
+	v.JoinGang("pod-a", "w/main")
+	if _, ok := v.members["pod-a"]; ok {
+		t.Error("a member whose reservation stands joined its gang again, to take a second hold")
+	}
+
+	// A member placed where the gang holds nothing frees a hold elsewhere;
+	// another pod takes that room; the member's bind fails.
+	v.Release("u3")
+	v.JoinGang("pod-b", "w/main")
+	r, err = v.ReserveWithin(quota.Limits{}, "pod-b", "ns", "pod-b", "n3", now, fit)
+	if err != nil || r.HoldFreed != nodes[1] {
+		t.Fatalf("reserving on n3 = %+v, %v; want the hold on %s freed", r, err, nodes[1])
+	}
+	if _, _, err := v.Reserve("other", "ns", "other", nodes[1], now, fit); err != nil {
+		t.Fatalf("the room freed on %s could not be taken: %v", nodes[1], err)
+	}
+	v.ReleaseReservation("pod-b", now)
+	if got := v.GangHeld("w/main"); got != 1 {
+		t.Errorf("after the failed bind the gang holds %d, want 1", got)
+	}
+	for _, node := range []string{nodes[1], "n3"} {
+		if got := usageOf(t, v, node, 0).memory; got != 60000 {
+			t.Errorf("%s holds %d MiB, want 60000: the room was counted twice or lost", node, got)
+		}
+	}
+	v.JoinGang("pod-b", "w/main")
+	if _, err := v.ReserveWithin(quota.Limits{}, "pod-b", "ns", "pod-b", "n3", now, fit); err != nil {
+		t.Fatalf("the member did not take the hold given back on n3: %v", err)
+	}
+
+	// Nothing comes back to a gang released since.
+	v.ReleaseGang("w/main")
+	v.ReleaseReservation("pod-b", now)
+	if got := usageOf(t, v, "n3", 0).memory; got != 0 {
+		t.Errorf("n3 holds %d MiB after a released gang's member failed to bind, want 0", got)
+	}
+}

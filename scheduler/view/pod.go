@@ -40,6 +40,11 @@ type Pod struct {
 	use placement.Use
 	// replaced is, for a reservation, the GPUAllocation it took the place of.
 	replaced types.UID
+	// took is, for a gang member's reservation, the gang's hold it took
+	// (see takeHold), and gang that gang, so that a reservation released
+	// unplaced gives the gang its room back.
+	took *Pod
+	gang *gang
 }
 
 // newPod builds a pod's hold from its containers' allocations.

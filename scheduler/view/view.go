@@ -162,7 +162,8 @@ func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
 }
 
 // ReleaseReservation drops a bind's reservation made at since, if the pod
-// still holds GPUs through it.
+// still holds GPUs through it. A gang member's reservation gives its room
+// back to the gang (see giveBack).
 func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -171,6 +172,7 @@ func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 		return false
 	}
 	v.release(uid)
+	v.giveBack(p)
 	return true
 }
 
@@ -190,7 +192,19 @@ type FitFunc func(n *Node) ([]gpuv1alpha1.ContainerAllocation, error)
 // counted while fit runs, and is replaced when fit succeeds; replaced
 // returns it. When fit fails, the view is left as it was.
 func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
-	return v.ReserveWithin(quota.Limits{}, uid, namespace, name, nodeName, now, fit)
+	r, err := v.ReserveWithin(quota.Limits{}, uid, namespace, name, nodeName, now, fit)
+	return r.Containers, r.Replaced, err
+}
+
+// Reservation is what ReserveWithin reserved.
+type Reservation struct {
+	// Containers are the GPUs fit gave the pod.
+	Containers []gpuv1alpha1.ContainerAllocation
+	// Replaced is what the pod held before; nil when nothing.
+	Replaced *Pod
+	// HoldFreed is the node where the pod's gang gave up a hold because
+	// the pod was placed on another node; empty when none was.
+	HoldFreed string
 }
 
 // ReserveWithin is Reserve within the namespace's GPU limits: what fit
@@ -200,7 +214,7 @@ func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time
 // as if its gang's hold on the node were free, and takes its place. The check and the reservation are one
 // step under the view's lock, so two pods of a namespace reserved at once,
 // on any nodes, never both pass a limit that has room for one.
-func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
+func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (Reservation, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n := v.node(nodeName)
@@ -213,7 +227,7 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 	if held != nil {
 		n.Placement.Remove(held.holds)
 	}
-	containers, err = fit(n)
+	containers, err := fit(n)
 	if err == nil && limits.Enforced() {
 		err = limits.Check(namespace, v.usedWithout(namespace, uid), placement.UseOf(containers, &n.Placement))
 	}
@@ -225,10 +239,15 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 			n.Placement.Add(old.holds)
 		}
 		v.forgetIfEmpty(nodeName, n)
-		return nil, nil, err
+		return Reservation{}, err
 	}
+	r := Reservation{Containers: containers}
 	// The pod takes its gang's hold here, or gives up one elsewhere.
-	v.takeHold(uid, held)
+	g := v.members[uid]
+	took := v.takeHold(uid, held)
+	if took != nil && took.Node != nodeName {
+		r.HoldFreed = took.Node
+	}
 	if hadOld {
 		if sameNode {
 			// Its holds are off the node already.
@@ -238,14 +257,22 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 		} else {
 			v.release(uid)
 		}
-		replaced = old
+		r.Replaced = old
 	}
 	p := newPod(uid, namespace, name, nodeName, containers, now, true)
-	if replaced != nil {
-		p.replaced = replaced.AllocationUID
+	switch {
+	case took != nil:
+		p.took, p.gang = took, g
+	case hadOld && old.Reserved:
+		// A reservation kept from a bind whose outcome was unknown
+		// still owes its gang the hold it took.
+		p.took, p.gang = old.took, old.gang
+	}
+	if hadOld {
+		p.replaced = old.AllocationUID
 	}
 	v.add(p)
-	return containers, replaced, nil
+	return r, nil
 }
 
 func (v *View) node(name string) *Node {
