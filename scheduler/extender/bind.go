@@ -28,7 +28,8 @@ const ReasonFailedGPUPlacement = "FailedGPUPlacement"
 // pod again on the current view and reserves the GPUs within its
 // namespace's GPU quota, waits for the node's in-flight allocation, writes
 // the pod's GPUAllocation and binds the pod. Whatever fails, the GPUs and
-// the allocation are given back; a pod the quota has no room for gets
+// the allocation are given back, unless the binding may have been made
+// (commit.ErrAllocationKept); a pod the quota has no room for gets
 // nothing written.
 func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArgs) (string, error) {
 	if err := validateBinding(args); err != nil {
@@ -89,7 +90,7 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	}
 
 	if err := committer.Commit(ctx, pod, args.Node, containers); err != nil {
-		if e.View.ReleaseReservation(pod.UID, now) && e.QuotaRequeue != nil {
+		if !errors.Is(err, commit.ErrAllocationKept) && e.View.ReleaseReservation(pod.UID, now) && e.QuotaRequeue != nil {
 			e.QuotaRequeue.QuotaFreed(pod.Namespace)
 		}
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())

@@ -17,6 +17,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/commit"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/quota"
@@ -490,5 +491,65 @@ func TestFailedBindGivesTheGangItsRoom(t *testing.T) {
 	}
 	if got := f.usage(other); got[0]+got[1] != 60000 {
 		t.Errorf("%s uses %v after the failed bind, want the gang's 60000 MiB held there", other, got)
+	}
+}
+
+// TestBindKeepsTheReservationOfAnAllocationKept fails bindings whose
+// outcome is unknown, so that the pod may be bound and its allocation is
+// kept: the GPUs stay reserved in the view, where no other pod is placed
+// on them while the allocation informer lags, until the allocation takes
+// the reservation's place.
+func TestBindKeepsTheReservationOfAnAllocationKept(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(f *fixture)
+	}{
+		{
+			name: "the binding's answer was lost and the pod reads unbound",
+			setup: func(f *fixture) {
+				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					if action.GetSubresource() == "binding" {
+						return true, nil, fmt.Errorf("Post \"https://127.0.0.1/api/v1/namespaces/ns/pods/p/binding\": %w", context.Canceled)
+					}
+					return false, nil, nil
+				})
+			},
+		},
+		{
+			name: "the binding's answer was lost and the pod cannot be read",
+			setup: func(f *fixture) {
+				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					if action.GetSubresource() == "binding" {
+						return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+					}
+					return false, nil, nil
+				})
+				f.kube.PrependReactor("get", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+				})
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.setup(f)
+			pod := f.addPod(podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=80000"))
+			_, err := f.ext.Bind(t.Context(), bindArgs(pod, "a100-1"))
+			if !errors.Is(err, commit.ErrAllocationKept) {
+				t.Fatalf("err = %v, want the allocation kept", err)
+			}
+			if got := f.usage("a100-1"); got[0]+got[1] != 80000 {
+				t.Fatalf("a100-1 uses %v after a binding that may have been made, want the pod's 80000 MiB still reserved", got)
+			}
+			a, err := f.tessera.GpuV1alpha1().GPUAllocations("ns").Get(t.Context(), "p", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.view.Place(a)
+			if got := f.usage("a100-1"); got[0]+got[1] != 80000 {
+				t.Errorf("a100-1 uses %v once the allocation is seen, want the 80000 MiB it records, counted once", got)
+			}
+		})
 	}
 }
