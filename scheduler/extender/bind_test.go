@@ -471,7 +471,7 @@ func TestFailedBindGivesTheGangItsRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := f.view.HoldGang("w/main", "ns", "w", []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, f.ext.rules(), quota.Limits{}, epoch)
+	nodes, err := f.view.HoldGang("w/main", "ns", "w", nil, []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, f.ext.rules(), quota.Limits{}, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestFailedBindGivesTheGangItsRoom(t *testing.T) {
 	if nodes[0] == other {
 		other = "a100-1"
 	}
-	f.view.JoinGang(pod.UID, "w/main")
+	f.view.JoinGang(pod)
 	if _, err := f.ext.Bind(t.Context(), bindArgs(pod, other)); err == nil {
 		t.Fatal("the bind succeeded, want the binding refused")
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Kueue's resources, at the API version Kueue v0.17 serves and stores.
@@ -113,6 +114,16 @@ func (w *workload) count(ps *podSet) int32 {
 		}
 	}
 	return ps.Count
+}
+
+// owners are the UIDs of the Workload's owners: the Job, or the pods, that
+// Kueue made it for.
+func (w *workload) owners() []types.UID {
+	uids := make([]types.UID, len(w.OwnerReferences))
+	for i, o := range w.OwnerReferences {
+		uids[i] = o.UID
+	}
+	return uids
 }
 
 // gangKey is the key of the room held for a pod set's pods, which they

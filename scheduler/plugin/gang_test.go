@@ -24,7 +24,7 @@ func TestGangPodPlacedInHeldRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.HoldGang("w/main", "default", "w", []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, p.rules, quota.Limits{}, p.clock.Now()); err != nil {
+	if _, err := v.HoldGang("w/main", "default", "w", nil, []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, p.rules, quota.Limits{}, p.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 

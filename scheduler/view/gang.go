@@ -5,8 +5,11 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/quota"
@@ -28,6 +31,11 @@ type gang struct {
 	count int
 	// members are the UIDs of the gang's pods seen so far.
 	members map[types.UID]struct{}
+	// namespace and owners are the Workload's namespace and the UIDs of
+	// its owners: only pods there, and with a controller among them if
+	// they have one, are the gang's (see JoinGang).
+	namespace string
+	owners    []types.UID
 }
 
 // GangMember is one pod a gang holds room for: its GPU request and its
@@ -70,8 +78,9 @@ func (e *GangUnfitError) Error() string {
 // lock, so two gangs held at once never count the same room. A member
 // that fits nowhere makes it hold nothing and return a *GangUnfitError.
 // It returns the node of each member's hold. A gang held before under
-// the same key is released first.
-func (v *View) HoldGang(key, namespace, name string, members []GangMember, rules Rules, limits quota.Limits, now time.Time) ([]string, error) {
+// the same key is released first. Owners are the UIDs of the owners of
+// the gang's Workload.
+func (v *View) HoldGang(key, namespace, name string, owners []types.UID, members []GangMember, rules Rules, limits quota.Limits, now time.Time) ([]string, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.releaseGang(key)
@@ -82,7 +91,7 @@ func (v *View) HoldGang(key, namespace, name string, members []GangMember, rules
 		}
 	}
 	slices.Sort(names)
-	g := &gang{held: map[string][]*Pod{}, members: map[types.UID]struct{}{}}
+	g := &gang{held: map[string][]*Pod{}, members: map[types.UID]struct{}{}, namespace: namespace, owners: owners}
 	nodes := make([]string, len(members))
 	var ft placement.Fitter
 	for i, m := range members {
@@ -185,26 +194,33 @@ func (v *View) releaseGang(key string) []string {
 	return nodes
 }
 
-// JoinGang records that the pod is one of the gang's, so that it is placed
-// in the gang's held room: the front ends call it with the pod's
-// gpuv1alpha1.GangHoldAnnotation before they place it. It does nothing
-// when key is empty, the view holds no room for the gang (never held,
-// released, or all taken), or it already knows the pod.
-func (v *View) JoinGang(uid types.UID, key string) {
+// JoinGang records that the pod is one of the gang its
+// gpuv1alpha1.GangHoldAnnotation names, so that it is placed in the
+// gang's held room: the front ends call it before they place the pod. A
+// Workload's UID shows on its pods, so the annotation is honoured only
+// on a pod of the gang's namespace whose controller, if it has one, is
+// one of the Workload's owners: a pod elsewhere that copied it would
+// take the room and be charged for it to its own namespace's quota. It
+// does nothing when the pod has no such annotation, the view holds no
+// room for the gang (never held, released, or all taken), or it already
+// knows the pod.
+func (v *View) JoinGang(pod *corev1.Pod) {
+	key := pod.Annotations[gpuv1alpha1.GangHoldAnnotation]
 	if key == "" {
 		return
 	}
+	uid := pod.UID
 	v.mu.RLock()
 	g, held := v.gangs[key]
 	_, known := v.members[uid]
 	v.mu.RUnlock()
-	if !held || known {
+	if !held || known || !g.admits(pod) {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	g, held = v.gangs[key]
-	if !held || g.count == 0 {
+	if !held || g.count == 0 || !g.admits(pod) {
 		return
 	}
 	if p, ok := v.pods[uid]; ok && p.gang == g {
@@ -213,6 +229,15 @@ func (v *View) JoinGang(uid types.UID, key string) {
 	}
 	g.members[uid] = struct{}{}
 	v.members[uid] = g
+}
+
+// admits reports whether the pod may be one of the gang's.
+func (g *gang) admits(pod *corev1.Pod) bool {
+	if pod.Namespace != g.namespace {
+		return false
+	}
+	owner := metav1.GetControllerOfNoCopy(pod)
+	return owner == nil || slices.Contains(g.owners, owner.UID)
 }
 
 // GangHeld returns how many pods' room the gang still holds.
