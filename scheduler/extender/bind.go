@@ -96,6 +96,7 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return resultOf(err), err
 	}
+	e.View.Bound(pod.UID)
 	if e.Requeue != nil {
 		e.Requeue.Forget(pod.UID)
 	}

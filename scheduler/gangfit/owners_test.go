@@ -47,6 +47,7 @@ func TestHeldRoomTakesOnlyTheOwnersPods(t *testing.T) {
 		t.Errorf("after another Job's pod was placed the Workload's room is held for %d pods, want 1", got)
 	}
 	place("member", "job-uid")
+	f.view.Bound("member")
 	if got := f.view.GangHeld("uid-small/main"); got != 0 {
 		t.Errorf("after the Job's pod was placed the Workload's room is held for %d pods, want 0", got)
 	}

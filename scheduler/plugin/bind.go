@@ -38,6 +38,7 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 		}
 		return fwk.AsStatus(err)
 	}
+	p.view.Bound(pod.UID)
 	logger.V(2).Info("Bound pod with GPUs")
 	return nil
 }

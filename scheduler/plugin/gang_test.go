@@ -35,8 +35,8 @@ func TestGangPodPlacedInHeldRoom(t *testing.T) {
 	state := preFilter(t, p, member)
 	wantCode(t, "Filter the gang's pod", p.Filter(ctx, state, member, nodeInfo()), fwk.Success)
 	wantCode(t, "Reserve the gang's pod", p.Reserve(ctx, state, member, node), fwk.Success)
-	if got := v.GangHeld("w/main"); got != 0 {
-		t.Errorf("after the gang's pod reserved, room is still held for %d pods", got)
+	if got := v.GangHeld("w/main"); got != 1 {
+		t.Errorf("while the gang's pod binds, room is held for %d pods, want its own", got)
 	}
 	p.Unreserve(ctx, state, member, node)
 	if got := v.GangHeld("w/main"); got != 1 {

@@ -31,6 +31,11 @@ type gang struct {
 	count int
 	// members are the UIDs of the gang's pods seen so far.
 	members map[types.UID]struct{}
+	// reserved are the UIDs of the members that took a hold with a bind
+	// not yet seen made (Bound): their room, in a reservation or the
+	// allocation that replaced it, comes back to the gang should the bind
+	// fail (see giveBack), so the gang still counts it.
+	reserved map[types.UID]struct{}
 	// namespace and owners are the Workload's namespace and the UIDs of
 	// its owners: only pods there, and with a controller among them if
 	// they have one, are the gang's (see JoinGang).
@@ -91,7 +96,7 @@ func (v *View) HoldGang(key, namespace, name string, owners []types.UID, members
 		}
 	}
 	slices.Sort(names)
-	g := &gang{held: map[string][]*Pod{}, members: map[types.UID]struct{}{}, namespace: namespace, owners: owners}
+	g := &gang{held: map[string][]*Pod{}, members: map[types.UID]struct{}{}, reserved: map[types.UID]struct{}{}, namespace: namespace, owners: owners}
 	nodes := make([]string, len(members))
 	var ft placement.Fitter
 	for i, m := range members {
@@ -224,7 +229,7 @@ func (v *View) JoinGang(pod *corev1.Pod) {
 		return
 	}
 	if p, ok := v.pods[uid]; ok && p.gang == g {
-		// It took one of the gang's holds with a reservation that stands.
+		// It took one of the gang's holds with a bind not yet seen made.
 		return
 	}
 	g.members[uid] = struct{}{}
@@ -240,12 +245,13 @@ func (g *gang) admits(pod *corev1.Pod) bool {
 	return owner == nil || slices.Contains(g.owners, owner.UID)
 }
 
-// GangHeld returns how many pods' room the gang still holds.
+// GangHeld returns how many pods' room the gang still holds: in holds, or
+// in the reservations of members whose binds have not ended.
 func (v *View) GangHeld(key string) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if g, ok := v.gangs[key]; ok {
-		return g.count
+		return g.count + len(g.reserved)
 	}
 	return 0
 }
@@ -309,18 +315,20 @@ func (v *View) takeHold(uid types.UID, held *Pod) *Pod {
 	return held
 }
 
-// giveBack returns to its gang the room of a member's reservation that
-// was released unplaced, and the member to the gang, to take it again.
-// The hold comes back as the room the reservation had, which its release
-// has just freed, so the room is neither left to whoever asks next nor
-// counted twice, even when the hold taken was on another node and that
-// room has been taken since. Nothing comes back to a gang released or
-// held again since. It runs under the view's write lock.
+// giveBack returns to its gang the room of a member whose bind took a hold
+// and was not seen made (Bound), when that room is freed: the bind failed,
+// or the pod went before it was bound. The member rejoins the gang, to
+// take it again. The hold comes back as the room the member had, which
+// the release has just freed, so the room is neither left to whoever asks
+// next nor counted twice, even when the hold taken was on another node
+// and that room has been taken since. Nothing comes back to a gang
+// released or held again since. It runs under the view's write lock.
 func (v *View) giveBack(r *Pod) {
 	g := r.gang
 	if g == nil || v.gangs[r.took.Gang] != g {
 		return
 	}
+	delete(g.reserved, r.UID)
 	hold := newPod(r.took.UID, r.took.Namespace, r.took.Name, r.Node, r.Containers, r.took.Since, false)
 	hold.Gang = r.took.Gang
 	v.add(hold)
@@ -328,6 +336,19 @@ func (v *View) giveBack(r *Pod) {
 	g.count++
 	g.members[r.UID] = struct{}{}
 	v.members[r.UID] = g
+}
+
+// Bound records that the pod's binding was made: the room it took from its
+// gang, if any, is its own for good.
+func (v *View) Bound(uid types.UID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.pods[uid]
+	if !ok || p.gang == nil {
+		return
+	}
+	delete(p.gang.reserved, uid)
+	p.took, p.gang = nil, nil
 }
 
 // anyHeldIn returns one of the gang's holds, or nil.

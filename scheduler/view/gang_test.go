@@ -131,8 +131,12 @@ func TestGangPodTakesItsHold(t *testing.T) {
 	if _, _, err := v.Reserve("pod-a", "ns", "pod-a", nodes[0], now, fit); err != nil {
 		t.Fatalf("reserving the gang's pod in its held room: %v", err)
 	}
+	if got := v.GangHeld("w/main"); got != 2 {
+		t.Errorf("while the pod that took its hold binds the gang holds %d, want 2: the bind may yet fail", got)
+	}
+	v.Bound("pod-a")
 	if got := v.GangHeld("w/main"); got != 1 {
-		t.Errorf("after one pod took its hold the gang holds %d, want 1", got)
+		t.Errorf("after one pod was bound in its hold the gang holds %d, want 1", got)
 	}
 	if got := usageOf(t, v, nodes[0], 0).memory; got != 60000 {
 		t.Errorf("%s holds %d MiB after the pod took the hold, want 60000: counted twice or not at all", nodes[0], got)
@@ -147,6 +151,7 @@ func TestGangPodTakesItsHold(t *testing.T) {
 	if _, _, err := v.Reserve("pod-b", "ns", "pod-b", "n4", now, fit); err != nil {
 		t.Fatal(err)
 	}
+	v.Bound("pod-b")
 	if got := v.GangHeld("w/main"); got != 0 {
 		t.Errorf("after both pods were placed the gang holds %d, want 0", got)
 	}
@@ -223,8 +228,8 @@ func TestReleasedReservationGivesTheHoldBack(t *testing.T) {
 	if _, err := v.ReserveWithin(quota.Limits{}, "pod-a", "ns", "pod-a", nodes[0], now, fit); err != nil {
 		t.Fatalf("the member did not take its hold again: %v", err)
 	}
-	if got := v.GangHeld("w/main"); got != 1 {
-		t.Errorf("after the member was reserved again the gang holds %d, want 1", got)
+	if got := v.GangHeld("w/main"); got != 2 {
+		t.Errorf("while the member reserved again binds the gang holds %d, want 2", got)
 	}
 	v.JoinGang(gangPod("pod-a", "w/main"))
 	if _, ok := v.members["pod-a"]; ok {
@@ -243,8 +248,8 @@ func TestReleasedReservationGivesTheHoldBack(t *testing.T) {
 		t.Fatalf("the room freed on %s could not be taken: %v", nodes[1], err)
 	}
 	v.ReleaseReservation("pod-b", now)
-	if got := v.GangHeld("w/main"); got != 1 {
-		t.Errorf("after the failed bind the gang holds %d, want 1", got)
+	if got := v.GangHeld("w/main"); got != 2 {
+		t.Errorf("after the failed bind the gang holds %d, want 2: pod-b's hold and pod-a's reservation", got)
 	}
 	for _, node := range []string{nodes[1], "n3"} {
 		if got := usageOf(t, v, node, 0).memory; got != 60000 {
@@ -252,6 +257,24 @@ func TestReleasedReservationGivesTheHoldBack(t *testing.T) {
 		}
 	}
 	v.JoinGang(gangPod("pod-b", "w/main"))
+	if _, err := v.ReserveWithin(quota.Limits{}, "pod-b", "ns", "pod-b", "n3", now, fit); err != nil {
+		t.Fatalf("the member did not take the hold given back on n3: %v", err)
+	}
+
+	// The bind's allocation replaces the reservation before the binding
+	// fails, and is deleted: the room comes back all the same.
+	a := allocation("pod-b", "alloc-b", "pod-b", "n3", containers(60000, 0, "n3-gpu0"))
+	v.Place(a)
+	if v.ReleaseReservation("pod-b", now) {
+		t.Error("a reservation the allocation replaced was released")
+	}
+	v.ReleaseAllocation(a)
+	if got := v.GangHeld("w/main"); got != 2 {
+		t.Errorf("after the failed bind's allocation went the gang holds %d, want 2: pod-b's hold and pod-a's reservation", got)
+	}
+	if got := usageOf(t, v, "n3", 0).memory; got != 60000 {
+		t.Errorf("n3 holds %d MiB after the failed bind's allocation went, want the gang's 60000", got)
+	}
 	if _, err := v.ReserveWithin(quota.Limits{}, "pod-b", "ns", "pod-b", "n3", now, fit); err != nil {
 		t.Fatalf("the member did not take the hold given back on n3: %v", err)
 	}

@@ -40,9 +40,9 @@ type Pod struct {
 	use placement.Use
 	// replaced is, for a reservation, the GPUAllocation it took the place of.
 	replaced types.UID
-	// took is, for a gang member's reservation, the gang's hold it took
-	// (see takeHold), and gang that gang, so that a reservation released
-	// unplaced gives the gang its room back.
+	// took is, for a gang member whose bind took a hold of its gang (see
+	// takeHold) and was not seen made (View.Bound), that hold, and gang
+	// that gang, so that the room freed unplaced goes back to the gang.
 	took *Pod
 	gang *gang
 }

@@ -137,9 +137,13 @@ func (v *View) Place(a *gpuv1alpha1.GPUAllocation) {
 			return
 		}
 	}
-	v.release(uid)
+	old, _ := v.release(uid)
 	p := newPod(uid, a.Namespace, a.Name, a.Spec.NodeName, a.Spec.Containers, a.CreationTimestamp.Time, false)
 	p.AllocationUID = a.UID
+	if old != nil {
+		// The bind that took a hold of the pod's gang may still fail.
+		p.took, p.gang = old.took, old.gang
+	}
 	v.add(p)
 }
 
@@ -158,12 +162,14 @@ func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
 	if p.AllocationUID != a.UID && !ownReservation {
 		return nil, false
 	}
-	return v.release(a.Spec.PodUID)
+	v.release(a.Spec.PodUID)
+	v.giveBack(p)
+	return p, true
 }
 
 // ReleaseReservation drops a bind's reservation made at since, if the pod
-// still holds GPUs through it. A gang member's reservation gives its room
-// back to the gang (see giveBack).
+// still holds GPUs through it. A gang member's room goes back to the gang
+// (see giveBack), as it does when ReleaseAllocation or Release frees it.
 func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -181,7 +187,10 @@ func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 func (v *View) Release(uid types.UID) (p *Pod, ok bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.release(uid)
+	if p, ok = v.release(uid); ok {
+		v.giveBack(p)
+	}
+	return p, ok
 }
 
 // FitFunc decides a pod's placement on a node, or says why there is none.
@@ -263,9 +272,9 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 	switch {
 	case took != nil:
 		p.took, p.gang = took, g
-	case hadOld && old.Reserved:
-		// A reservation kept from a bind whose outcome was unknown
-		// still owes its gang the hold it took.
+		g.reserved[uid] = struct{}{}
+	case hadOld:
+		// The pod's bind that took the hold has not been seen made.
 		p.took, p.gang = old.took, old.gang
 	}
 	if hadOld {
