@@ -29,7 +29,8 @@ import (
 //   - a Job of 3 × 30,000 MiB fits: it is admitted, its pods carry the key
 //     of their held room, and they are placed;
 //   - once the fragments' pods end, the first Job is admitted and placed;
-//   - a Job with a pod larger than any GPU is rejected with the reason.
+//   - a Job with a pod larger than any GPU is rejected with the reason;
+//   - the room of a Job whose pod fails to bind stays held (testFailedBind).
 //
 // The GPU accounting invariants hold at the end. It runs in extender mode
 // and in plugin mode.
@@ -108,6 +109,8 @@ func testGangFit(t *testing.T, e *env) {
 		})
 		e.waitSuspendedWithoutPods(ctx, t, never)
 	})
+
+	t.Run("a failed bind gives the held room back", func(t *testing.T) { testFailedBind(ctx, t, e) })
 	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
 }
 
