@@ -15,11 +15,20 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
+// ErrAllocationKept says that a binding failed with its outcome unknown:
+// the pod may be bound, or be bound yet, so its allocation was kept, and
+// the GPUs reserved for the pod stay reserved. The allocation takes the
+// reservation's place once the view sees it; the pod's deletion, the
+// allocation's, or the reservation's age frees them.
+var ErrAllocationKept = errors.New("its allocation is kept until the pod shows whether it is bound")
+
 // Commit waits for the node's turn, writes the allocation and binds the pod.
 // On failure it removes the allocation and frees the node's turn; the
-// caller releases the GPUs it reserved for the pod. An allocation whose
-// create got no answer may exist all the same: the node's turn then stays
-// until it is known not to, or to be over (inflight.Gate.Lost).
+// caller releases the GPUs it reserved for the pod, unless the error is
+// ErrAllocationKept. An allocation whose create got no answer may exist
+// all the same: the node's turn then stays until it is known not to, or
+// to be over (inflight.Gate.Lost); no binding was asked for, so the pod
+// cannot run on it.
 func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) error {
 	start := c.Clock.Now()
 	waitCtx, cancel := context.WithTimeoutCause(ctx, c.BindWaitTimeout,
@@ -73,7 +82,7 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 		// GPUs stay counted. A later bind of the pod replaces it; the
 		// orphan sweep deletes it once the pod is gone.
 		logger.Error(gerr, "Reading the pod after a failed binding; keeping its allocation")
-		return err
+		return fmt.Errorf("%w; %w", err, ErrAllocationKept)
 	case gerr == nil && current.UID == pod.UID && !refused(err):
 		// The server may still be making the binding whose answer was
 		// lost: a pod read unbound now can be bound a moment later, and
@@ -81,7 +90,7 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 		// stays, and the node's turn with it, until the device plugin
 		// serves it, the pod's next bind replaces it, or the pod goes.
 		logger.Info("Binding's answer was lost; keeping its allocation until the pod shows the outcome", "err", err)
-		return err
+		return fmt.Errorf("%w; %w", err, ErrAllocationKept)
 	}
 	if derr := c.DeleteAllocation(undoCtx, alloc.Namespace, alloc.Name, alloc.UID); derr != nil {
 		// It stays pending on the node, and so does the node's turn: its

@@ -28,7 +28,8 @@ const ReasonFailedGPUPlacement = "FailedGPUPlacement"
 // pod again on the current view and reserves the GPUs within its
 // namespace's GPU quota, waits for the node's in-flight allocation, writes
 // the pod's GPUAllocation and binds the pod. Whatever fails, the GPUs and
-// the allocation are given back; a pod the quota has no room for gets
+// the allocation are given back, unless the binding may have been made
+// (commit.ErrAllocationKept); a pod the quota has no room for gets
 // nothing written.
 func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArgs) (string, error) {
 	if err := validateBinding(args); err != nil {
@@ -74,21 +75,28 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	now := e.Clock.Now()
 	var warning view.Reason
 	rules := e.rules()
-	containers, _, err := e.View.ReserveWithin(rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, args.Node, now,
+	reserved, err := e.View.ReserveWithin(rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, args.Node, now,
 		rules.Fit(now, req.Request, "it", &warning))
 	if err != nil {
 		err = fmt.Errorf("pod %s/%s no longer fits node %s: %w", pod.Namespace, pod.Name, args.Node, err)
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return metrics.ResultUnschedulable, err
 	}
+	containers := reserved.Containers
+	if reserved.HoldFreed != "" && e.Requeue != nil {
+		// Should the bind fail, the gang's room comes back where the
+		// reservation was, so what was freed there stays free.
+		e.Requeue.Freed(reserved.HoldFreed)
+	}
 
 	if err := committer.Commit(ctx, pod, args.Node, containers); err != nil {
-		if e.View.ReleaseReservation(pod.UID, now) && e.QuotaRequeue != nil {
+		if !errors.Is(err, commit.ErrAllocationKept) && e.View.ReleaseReservation(pod.UID, now) && e.QuotaRequeue != nil {
 			e.QuotaRequeue.QuotaFreed(pod.Namespace)
 		}
 		e.event(pod, corev1.EventTypeWarning, ReasonFailedGPUPlacement, err.Error())
 		return resultOf(err), err
 	}
+	e.View.Bound(pod.UID)
 	if e.Requeue != nil {
 		e.Requeue.Forget(pod.UID)
 	}

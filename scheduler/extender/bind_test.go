@@ -17,8 +17,11 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/commit"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
@@ -28,6 +31,7 @@ func bindArgs(pod *corev1.Pod, node string) *extenderv1.ExtenderBindingArgs {
 // recordingRequeue records what the extender tells the requeuer.
 type recordingRequeue struct {
 	rejected, forgotten []types.UID
+	freed               []string
 	serves              []func(*placement.Fitter, string) bool
 }
 
@@ -36,6 +40,7 @@ func (r *recordingRequeue) Rejected(pod *corev1.Pod, serves func(*placement.Fitt
 	r.serves = append(r.serves, serves)
 }
 func (r *recordingRequeue) Forget(uid types.UID) { r.forgotten = append(r.forgotten, uid) }
+func (r *recordingRequeue) Freed(node string)    { r.freed = append(r.freed, node) }
 
 func TestRequeueIsTold(t *testing.T) {
 	f := newFixture(t)
@@ -442,6 +447,108 @@ func TestBindKeepsTheTurnOfAnAllocationLeftPending(t *testing.T) {
 			_, err := f.ext.Bind(t.Context(), bindArgs(gpuPod("q"), "a100-1"))
 			if err == nil || !strings.Contains(err.Error(), "waiting for the in-flight allocation on node a100-1") {
 				t.Errorf("the next bind to the node: err = %v, want it to wait behind the pending allocation", err)
+			}
+		})
+	}
+}
+
+// TestFailedBindGivesTheGangItsRoom binds a gang's pod on a node other
+// than its hold's, which wakes the pods waiting for the hold's node, and
+// fails the binding: the gang holds room for the pod again, where the
+// pod was reserved, rather than leaving it to whoever asks next.
+func TestFailedBindGivesTheGangItsRoom(t *testing.T) {
+	f := newFixture(t)
+	r := &recordingRequeue{}
+	f.ext.Requeue = r
+	f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() == "binding" {
+			return true, nil, apierrors.NewConflict(corev1.Resource("pods/binding"), "p", errors.New("pod p is being deleted"))
+		}
+		return false, nil, nil
+	})
+	pod := f.addPod(podSpec("p", map[string]string{gpuv1alpha1.GangHoldAnnotation: "w/main"}, "nvidia.com/gpu=1", "nvidia.com/gpumem=60000"))
+	req, err := f.ext.request(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := f.view.HoldGang("w/main", "ns", "w", nil, []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, f.ext.rules(), quota.Limits{}, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "a100-2"
+	if nodes[0] == other {
+		other = "a100-1"
+	}
+	f.view.JoinGang(pod)
+	if _, err := f.ext.Bind(t.Context(), bindArgs(pod, other)); err == nil {
+		t.Fatal("the bind succeeded, want the binding refused")
+	}
+	if !reflect.DeepEqual(r.freed, nodes) {
+		t.Errorf("the requeuer was told %v freed, want the hold's node %v", r.freed, nodes)
+	}
+	if got := f.view.GangHeld("w/main"); got != 1 {
+		t.Errorf("after the failed bind the gang holds room for %d pods, want 1", got)
+	}
+	if got := f.usage(other); got[0]+got[1] != 60000 {
+		t.Errorf("%s uses %v after the failed bind, want the gang's 60000 MiB held there", other, got)
+	}
+}
+
+// TestBindKeepsTheReservationOfAnAllocationKept fails bindings whose
+// outcome is unknown, so that the pod may be bound and its allocation is
+// kept: the GPUs stay reserved in the view, where no other pod is placed
+// on them while the allocation informer lags, until the allocation takes
+// the reservation's place.
+func TestBindKeepsTheReservationOfAnAllocationKept(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(f *fixture)
+	}{
+		{
+			name: "the binding's answer was lost and the pod reads unbound",
+			setup: func(f *fixture) {
+				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					if action.GetSubresource() == "binding" {
+						return true, nil, fmt.Errorf("Post \"https://127.0.0.1/api/v1/namespaces/ns/pods/p/binding\": %w", context.Canceled)
+					}
+					return false, nil, nil
+				})
+			},
+		},
+		{
+			name: "the binding's answer was lost and the pod cannot be read",
+			setup: func(f *fixture) {
+				f.kube.PrependReactor("create", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+					if action.GetSubresource() == "binding" {
+						return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+					}
+					return false, nil, nil
+				})
+				f.kube.PrependReactor("get", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+				})
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.setup(f)
+			pod := f.addPod(podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=80000"))
+			_, err := f.ext.Bind(t.Context(), bindArgs(pod, "a100-1"))
+			if !errors.Is(err, commit.ErrAllocationKept) {
+				t.Fatalf("err = %v, want the allocation kept", err)
+			}
+			if got := f.usage("a100-1"); got[0]+got[1] != 80000 {
+				t.Fatalf("a100-1 uses %v after a binding that may have been made, want the pod's 80000 MiB still reserved", got)
+			}
+			a, err := f.tessera.GpuV1alpha1().GPUAllocations("ns").Get(t.Context(), "p", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.view.Place(a)
+			if got := f.usage("a100-1"); got[0]+got[1] != 80000 {
+				t.Errorf("a100-1 uses %v once the allocation is seen, want the 80000 MiB it records, counted once", got)
 			}
 		})
 	}

@@ -86,6 +86,9 @@ type Requeue interface {
 	// node could take it now.
 	Rejected(pod *corev1.Pod, serves func(ft *placement.Fitter, node string) bool)
 	Forget(uid types.UID)
+	// Freed says GPUs may have become free on the node: the view holds
+	// the node as it is now.
+	Freed(node string)
 }
 
 // QuotaRequeue remembers the pods a namespace's GPU quota turned away,

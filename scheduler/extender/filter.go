@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/extenderargs"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
@@ -40,7 +39,7 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 		// Nothing to place: every node fits.
 		out.feasible = append(out.feasible, names...)
 	} else {
-		e.View.JoinGang(pod.UID, pod.Annotations[gpuv1alpha1.GangHoldAnnotation])
+		e.View.JoinGang(pod)
 		j = e.judge(pod, req.Request)
 		e.decideAll(j, pod, names, out)
 	}

@@ -242,7 +242,7 @@ func (c *Controller) hold(w *workload, count func(ps *podSet) int32, now time.Ti
 			members[j] = view.GangMember{Request: req.Request, Policy: req.NodePolicy, Eligible: eligible}
 		}
 		key := gangKey(w, ps)
-		if _, err := c.cfg.View.HoldGang(key, w.Namespace, w.Name, members, c.cfg.Rules, limits, now); err != nil {
+		if _, err := c.cfg.View.HoldGang(key, w.Namespace, w.Name, w.owners(), members, c.cfg.Rules, limits, now); err != nil {
 			c.free(h)
 			return nil, fmt.Errorf("pod set %s of %d pods: %w", ps.Name, n, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Kueue's resources, at the API version Kueue v0.17 serves and stores.
@@ -38,7 +39,6 @@ type workload struct {
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
 		PodSets []podSet `json:"podSets"`
-		Active  *bool    `json:"active"`
 	} `json:"spec"`
 	Status struct {
 		Conditions      []metav1.Condition `json:"conditions"`
@@ -136,10 +136,6 @@ func (w *workload) count(ps *podSet) int32 {
 	return ps.Count
 }
 
-// active reports whether Kueue may admit the Workload: it has not been
-// deactivated.
-func (w *workload) active() bool { return w.Spec.Active == nil || *w.Spec.Active }
-
 // retryAt is when Kueue tries the Workload again after a check's Retry;
 // zero when it does not wait.
 func (w *workload) retryAt() time.Time {
@@ -160,6 +156,16 @@ func (w *workload) assignment(ps *podSet) *podSetAssignment {
 		}
 	}
 	return nil
+}
+
+// owners are the UIDs of the Workload's owners: the Job, or the pods, that
+// Kueue made it for.
+func (w *workload) owners() []types.UID {
+	uids := make([]types.UID, len(w.OwnerReferences))
+	for i, o := range w.OwnerReferences {
+		uids[i] = o.UID
+	}
+	return uids
 }
 
 // gangKey is the key of the room held for a pod set's pods, which they

@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -34,7 +33,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	p.requeue.waiting(pod, req.Request)
-	p.view.JoinGang(pod.UID, pod.Annotations[gpuv1alpha1.GangHoldAnnotation])
+	p.view.JoinGang(pod)
 	p.tellPreempting(pod, req)
 	if !p.ready() {
 		// An error, not unschedulable: kube-scheduler retries the pod after

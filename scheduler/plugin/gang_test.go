@@ -13,7 +13,8 @@ import (
 
 // TestGangPodPlacedInHeldRoom pins that the plugin places a pod carrying
 // its gang's key (gpuv1alpha1.GangHoldAnnotation) in the room held for it,
-// which it keeps from every other pod, and that Reserve takes the hold.
+// which it keeps from every other pod, that Reserve takes the hold, and
+// that Unreserve (Permit, PreBind or the binding failed) gives it back.
 func TestGangPodPlacedInHeldRoom(t *testing.T) {
 	p, v, _ := newTestPlugin(t)
 	ctx := context.Background()
@@ -23,7 +24,7 @@ func TestGangPodPlacedInHeldRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.HoldGang("w/main", "default", "w", []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, p.rules, quota.Limits{}, p.clock.Now()); err != nil {
+	if _, err := v.HoldGang("w/main", "default", "w", nil, []view.GangMember{{Request: req.Request, Policy: req.NodePolicy}}, p.rules, quota.Limits{}, p.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -34,7 +35,12 @@ func TestGangPodPlacedInHeldRoom(t *testing.T) {
 	state := preFilter(t, p, member)
 	wantCode(t, "Filter the gang's pod", p.Filter(ctx, state, member, nodeInfo()), fwk.Success)
 	wantCode(t, "Reserve the gang's pod", p.Reserve(ctx, state, member, node), fwk.Success)
-	if got := v.GangHeld("w/main"); got != 0 {
-		t.Errorf("after the gang's pod reserved, room is still held for %d pods", got)
+	if got := v.GangHeld("w/main"); got != 1 {
+		t.Errorf("while the gang's pod binds, room is held for %d pods, want its own", got)
 	}
+	p.Unreserve(ctx, state, member, node)
+	if got := v.GangHeld("w/main"); got != 1 {
+		t.Errorf("after the gang's pod was unreserved, room is held for %d pods, want 1", got)
+	}
+	wantCode(t, "Filter a pod outside the gang after Unreserve", p.Filter(ctx, preFilter(t, p, stranger), stranger, nodeInfo()), fwk.Unschedulable)
 }

@@ -25,7 +25,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	now := p.clock.Now()
 	var warning view.Reason
-	containers, _, err := p.view.ReserveWithin(p.rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, nodeName, now,
+	reserved, err := p.view.ReserveWithin(p.rules.Limits(pod.Namespace), pod.UID, pod.Namespace, pod.Name, nodeName, now,
 		p.rules.Fit(now, s.req.Request, "node(s)", &warning))
 	if over := (*quota.ExceededError)(nil); errors.As(err, &over) {
 		// Another pod of the namespace took the room since Filter.
@@ -35,13 +35,18 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, "node no longer fits the pod's GPUs: "+err.Error())
 	}
-	s.reservedAt, s.containers = now, containers
+	s.reservedAt, s.containers = now, reserved.Containers
 	p.requeue.placed(pod.UID, nodeName)
+	if reserved.HoldFreed != "" {
+		// Should the bind fail, the gang's room comes back where the
+		// reservation was, so what was freed there stays free.
+		p.requeue.Freed(reserved.HoldFreed)
+	}
 	if !warning.OK() && p.recorder != nil {
 		p.recorder.Eventf(pod, nil, v1.EventTypeWarning, view.ReasonLimitsNotEnforced, "Scheduling", "placed on node %s, where %s", nodeName, warning)
 	}
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Reserved GPUs", "pod", klog.KObj(pod), "node", nodeName, "containers", len(containers))
+		logger.Info("Reserved GPUs", "pod", klog.KObj(pod), "node", nodeName, "containers", len(reserved.Containers))
 	}
 	return nil
 }

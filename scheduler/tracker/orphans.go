@@ -17,7 +17,7 @@ import (
 
 // Sweep queues every allocation whose pod the cache lacks, or has with
 // another UID, for deletion, and drops reservations whose bind ended long
-// ago without a GPUAllocation to show for it.
+// ago without a GPUAllocation to show for it in the cache or the API.
 func (t *Tracker) Sweep(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	allocations, err := t.allocations.List(labels.Everything())
@@ -45,8 +45,19 @@ func (t *Tracker) Sweep(ctx context.Context) {
 		}
 	})
 	for _, r := range stale {
-		if a, err := t.allocations.GPUAllocations(r.namespace).Get(r.name); err == nil && a.Spec.PodUID == r.uid {
+		a, err := t.allocations.GPUAllocations(r.namespace).Get(r.name)
+		if err != nil || a.Spec.PodUID != r.uid {
+			// A bind keeps its reservation with the allocation when the
+			// binding's answer was lost, and the pod may run on it: the
+			// cache may only lag behind, so the API server decides.
+			a, err = t.tessera.GpuV1alpha1().GPUAllocations(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+		}
+		switch {
+		case err == nil && a.Spec.PodUID == r.uid:
 			t.view.Place(a)
+			continue
+		case err != nil && !errors.IsNotFound(err):
+			logger.Error(err, "Reading the GPUAllocation of an old reservation; keeping the reservation", "pod", klog.KRef(r.namespace, r.name))
 			continue
 		}
 		if t.view.ReleaseReservation(r.uid, r.since) {

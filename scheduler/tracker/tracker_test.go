@@ -249,6 +249,21 @@ func TestTracker(t *testing.T) {
 			wantAllocGone: true, // there never was one
 		},
 		{
+			name: "sweep places an old reservation whose allocation the cache has not seen yet",
+			run: func(f *fixture) {
+				f.view.Reserve("u1", "ns", "p", "n1", epoch, func(*view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
+					return allocation("p", "", "u1", "").Spec.Containers, nil
+				})
+				f.tessera.Tracker().Add(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
+				f.clock.Step(3 * time.Minute)
+				f.tracker.Sweep(f.ctx)
+				if p, ok := f.view.Pod("u1"); !ok || p.AllocationUID != "a1" {
+					f.t.Errorf("the pod holds %+v, want the allocation a1", p)
+				}
+			},
+			wantUsedMiB: 1000,
+		},
+		{
 			name: "sweep finds orphans the events missed",
 			run: func(f *fixture) {
 				a := allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated)

@@ -5,8 +5,11 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/quota"
@@ -28,6 +31,16 @@ type gang struct {
 	count int
 	// members are the UIDs of the gang's pods seen so far.
 	members map[types.UID]struct{}
+	// reserved are the UIDs of the members that took a hold with a bind
+	// not yet seen made (Bound): their room, in a reservation or the
+	// allocation that replaced it, comes back to the gang should the bind
+	// fail (see giveBack), so the gang still counts it.
+	reserved map[types.UID]struct{}
+	// namespace and owners are the Workload's namespace and the UIDs of
+	// its owners: only pods there, and with a controller among them if
+	// they have one, are the gang's (see JoinGang).
+	namespace string
+	owners    []types.UID
 }
 
 // GangMember is one pod a gang holds room for: its GPU request and its
@@ -74,8 +87,9 @@ func (e *GangUnfitError) Error() string {
 // lock, so two gangs held at once never count the same room. A member
 // that fits nowhere makes it hold nothing and return a *GangUnfitError.
 // It returns the node of each member's hold. A gang held before under
-// the same key is released first.
-func (v *View) HoldGang(key, namespace, name string, members []GangMember, rules Rules, limits quota.Limits, now time.Time) ([]string, error) {
+// the same key is released first. Owners are the UIDs of the owners of
+// the gang's Workload.
+func (v *View) HoldGang(key, namespace, name string, owners []types.UID, members []GangMember, rules Rules, limits quota.Limits, now time.Time) ([]string, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.releaseGang(key)
@@ -86,7 +100,7 @@ func (v *View) HoldGang(key, namespace, name string, members []GangMember, rules
 		}
 	}
 	slices.Sort(names)
-	g := &gang{held: map[string][]*Pod{}, members: map[types.UID]struct{}{}}
+	g := &gang{held: map[string][]*Pod{}, members: map[types.UID]struct{}{}, reserved: map[types.UID]struct{}{}, namespace: namespace, owners: owners}
 	nodes := make([]string, len(members))
 	var ft placement.Fitter
 	for i, m := range members {
@@ -195,36 +209,59 @@ func (v *View) releaseGang(key string) []string {
 	return nodes
 }
 
-// JoinGang records that the pod is one of the gang's, so that it is placed
-// in the gang's held room: the front ends call it with the pod's
-// gpuv1alpha1.GangHoldAnnotation before they place it. It does nothing
-// when key is empty, the view holds no room for the gang (never held,
-// released, or all taken), or it already knows the pod.
-func (v *View) JoinGang(uid types.UID, key string) {
+// JoinGang records that the pod is one of the gang its
+// gpuv1alpha1.GangHoldAnnotation names, so that it is placed in the
+// gang's held room: the front ends call it before they place the pod. A
+// Workload's UID shows on its pods, so the annotation is honoured only
+// on a pod of the gang's namespace whose controller, if it has one, is
+// one of the Workload's owners: a pod elsewhere that copied it would
+// take the room and be charged for it to its own namespace's quota. It
+// does nothing when the pod has no such annotation, the view holds no
+// room for the gang (never held, released, or all taken), or it already
+// knows the pod.
+func (v *View) JoinGang(pod *corev1.Pod) {
+	key := pod.Annotations[gpuv1alpha1.GangHoldAnnotation]
 	if key == "" {
 		return
 	}
+	uid := pod.UID
 	v.mu.RLock()
 	g, held := v.gangs[key]
 	_, known := v.members[uid]
 	v.mu.RUnlock()
-	if !held || known {
+	if !held || known || !g.admits(pod) {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if g, held = v.gangs[key]; held && g.count > 0 {
-		g.members[uid] = struct{}{}
-		v.members[uid] = g
+	g, held = v.gangs[key]
+	if !held || g.count == 0 || !g.admits(pod) {
+		return
 	}
+	if p, ok := v.pods[uid]; ok && p.gang == g {
+		// It took one of the gang's holds with a bind not yet seen made.
+		return
+	}
+	g.members[uid] = struct{}{}
+	v.members[uid] = g
 }
 
-// GangHeld returns how many pods' room the gang still holds.
+// admits reports whether the pod may be one of the gang's.
+func (g *gang) admits(pod *corev1.Pod) bool {
+	if pod.Namespace != g.namespace {
+		return false
+	}
+	owner := metav1.GetControllerOfNoCopy(pod)
+	return owner == nil || slices.Contains(g.owners, owner.UID)
+}
+
+// GangHeld returns how many pods' room the gang still holds: in holds, or
+// in the reservations of members whose binds have not ended.
 func (v *View) GangHeld(key string) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	if g, ok := v.gangs[key]; ok {
-		return g.count
+		return g.count + len(g.reserved)
 	}
 	return 0
 }
@@ -258,12 +295,12 @@ func (v *View) anyHeldFor(uid types.UID) *Pod {
 
 // takeHold is a member's placement taking held's place, or when held is
 // nil, taking one hold of its gang anywhere: either way the gang holds
-// room for one pod fewer, and the pod leaves it. It runs under the view's
-// write lock.
-func (v *View) takeHold(uid types.UID, held *Pod) {
+// room for one pod fewer, and the pod leaves it. It returns the hold
+// taken, nil when none was. It runs under the view's write lock.
+func (v *View) takeHold(uid types.UID, held *Pod) *Pod {
 	g, ok := v.members[uid]
 	if !ok {
-		return
+		return nil
 	}
 	delete(g.members, uid)
 	delete(v.members, uid)
@@ -271,12 +308,12 @@ func (v *View) takeHold(uid types.UID, held *Pod) {
 		held = v.anyHeldIn(g)
 	}
 	if held == nil {
-		return
+		return nil
 	}
 	list := g.held[held.Node]
 	i := slices.Index(list, held)
 	if i < 0 {
-		return
+		return nil
 	}
 	if list = slices.Delete(list, i, i+1); len(list) == 0 {
 		delete(g.held, held.Node)
@@ -285,6 +322,43 @@ func (v *View) takeHold(uid types.UID, held *Pod) {
 	}
 	g.count--
 	v.release(held.UID)
+	return held
+}
+
+// giveBack returns to its gang the room of a member whose bind took a hold
+// and was not seen made (Bound), when that room is freed: the bind failed,
+// or the pod went before it was bound. The member rejoins the gang, to
+// take it again. The hold comes back as the room the member had, which
+// the release has just freed, so the room is neither left to whoever asks
+// next nor counted twice, even when the hold taken was on another node
+// and that room has been taken since. Nothing comes back to a gang
+// released or held again since. It runs under the view's write lock.
+func (v *View) giveBack(r *Pod) {
+	g := r.gang
+	if g == nil || v.gangs[r.took.Gang] != g {
+		return
+	}
+	delete(g.reserved, r.UID)
+	hold := newPod(r.took.UID, r.took.Namespace, r.took.Name, r.Node, r.Containers, r.took.Since, false)
+	hold.Gang = r.took.Gang
+	v.add(hold)
+	g.held[hold.Node] = append(g.held[hold.Node], hold)
+	g.count++
+	g.members[r.UID] = struct{}{}
+	v.members[r.UID] = g
+}
+
+// Bound records that the pod's binding was made: the room it took from its
+// gang, if any, is its own for good.
+func (v *View) Bound(uid types.UID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.pods[uid]
+	if !ok || p.gang == nil {
+		return
+	}
+	delete(p.gang.reserved, uid)
+	p.took, p.gang = nil, nil
 }
 
 // anyHeldIn returns one of the gang's holds, or nil.

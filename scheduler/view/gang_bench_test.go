@@ -41,7 +41,7 @@ func BenchmarkHoldGang(b *testing.B) {
 				at := now.Add(time.Second)
 				defer cputime.Report(b, cputime.Thread)()
 				for b.Loop() {
-					if _, err := v.HoldGang("w/main", "ns", "w", members, live, quota.Limits{}, at); err != nil {
+					if _, err := v.HoldGang("w/main", "ns", "w", nil, members, live, quota.Limits{}, at); err != nil {
 						b.Fatal(err)
 					}
 					v.ReleaseGang("w/main")

@@ -40,6 +40,11 @@ type Pod struct {
 	use placement.Use
 	// replaced is, for a reservation, the GPUAllocation it took the place of.
 	replaced types.UID
+	// took is, for a gang member whose bind took a hold of its gang (see
+	// takeHold) and was not seen made (View.Bound), that hold, and gang
+	// that gang, so that the room freed unplaced goes back to the gang.
+	took *Pod
+	gang *gang
 }
 
 // newPod builds a pod's hold from its containers' allocations.

@@ -100,7 +100,7 @@ func TestReserveWithinQuota(t *testing.T) {
 	}
 	before := v.Used("ns")
 
-	_, _, err := v.ReserveWithin(memoryLimit(40000), "u1", "ns", "p", "n1", now, fitOn(containers(20000, 0, "n1-gpu1"), nil))
+	_, err := v.ReserveWithin(memoryLimit(40000), "u1", "ns", "p", "n1", now, fitOn(containers(20000, 0, "n1-gpu1"), nil))
 	var over *quota.ExceededError
 	if !errors.As(err, &over) || over.Reason != "namespace ns would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 30000, asked 20000, limit 40000" ||
 		over.Asked != (placement.Use{MemoryMiB: 20000, GPUs: 1}) {
@@ -112,13 +112,13 @@ func TestReserveWithinQuota(t *testing.T) {
 	if got := usageOf(t, v, "n1", 1); got.memory != 5000 {
 		t.Errorf("after the refusal GPU 1 holds %d MiB, want the old reservation's 5000", got.memory)
 	}
-	if _, _, err := v.ReserveWithin(memoryLimit(40000), "u1", "ns", "p", "n1", now, fitOn(containers(10000, 0, "n1-gpu1"), nil)); err != nil {
+	if _, err := v.ReserveWithin(memoryLimit(40000), "u1", "ns", "p", "n1", now, fitOn(containers(10000, 0, "n1-gpu1"), nil)); err != nil {
 		t.Fatalf("ReserveWithin at the limit = %v, want it placed", err)
 	}
 	if got := v.Used("ns"); got.MemoryMiB != 40000 {
 		t.Errorf("Used = %+v, want 40000 MiB", got)
 	}
-	if _, _, err := v.ReserveWithin(memoryLimit(40000), "u2", "other", "p", "n1", now, fitOn(containers(10000, 0, "n1-gpu1"), nil)); err != nil {
+	if _, err := v.ReserveWithin(memoryLimit(40000), "u2", "other", "p", "n1", now, fitOn(containers(10000, 0, "n1-gpu1"), nil)); err != nil {
 		t.Errorf("another namespace's pod = %v, want it placed: the limit is ns's", err)
 	}
 }
@@ -139,7 +139,7 @@ func TestReserveWithinConcurrently(t *testing.T) {
 		node := fmt.Sprintf("n%d", i%nodes)
 		wg.Go(func() {
 			uid := types.UID(fmt.Sprintf("u%d", i))
-			_, _, err := v.ReserveWithin(limits, uid, "ns", string(uid), node, now, fitOn(containers(1000, 0, node+"-gpu0"), nil))
+			_, err := v.ReserveWithin(limits, uid, "ns", string(uid), node, now, fitOn(containers(1000, 0, node+"-gpu0"), nil))
 			if err == nil {
 				mu.Lock()
 				placed++

@@ -144,9 +144,13 @@ func (v *View) Place(a *gpuv1alpha1.GPUAllocation) {
 			return
 		}
 	}
-	v.release(uid)
+	old, _ := v.release(uid)
 	p := newPod(uid, a.Namespace, a.Name, a.Spec.NodeName, a.Spec.Containers, a.CreationTimestamp.Time, false)
 	p.AllocationUID = a.UID
+	if old != nil {
+		// The bind that took a hold of the pod's gang may still fail.
+		p.took, p.gang = old.took, old.gang
+	}
 	v.add(p)
 }
 
@@ -165,11 +169,14 @@ func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
 	if p.AllocationUID != a.UID && !ownReservation {
 		return nil, false
 	}
-	return v.release(a.Spec.PodUID)
+	v.release(a.Spec.PodUID)
+	v.giveBack(p)
+	return p, true
 }
 
 // ReleaseReservation drops a bind's reservation made at since, if the pod
-// still holds GPUs through it.
+// still holds GPUs through it. A gang member's room goes back to the gang
+// (see giveBack), as it does when ReleaseAllocation or Release frees it.
 func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -178,6 +185,7 @@ func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 		return false
 	}
 	v.release(uid)
+	v.giveBack(p)
 	return true
 }
 
@@ -186,7 +194,10 @@ func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 func (v *View) Release(uid types.UID) (p *Pod, ok bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.release(uid)
+	if p, ok = v.release(uid); ok {
+		v.giveBack(p)
+	}
+	return p, ok
 }
 
 // FitFunc decides a pod's placement on a node, or says why there is none.
@@ -197,7 +208,19 @@ type FitFunc func(n *Node) ([]gpuv1alpha1.ContainerAllocation, error)
 // counted while fit runs, and is replaced when fit succeeds; replaced
 // returns it. When fit fails, the view is left as it was.
 func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
-	return v.ReserveWithin(quota.Limits{}, uid, namespace, name, nodeName, now, fit)
+	r, err := v.ReserveWithin(quota.Limits{}, uid, namespace, name, nodeName, now, fit)
+	return r.Containers, r.Replaced, err
+}
+
+// Reservation is what ReserveWithin reserved.
+type Reservation struct {
+	// Containers are the GPUs fit gave the pod.
+	Containers []gpuv1alpha1.ContainerAllocation
+	// Replaced is what the pod held before; nil when nothing.
+	Replaced *Pod
+	// HoldFreed is the node where the pod's gang gave up a hold because
+	// the pod was placed on another node; empty when none was.
+	HoldFreed string
 }
 
 // ReserveWithin is Reserve within the namespace's GPU limits: what fit
@@ -207,7 +230,7 @@ func (v *View) Reserve(uid types.UID, namespace, name, nodeName string, now time
 // as if its gang's hold on the node were free, and takes its place. The check and the reservation are one
 // step under the view's lock, so two pods of a namespace reserved at once,
 // on any nodes, never both pass a limit that has room for one.
-func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (containers []gpuv1alpha1.ContainerAllocation, replaced *Pod, err error) {
+func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (Reservation, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n := v.node(nodeName)
@@ -220,7 +243,7 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 	if held != nil {
 		n.Placement.Remove(held.holds)
 	}
-	containers, err = fit(n)
+	containers, err := fit(n)
 	if err == nil && limits.Enforced() {
 		err = limits.Check(namespace, v.usedWithout(namespace, uid), placement.UseOf(containers, &n.Placement))
 	}
@@ -232,10 +255,15 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 			n.Placement.Add(old.holds)
 		}
 		v.forgetIfEmpty(nodeName, n)
-		return nil, nil, err
+		return Reservation{}, err
 	}
+	r := Reservation{Containers: containers}
 	// The pod takes its gang's hold here, or gives up one elsewhere.
-	v.takeHold(uid, held)
+	g := v.members[uid]
+	took := v.takeHold(uid, held)
+	if took != nil && took.Node != nodeName {
+		r.HoldFreed = took.Node
+	}
 	if hadOld {
 		if sameNode {
 			// Its holds are off the node already.
@@ -245,14 +273,22 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 		} else {
 			v.release(uid)
 		}
-		replaced = old
+		r.Replaced = old
 	}
 	p := newPod(uid, namespace, name, nodeName, containers, now, true)
-	if replaced != nil {
-		p.replaced = replaced.AllocationUID
+	switch {
+	case took != nil:
+		p.took, p.gang = took, g
+		g.reserved[uid] = struct{}{}
+	case hadOld:
+		// The pod's bind that took the hold has not been seen made.
+		p.took, p.gang = old.took, old.gang
+	}
+	if hadOld {
+		p.replaced = old.AllocationUID
 	}
 	v.add(p)
-	return containers, replaced, nil
+	return r, nil
 }
 
 func (v *View) node(name string) *Node {

@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -19,7 +20,8 @@ import (
 // request no GPU can ever serve, naming each container, field and limit,
 // and in extender mode a pod whose GPU quota totals are not those the
 // mutation writes or that its namespace's ResourceQuota has no room for
-// (checkQuota); it warns about a request larger than any GPU the cluster
+// (checkQuota), and a pod created by hand with Kueue's gang-fit
+// annotation (handSetGangHold); it warns about a request larger than any GPU the cluster
 // has now, and about a quota of the namespace that does not count what
 // Tessera allocates (quotaKeyWarnings). A pod that asks for no GPU is
 // admitted. A Job is held to the
@@ -36,18 +38,38 @@ func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionReque
 	if name == "" {
 		name = req.Name
 	}
-	return a.validated(ctx, req, name, podTemplateOf(pod), func() []refusal { return a.checkQuota(ctx, req.Namespace, pod) })
+	return a.validated(ctx, req, name, podTemplateOf(pod), func() []refusal {
+		if r := handSetGangHold(pod); r != nil {
+			return []refusal{*r}
+		}
+		return a.checkQuota(ctx, req.Namespace, pod)
+	})
+}
+
+// handSetGangHold refuses a pod created with gpuv1alpha1.GangHoldAnnotation
+// and no controller: Kueue sets the annotation through the pod template
+// of a Workload's owner, or on a plain pod by an update when it admits
+// it, never on a pod created alone, and the scheduler places a pod that
+// carries it in room held for the Workload's pods.
+func handSetGangHold(pod *corev1.Pod) *refusal {
+	if _, ok := pod.Annotations[gpuv1alpha1.GangHoldAnnotation]; !ok || metav1.GetControllerOfNoCopy(pod) != nil {
+		return nil
+	}
+	return &refusal{err: field.Forbidden(field.NewPath("metadata", "annotations").Key(gpuv1alpha1.GangHoldAnnotation),
+		"must not be set on a pod created without a controller: Kueue sets it, through the pod template of the Workload's owner "+
+			"or when it admits a plain pod, to place the pod in the GPU room held for that Workload, which a pod created with it by hand would take")}
 }
 
 // validated checks a pod, or a Job's pod template, by the rules that
-// protect a node and, when it asks for GPUs and they hold, by quota: it
+// protect a node and, when it asks for GPUs and they hold, by what only
+// the pod is checked for (its quota, its gang-fit annotation): it
 // refuses it for every reason found, or admits it with a warning for each
 // request no GPU of the cluster can serve and each quota key that does
 // not count what Tessera allocates.
-func (a *Admitter) validated(ctx context.Context, req *admissionv1.AdmissionRequest, name string, t podTemplate, quota func() []refusal) *admissionv1.AdmissionResponse {
+func (a *Admitter) validated(ctx context.Context, req *admissionv1.AdmissionRequest, name string, t podTemplate, more func() []refusal) *admissionv1.AdmissionResponse {
 	refusals, asks := a.check(t, fmt.Sprintf("scheduler %q", a.cfg.SchedulerName))
 	if len(asks) > 0 {
-		refusals = quota()
+		refusals = more()
 	}
 	if len(refusals) > 0 {
 		klog.FromContext(ctx).V(2).Info("Refusing GPU workload", "kind", req.Kind.Kind, "reasons", len(refusals), "firstReason", refusals[0].String())

@@ -125,6 +125,14 @@ func TestValidateRefuses(t *testing.T) {
 			message: `metadata.annotations[tessera.dev/node-policy]: Unsupported value: "fastest": supported values: "binpack", "spread"`,
 		},
 		{
+			name: "gang-fit annotation on a pod created without a controller",
+			pod:  annotated(pod(limited("main", "nvidia.com/gpu", "1")), "gpu.tessera.dev/gang-hold", "0b7c6a2e-uid/main"),
+			message: `metadata.annotations[gpu.tessera.dev/gang-hold]: Forbidden: must not be set on a pod created without a controller: ` +
+				`Kueue sets it, through the pod template of the Workload's owner or when it admits a plain pod, ` +
+				`to place the pod in the GPU room held for that Workload, which a pod created with it by hand would take`,
+			fields: []string{"metadata.annotations[gpu.tessera.dev/gang-hold]"},
+		},
+		{
 			name:    "unknown GPU policy under the HAMi key",
 			pod:     annotated(pod(limited("main", "nvidia.com/gpu", "1")), "hami.io/gpu-scheduler-policy", "random"),
 			message: `metadata.annotations[hami.io/gpu-scheduler-policy]: Unsupported value: "random": supported values: "binpack", "spread"`,
@@ -242,6 +250,15 @@ func TestValidateAdmits(t *testing.T) {
 					"tessera.dev/gpu-type": "A100,H100", "nvidia.com/nouse-gpuuuid": "GPU-1, GPU-2",
 					"hami.io/node-scheduler-policy": "spread", "tessera.dev/numa-bind": "true",
 				}
+				return p
+			}(),
+		},
+		{
+			name: "gang-fit annotation on a pod of a Job",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/gpu", "1"))
+				p.Annotations = map[string]string{"gpu.tessera.dev/gang-hold": "0b7c6a2e-uid/main"}
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "job-uid", Controller: ptr.To(true)}}
 				return p
 			}(),
 		},

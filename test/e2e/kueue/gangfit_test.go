@@ -31,6 +31,7 @@ import (
 //   - once the fragments' pods end, the first Job is admitted and placed;
 //   - a Job with a pod larger than any GPU is sent back with the reason,
 //     and admitted and placed once a node with larger GPUs joins.
+//   - the room of a Job whose pod fails to bind stays held (testFailedBind).
 //
 // The GPU accounting invariants hold at the end. It runs in extender mode
 // and in plugin mode.
@@ -113,6 +114,8 @@ func testGangFit(t *testing.T, e *env) {
 		e.waitAdmitted(t, larger, "gang")
 		e.waitPlaced(ctx, t, larger, "gang-h200", 1)
 	})
+
+	t.Run("a failed bind gives the held room back", func(t *testing.T) { testFailedBind(ctx, t, e) })
 	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
 }
 

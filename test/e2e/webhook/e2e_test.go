@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/webhook/admission"
 	"github.com/tessera-gpu/tessera/webhook/app"
@@ -198,6 +200,36 @@ func TestSelfManagedWebhook(t *testing.T) {
 		}
 		if n := w.requests(t, admission.WebhookValidate, admission.ResultDenied); n != 1 {
 			t.Errorf("validate/denied = %d, want 1", n)
+		}
+	})
+
+	// Kueue writes the annotation through a Job's pod template, or by an
+	// update when it admits a plain pod; a pod created with it by hand
+	// would take the GPU room held for the Workload's pods.
+	t.Run("a GPU pod created with the gang-hold annotation and no controller is refused", func(t *testing.T) {
+		held := func(name string) *corev1.Pod {
+			p := gpuPod(name, "nvidia.com/gpumem", "4000")
+			p.Annotations = map[string]string{gpuv1alpha1.GangHoldAnnotation: "0b7c6a2e-uid/main"}
+			return p
+		}
+		_, err := kube.CoreV1().Pods(workNamespace).Create(ctx, held("by-hand"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "metadata.annotations[gpu.tessera.dev/gang-hold]: Forbidden") {
+			t.Errorf("creating a pod with the annotation by hand: %v, want Forbidden naming the annotation", err)
+		}
+
+		jobs := held("of-a-job")
+		jobs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "0b7c6a2e-job", Controller: ptr.To(true)}}
+		if _, err := kube.CoreV1().Pods(workNamespace).Create(ctx, jobs, metav1.CreateOptions{}); err != nil {
+			t.Errorf("creating a Job's pod with the annotation from its template: %v", err)
+		}
+
+		plain, err := kube.CoreV1().Pods(workNamespace).Create(ctx, gpuPod("plain", "nvidia.com/gpumem", "4000"), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain.Annotations = map[string]string{gpuv1alpha1.GangHoldAnnotation: "0b7c6a2e-uid/main"}
+		if _, err := kube.CoreV1().Pods(workNamespace).Update(ctx, plain, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("adding the annotation to a plain pod, as Kueue does when it admits it: %v", err)
 		}
 	})
 }
