@@ -28,7 +28,7 @@ import (
 //     the second decides the next Job;
 //   - a Job of 2 × 60,000 MiB fits nowhere and is sent back; when the
 //     running pods end, it is admitted at once, long before Kueue's
-//     retry clock.
+//     retry time.
 func TestGangFitSurvivesRestarts(t *testing.T) {
 	ctx := context.Background()
 	// The extenders run for the whole test, whichever subtest starts them.
@@ -99,10 +99,6 @@ func TestGangFitSurvivesRestarts(t *testing.T) {
 		}
 		if err := e.cp.Kube.CoreV1().Pods(probe.Namespace).Delete(ctx, probe.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
-		}
-		if wl := e.workload(ctx, t, big); wl != nil {
-			b, _ := wl.MarshalJSON()
-			t.Logf("DEBUG %s", b)
 		}
 		e.waitAdmitted(t, big, "gang")
 		t.Logf("Job big admitted %s after the GPUs freed (Kueue's own retry was 10 minutes away)", time.Since(freed).Round(time.Millisecond))
