@@ -17,6 +17,9 @@ type queueMeasures struct {
 	// ToAdmitted is from a Job's creation to its admission, ToRunning to
 	// all its pods running, over the Jobs that got there.
 	ToAdmitted, ToRunning Quantiles
+	// FreeToAdmitted is, over the Jobs admitted after room freed while
+	// they waited, from the last free before each admission to it.
+	FreeToAdmitted Quantiles
 	// Waited are the admitted Jobs a pod of which the scheduler found no
 	// room for; WaitedFor is from their admission until all their pods
 	// ran, or the end for the Open ones, which never did.
@@ -44,12 +47,15 @@ func (t *queueTracker) measures(start, end time.Time, freeMiB int64) queueMeasur
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m := queueMeasures{Jobs: len(t.jobs), Stall: t.stalled}
-	var toAdmitted, toRunning, waitedFor []time.Duration
+	var toAdmitted, toRunning, waitedFor, freeToAdmitted []time.Duration
 	var lastDone time.Time
 	for _, j := range t.jobs {
 		if !j.admitted.IsZero() {
 			m.Admitted++
 			toAdmitted = append(toAdmitted, j.admitted.Sub(j.created))
+			if d, ok := t.sinceFree(j); ok {
+				freeToAdmitted = append(freeToAdmitted, d)
+			}
 		}
 		if !j.running.IsZero() {
 			m.Running++
@@ -71,6 +77,7 @@ func (t *queueTracker) measures(start, end time.Time, freeMiB int64) queueMeasur
 		}
 	}
 	m.ToAdmitted, m.ToRunning, m.WaitedFor = sampleQuantiles(toAdmitted), sampleQuantiles(toRunning), sampleQuantiles(waitedFor)
+	m.FreeToAdmitted = sampleQuantiles(freeToAdmitted)
 	if m.Done > 0 {
 		m.LastDone = lastDone.Sub(start)
 	}

@@ -17,7 +17,7 @@ type QueueTable struct {
 
 func queueHeader() []string {
 	return []string{
-		"run", "Jobs done", "created → admitted p50 / p99", "created → all pods running p50 / p99",
+		"run", "Jobs done", "created → admitted p50 / p99", "last free → admitted p50 / p99", "created → all pods running p50 / p99",
 		"admitted Jobs that waited with pods Pending", "their wait p50 / p99",
 		"GPU memory at work (mean)", "held idle (mean)", "peak held", "deadlock", "all done in",
 	}
@@ -39,7 +39,7 @@ func (t QueueTable) cells() [][]string {
 			done = fmt.Sprintf("not all; %d by %s", r.Done, done)
 		}
 		out = append(out, []string{
-			runName(r.GangFit), r.doneCell(), pair(r.ToAdmitted), pair(r.ToRunning),
+			runName(r.GangFit), r.doneCell(), pair(r.ToAdmitted), pair(r.FreeToAdmitted), pair(r.ToRunning),
 			waited, wait,
 			fmt.Sprintf("%.0f%%", r.Memory.MeanWork), fmt.Sprintf("%.0f%%", r.Memory.MeanIdle), fmt.Sprintf("%.0f%%", r.Memory.PeakUsed),
 			r.deadlockCell(), done,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -18,8 +19,10 @@ type queueTracker struct {
 	// progress is when something last moved: a Job admitted, a pod placed
 	// or a Job done.
 	progress time.Time
-	samples  []memorySample
-	stalled  *queueStall
+	// frees are when Jobs' work was done and their GPUs freed, in order.
+	frees   []time.Time
+	samples []memorySample
+	stalled *queueStall
 }
 
 // jobRecord is what happened to one Job.
@@ -137,6 +140,17 @@ func (t *queueTracker) finished(job string, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.job(job).done, t.progress = at, at
+	t.frees = append(t.frees, at)
+}
+
+// sinceFree is, for a Job admitted after room freed while it waited, the
+// time from the last free before its admission to the admission.
+func (t *queueTracker) sinceFree(j *jobRecord) (time.Duration, bool) {
+	i, _ := slices.BinarySearchFunc(t.frees, j.admitted, func(f, at time.Time) int { return f.Compare(at) })
+	if i == 0 || t.frees[i-1].Before(j.created) {
+		return 0, false
+	}
+	return j.admitted.Sub(t.frees[i-1]), true
 }
 
 // sample records the memory held now and declares a stall if Jobs are

@@ -167,3 +167,26 @@ func TestQueueTrackerMeasuresUpToTheStall(t *testing.T) {
 		t.Errorf("%d done, the last at %s; want 1 at 4s", m.Done, m.LastDone)
 	}
 }
+
+// TestQueueTrackerMeasuresFreeToAdmitted pins the free → admitted
+// measure: from the last Job done before an admission to it, over the
+// Jobs that waited through that free; a Job admitted before any free, or
+// created after the last, has none.
+func TestQueueTrackerMeasuresFreeToAdmitted(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	tr := newQueueTracker(1, time.Minute, t0)
+	for _, job := range []string{"first", "waits", "late"} {
+		tr.created(job, at(0))
+	}
+	tr.admitted("first", at(100))
+	tr.finished("first", at(5000))
+	tr.finished("other", at(6000))
+	tr.admitted("waits", at(6300))
+	tr.created("after", at(7000))
+	tr.admitted("after", at(7100))
+	m := tr.measures(t0, at(8000), 81920)
+	if m.FreeToAdmitted.Count != 1 || m.FreeToAdmitted.P50 != 300*time.Millisecond {
+		t.Errorf("free → admitted: %d Jobs, p50 %s; want Job waits alone, 300ms after the last free", m.FreeToAdmitted.Count, m.FreeToAdmitted.P50)
+	}
+}
