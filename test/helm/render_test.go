@@ -450,12 +450,38 @@ func TestSchedulerConfigMatchesDeploy(t *testing.T) {
 				t.Errorf("leaderElection = %v, want leaderElect true on lease %s/tessera-scheduler", election, testNamespace)
 			}
 			delete(got, "leaderElection")
+			if tc.mode == "plugin" {
+				// Like kube-scheduler's, gang-fit's Lease is the release's.
+				gangFit := tesseraArgs(t, got)["gangFit"].(map[string]any)
+				if gangFit["leaseNamespace"] != testNamespace || gangFit["leaseName"] != "tessera-scheduler-gang-fit" {
+					t.Errorf("gangFit = %v, want the Lease %s/tessera-scheduler-gang-fit", gangFit, testNamespace)
+				}
+				delete(gangFit, "leaseNamespace")
+				delete(gangFit, "leaseName")
+			}
 			if !reflect.DeepEqual(normalize(t, got), normalize(t, want)) {
 				gotYAML, _ := yaml.Marshal(got)
 				t.Errorf("the chart's KubeSchedulerConfiguration differs from deploy/scheduler/%s:\nchart:\n%s\ndeploy:\n%s", tc.file, gotYAML, data)
 			}
 		})
 	}
+}
+
+// tesseraArgs returns the args of the Tessera plugin in the first profile
+// of a KubeSchedulerConfiguration, in place.
+func tesseraArgs(t testing.TB, config map[string]any) map[string]any {
+	t.Helper()
+	profiles, _ := config["profiles"].([]any)
+	if len(profiles) > 0 {
+		plugins, _ := profiles[0].(map[string]any)["pluginConfig"].([]any)
+		for _, p := range plugins {
+			if p := p.(map[string]any); p["name"] == "Tessera" {
+				return p["args"].(map[string]any)
+			}
+		}
+	}
+	t.Fatalf("no Tessera plugin args in the scheduler configuration: %v", config)
+	return nil
 }
 
 // schedulerConfig returns the KubeSchedulerConfiguration in the rendered
