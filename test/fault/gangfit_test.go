@@ -20,9 +20,14 @@ import (
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
-// holdTimeout is the gang-fit hold timeout the suite sets: an admitted
-// Workload's room is held this long for its pods not yet placed.
-const holdTimeout = 30 * time.Second
+const (
+	// holdTimeout is the gang-fit hold timeout the suite sets: an admitted
+	// Workload's room is held this long for its pods not yet placed.
+	holdTimeout = 30 * time.Second
+	// retryAfter is when Kueue tries again on its own a Workload the check
+	// sent back: long enough that only a free lets it in before.
+	retryAfter = time.Minute
+)
 
 // TestGangFitFaults runs the gang-fit admission check (deploy/examples/
 // kueue/gang-fit.yaml) with real Kueue under a stream of Jobs of several
@@ -34,8 +39,9 @@ const holdTimeout = 30 * time.Second
 // longer than the hold timeout and the liveness bound, that no Workload
 // was deactivated or rejected (every Job fits the cluster with its nodes
 // back), and that once the fragments end every waiting Workload is
-// admitted and its pods run. Once with kube-scheduler and the extender,
-// once with tessera-scheduler.
+// admitted, soon after that free and long before Kueue's own retry, and
+// its pods run. Once with kube-scheduler and the extender, once with
+// tessera-scheduler.
 func TestGangFitFaults(t *testing.T) {
 	for _, mode := range []string{extenderMode, pluginMode} {
 		t.Run(mode, func(t *testing.T) { testGangFitFaults(t, mode) })
@@ -46,21 +52,26 @@ func TestGangFitFaults(t *testing.T) {
 type gangFault struct {
 	name   string
 	inject func(ctx context.Context, t *testing.T, c *cluster, l *gangLoad)
-	// bound is how long a pod of an admitted Job may stay Pending.
-	bound time.Duration
+	// bound is how long a pod of an admitted Job may stay Pending, and
+	// how long after the last free a Workload it made room for may wait
+	// to be admitted.
+	bound, freeBound time.Duration
 }
 
 func gangFaults() []gangFault {
 	bound := holdTimeout + maxWait
+	// A Workload sent back is let in when a free makes room for it, well
+	// before Kueue's own retry; maxWait gives that a loaded machine.
+	freeBound := maxWait
 	return []gangFault{
-		{"none", func(context.Context, *testing.T, *cluster, *gangLoad) { time.Sleep(10 * time.Second) }, bound},
+		{"none", func(context.Context, *testing.T, *cluster, *gangLoad) { time.Sleep(10 * time.Second) }, bound, freeBound},
 		{"placer killed 2 times, then rolled over", func(ctx context.Context, t *testing.T, c *cluster, _ *gangLoad) {
 			for range 2 {
 				c.restartPlacer(t, time.Second)
 				time.Sleep(3 * time.Second)
 			}
 			c.rollOver(ctx, t)
-		}, bound},
+		}, bound, freeBound},
 		{"node deleted and added again", func(ctx context.Context, t *testing.T, c *cluster, l *gangLoad) {
 			n := c.nodes[len(c.nodes)-1]
 			c.deleteNode(ctx, t, n)
@@ -69,7 +80,7 @@ func gangFaults() []gangFault {
 			l.submitNext(gangJobKind{name: "pinned", pods: 1, memoryMiB: 8000, node: n.name})
 			time.Sleep(10 * time.Second)
 			c.addNodeAgain(ctx, t, n)
-		}, bound},
+		}, bound, freeBound},
 		{"kube-apiserver restarted 2 times", func(ctx context.Context, t *testing.T, c *cluster, _ *gangLoad) {
 			for range 2 {
 				restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -80,7 +91,7 @@ func gangFaults() []gangFault {
 				}
 				time.Sleep(3 * time.Second)
 			}
-		}, bound + watchBackoff},
+		}, bound + watchBackoff, freeBound + watchBackoff},
 	}
 }
 
@@ -99,9 +110,10 @@ func testGangFitFaults(t *testing.T, mode string) {
 		configure: func(cfg *options.Config) {
 			cfg.GangFit.Enabled = true
 			cfg.GangFit.HoldTimeout.Duration = holdTimeout
+			cfg.GangFit.RetryAfter.Duration = retryAfter
 		},
 		edits: map[string]string{
-			"gangFit:\n            enabled: false\n            holdTimeout: 5m": "gangFit:\n            enabled: true\n            holdTimeout: 30s",
+			"gangFit:\n            enabled: false\n            holdTimeout: 5m\n            retryAfter: 15s": "gangFit:\n            enabled: true\n            holdTimeout: 30s\n            retryAfter: 1m",
 		},
 	})
 	client, err := dynamic.NewForConfig(c.cp.Config)
@@ -129,7 +141,7 @@ func testGangFitFaults(t *testing.T, mode string) {
 			time.Sleep(5 * time.Second)
 			l.stop()
 
-			afterFree := c.drain(ctx, t, m, client)
+			afterFree, late := c.drain(ctx, t, m, client)
 			c.checkGang(ctx, t)
 			longest, pod := m.longestPending()
 			overCommits, refused := m.findings()
@@ -144,6 +156,10 @@ func testGangFitFaults(t *testing.T, mode string) {
 			for _, v := range refused {
 				t.Errorf("%s; every Job of the stream fits the cluster with its nodes", v)
 			}
+			if afterFree > f.freeBound {
+				t.Errorf("Workload %s was admitted %s after the free that made room for it; the bound is %s, Kueue's own retry %s",
+					late, afterFree.Round(100*time.Millisecond), f.freeBound, retryAfter)
+			}
 			if longest > f.bound {
 				t.Errorf("pod %s of an admitted Job stayed Pending %s; the bound is %s (hold timeout %s)", pod, longest.Round(100*time.Millisecond), f.bound, holdTimeout)
 			}
@@ -155,8 +171,8 @@ func testGangFitFaults(t *testing.T, mode string) {
 
 // drain ends the fragments, the last free, and waits until every Workload
 // left is admitted and its pods run. It returns how long after that free
-// the last of the Workloads then waiting was admitted.
-func (c *cluster) drain(ctx context.Context, t *testing.T, m *gangMonitor, client dynamic.Interface) time.Duration {
+// the last of the Workloads then waiting was admitted, and which it was.
+func (c *cluster) drain(ctx context.Context, t *testing.T, m *gangMonitor, client dynamic.Interface) (time.Duration, string) {
 	t.Helper()
 	wls, err := client.Resource(framework.KueueResource("workloads")).Namespace(gangNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -167,7 +183,7 @@ func (c *cluster) drain(ctx context.Context, t *testing.T, m *gangMonitor, clien
 		t.Fatal(err)
 	}
 	freed := time.Now()
-	framework.WaitFor(t, 2*time.Minute, "every Job to be admitted and its pods to run", func() (bool, string) {
+	framework.WaitFor(t, retryAfter+time.Minute, "every Job to be admitted and its pods to run", func() (bool, string) {
 		jobs, err := c.cp.Kube.BatchV1().Jobs(gangNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -191,15 +207,16 @@ func (c *cluster) drain(ctx context.Context, t *testing.T, m *gangMonitor, clien
 		return len(left) == 0, "waiting: " + strings.Join(left, ", ")
 	})
 	var longest time.Duration
+	var name string
 	for _, wl := range wls.Items {
 		if conditionTrue(&wl, "Admitted") {
 			continue
 		}
-		if at := m.admittedAt(wl.GetUID()); !at.IsZero() {
-			longest = max(longest, at.Sub(freed))
+		if at := m.admittedAt(wl.GetUID()); !at.IsZero() && at.Sub(freed) > longest {
+			longest, name = at.Sub(freed), wl.GetName()
 		}
 	}
-	return longest
+	return longest, name
 }
 
 // checkGang reads the API until no allocation is orphaned, then checks
