@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,10 @@ type cluster struct {
 	// daemonBin is the node daemon, run as a process in DRA mode.
 	daemonBin string
 	nodes     []*simNode
+	// configure, if set, changes the extender's configuration, and edits
+	// replace strings of tessera-scheduler's shipped one.
+	configure func(*options.Config)
+	edits     map[string]string
 	// agentKube is the node agents' client. Its connections wait for an
 	// API server that restarts: a real kubelet's watches back off as
 	// client-go's do, which is not Tessera's to measure.
@@ -117,9 +122,29 @@ func (c *component) stop(t *testing.T) {
 // mode and the given number of simulated nodes; t.Cleanup stops them.
 func startCluster(t *testing.T, mode string, nodes int) *cluster {
 	t.Helper()
-	cp := framework.Start(t, framework.Options{ControllerManager: true, DRA: mode == draMode})
+	return startClusterWith(t, mode, nodes, setup{})
+}
+
+// setup is what a test adds to the suite's cluster.
+type setup struct {
+	// workloads runs kube-controller-manager's workload controllers.
+	workloads bool
+	// prepare runs once the control plane serves, before what places pods.
+	prepare func(t *testing.T, cp *framework.ControlPlane)
+	// configure and edits are the cluster's.
+	configure func(*options.Config)
+	edits     map[string]string
+}
+
+// startClusterWith is startCluster with what s adds.
+func startClusterWith(t *testing.T, mode string, nodes int, s setup) *cluster {
+	t.Helper()
+	cp := framework.Start(t, framework.Options{ControllerManager: true, DRA: mode == draMode, Workloads: s.workloads})
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(1)))
-	c := &cluster{cp: cp, ctx: klog.NewContext(context.Background(), logger), mode: mode}
+	c := &cluster{cp: cp, ctx: klog.NewContext(context.Background(), logger), mode: mode, configure: s.configure, edits: s.edits}
+	if s.prepare != nil {
+		s.prepare(t, cp)
+	}
 	var err error
 	if c.agentKube, err = kubernetes.NewForConfig(kubeclient.WaitForRestarts(cp.Config, clock.RealClock{})); err != nil {
 		t.Fatal(err)
@@ -239,7 +264,14 @@ func (c *cluster) startPluginMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.schedulerBin, c.schedulerConfig = bin, string(shipped)
+	config := string(shipped)
+	for from, to := range c.edits {
+		if !strings.Contains(config, from) {
+			t.Fatalf("the shipped tessera-scheduler configuration no longer says %q", from)
+		}
+		config = strings.ReplaceAll(config, from, to)
+	}
+	c.schedulerBin, c.schedulerConfig = bin, config
 	c.startTesseraScheduler(t)
 }
 
@@ -292,7 +324,12 @@ func (c *cluster) restartPlacer(t *testing.T, down time.Duration) {
 // startExtender runs the extender with the shipped defaults on addr,
 // waiting for the address to be free again after a stop.
 func (c *cluster) startExtender(addr string) {
-	c.extender = run(c.ctx, "extender", func(ctx context.Context) error {
+	c.extender = c.serveExtender(addr)
+}
+
+// serveExtender runs an extender on addr, as startExtender does.
+func (c *cluster) serveExtender(addr string) *component {
+	return run(c.ctx, "extender", func(ctx context.Context) error {
 		var ln net.Listener
 		var err error
 		for ctx.Err() == nil {
@@ -305,6 +342,9 @@ func (c *cluster) startExtender(addr string) {
 			return nil
 		}
 		cfg := options.NewConfig()
+		if c.configure != nil {
+			c.configure(cfg)
+		}
 		if err := cfg.Validate(); err != nil {
 			return err
 		}

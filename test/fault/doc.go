@@ -24,4 +24,11 @@
 // deleted no node daemon keeps a claim in its checkpoint or a CDI spec,
 // and it measures how long any pod stayed Pending while bound or while a
 // GPU could hold it. docs/faults.md records those waits.
+//
+// TestGangFitFaults runs Kueue and the gang-fit admission check under a
+// stream of Jobs of several GPU-slice pods on fragmented GPUs, through a
+// placer killed and rolled over, a node deleted and added again and
+// kube-apiserver restarts, and checks that held room is never
+// over-committed nor left waiting, that no Workload is rejected, and that
+// a free lets a waiting Workload in before Kueue's own retry.
 package fault

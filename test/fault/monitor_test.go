@@ -193,6 +193,12 @@ func readState(ctx context.Context, cp *framework.ControlPlane, dra bool) (*stat
 	if dra {
 		return readDRAState(ctx, cp)
 	}
+	return readStateIn(ctx, cp, namespace)
+}
+
+// readStateIn reads the pods and allocations of one namespace, or of all
+// when it is empty, and the GPUs.
+func readStateIn(ctx context.Context, cp *framework.ControlPlane, namespace string) (*state, error) {
 	// Allocations before pods: an allocation made after the first list
 	// is not counted, and one whose pod is gone by the second is not
 	// either, so a reading never counts two pods on the same GPU slice.
