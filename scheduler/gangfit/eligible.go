@@ -42,7 +42,7 @@ func (c *Controller) eligible(w *workload, ps *podSet, pod *corev1.Pod) (func(no
 	blocking := func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}
-	return func(name string) bool {
+	judge := func(name string) bool {
 		node, err := c.cfg.Nodes.Get(name)
 		if err != nil {
 			return false
@@ -52,5 +52,17 @@ func (c *Controller) eligible(w *workload, ps *podSet, pod *corev1.Pod) (func(no
 		}
 		_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, blocking, false)
 		return !untolerated
+	}
+	// Every member of the pod set asks of every node, under the view's
+	// lock: each node is judged once. The view calls it from one
+	// goroutine, the hold's.
+	judged := map[string]bool{}
+	return func(name string) bool {
+		ok, seen := judged[name]
+		if !seen {
+			ok = judge(name)
+			judged[name] = ok
+		}
+		return ok
 	}, nil
 }
