@@ -59,6 +59,7 @@ func (c *Configuration) Validate() error {
 		errs = append(errs, absolute(field.NewPath("draPluginDir"), c.DRAPluginDir, true)...)
 		errs = append(errs, absolute(field.NewPath("pluginRegistryDir"), c.PluginRegistryDir, true)...)
 	}
+	errs = append(errs, c.socketPaths()...)
 	errs = append(errs, absolute(field.NewPath("procRoot"), c.ProcRoot, true)...)
 	errs = append(errs, absolute(field.NewPath("libraryPath"), c.LibraryPath, false)...)
 	errs = append(errs, absolute(field.NewPath("preloadFile"), c.PreloadFile, false)...)

@@ -153,8 +153,7 @@ func (c *cluster) printPlacements(ctx context.Context, out io.Writer) error {
 	for _, pod := range list.Items {
 		alloc, err := c.cp.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
-			reason := pod.Status.Phase
-			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", pod.Name, reason, pendingReason(ctx, c, &pod))
+			printWithoutGPU(ctx, w, c, &pod)
 			continue
 		}
 		env := c.containerEnv(pod.UID)
@@ -193,6 +192,16 @@ func limitsEnv(env map[string]string) string {
 	}
 	slices.Sort(kv)
 	return strings.Join(kv, " ")
+}
+
+// printWithoutGPU prints the line of a pod that holds no GPU: where it
+// runs when it asks for none, or why it waits.
+func printWithoutGPU(ctx context.Context, w io.Writer, c *cluster, pod *corev1.Pod) {
+	node, note := "-", pendingReason(ctx, c, pod)
+	if pod.Spec.NodeName != "" {
+		node, note = pod.Spec.NodeName, "asks for no GPU; placed by "+pod.Spec.SchedulerName
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t-\t-\t-\t-\t-\t%s\n", pod.Name, pod.Status.Phase, node, note)
 }
 
 // pendingReason is the newest scheduling event of a pod that got no GPUs.

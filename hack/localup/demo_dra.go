@@ -40,7 +40,7 @@ func (c *cluster) printClaimPlacements(ctx context.Context, out io.Writer) error
 	for _, pod := range pods.Items {
 		claims := c.podClaims(ctx, &pod)
 		if len(claims) == 0 {
-			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t-\t-\t-\t%s\n", pod.Name, pod.Status.Phase, pendingReason(ctx, c, &pod))
+			printWithoutGPU(ctx, w, c, &pod)
 			continue
 		}
 		env := c.cdiEnv(&pod)

@@ -3,20 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 )
-
-// stockSchedulerConfig is kube-scheduler's default configuration: its
-// DynamicResources plugin allocates the claims, with no extender.
-const stockSchedulerConfig = `
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-`
 
 // startDRAScheduler starts tessera-scheduler with the shipped
 // deploy/scheduler/tessera-scheduler-dra-config.yaml (DynamicResources and
@@ -25,13 +17,9 @@ kind: KubeSchedulerConfiguration
 // as the chart does in DRA mode.
 func (c *cluster) startDRAScheduler(ctx context.Context) error {
 	if c.o.scheduler == schedulerStock {
-		readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		p, err := c.cp.StartSchedulerProcess(readyCtx, stockSchedulerConfig)
-		if err != nil {
+		if err := c.startStockScheduler(ctx); err != nil {
 			return err
 		}
-		c.daemons = append(c.daemons, p)
 	} else if _, err := c.startTesseraScheduler(ctx, "tessera-scheduler-dra-config.yaml"); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ func TestLocalUpDRA(t *testing.T) {
 
 	rows := placementRows(t, output)
 	checkListed(t, rows)
+	checkCPUOnly(t, output)
 	checkNodePolicies(t, rows)
 	if r := rows["memory-and-cores"]; len(r) == 1 && (r[0].memory != "8192" || !strings.Contains(r[0].env, "CUDA_DEVICE_SM_LIMIT=30") ||
 		!strings.Contains(r[0].env, "CUDA_DEVICE_MEMORY_LIMIT_0=8192m") || !strings.Contains(r[0].env, "NVIDIA_VISIBLE_DEVICES="+r[0].gpu)) {
@@ -52,6 +53,7 @@ func TestLocalUpDRAStock(t *testing.T) {
 		t.Error("local-up did not say it started stock kube-scheduler")
 	}
 	checkListed(t, placementRows(t, output))
+	checkCPUOnly(t, output)
 	checkNothingLeft(t, framework.RepoRoot())
 }
 
@@ -63,6 +65,22 @@ func checkListed(t *testing.T, rows map[string][]placementRow) {
 			t.Errorf("the table lists no GPU of example %s", name)
 		}
 	}
+}
+
+// checkCPUOnly checks the table's line for deploy/examples/cpu-only.yaml,
+// a pod that asks for no GPU: the cluster's default-scheduler placed it,
+// and it runs.
+func checkCPUOnly(t *testing.T, output string) {
+	t.Helper()
+	for _, line := range strings.Split(output, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "cpu-only" {
+			if f[1] != "Running" || !strings.HasPrefix(f[2], "gpu-") || !strings.Contains(line, "placed by default-scheduler") {
+				t.Errorf("the pod that asks for no GPU is not running where default-scheduler placed it: %s", line)
+			}
+			return
+		}
+	}
+	t.Error("the table has no line for cpu-only, the pod that asks for no GPU")
 }
 
 // checkNodePolicies checks where deploy/examples/binpack.yaml and
@@ -101,7 +119,7 @@ func placementRows(t *testing.T, output string) map[string][]placementRow {
 		case len(f) == 0:
 			inTable = false
 		}
-		if !inTable || len(f) < 10 {
+		if !inTable || len(f) < 10 || f[3] == "-" { // no container holds a GPU
 			continue
 		}
 		if f[1] != "Running" {

@@ -64,6 +64,7 @@ func TestLocalUp(t *testing.T) {
 	checkMetrics(ctx, t, tessera, field(t, output, "extender GPU state"), placed)
 	checkColumns(ctx, t, kube, tessera, placed)
 	checkPinnedReason(ctx, t, kube, placed)
+	checkVolumeBinds(ctx, t, kube)
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,8 @@ func TestLocalUp(t *testing.T) {
 
 // TestLocalUpExitAfterDemo runs "hack/local-up.sh --exit-after-demo" as
 // the README gives it, from the repository root and from another working
-// directory, and in plugin mode (--scheduler=plugin), and checks the
+// directory, in plugin mode (--scheduler=plugin) and with a state dir
+// deeper than a socket's path may be, and checks the
 // placements it prints and that it stops by itself, leaving nothing
 // running.
 func TestLocalUpExitAfterDemo(t *testing.T) {
@@ -92,6 +94,10 @@ func TestLocalUpExitAfterDemo(t *testing.T) {
 		{name: "from the repository root", dir: root, script: "hack/local-up.sh"},
 		{name: "from another directory", dir: t.TempDir(), script: filepath.Join(root, "hack", "local-up.sh")},
 		{name: "plugin mode", dir: root, script: "hack/local-up.sh", flags: []string{"--scheduler=plugin"}},
+		// The kubelet's sockets live apart from the state dir, or this one
+		// would make their paths longer than a Unix socket's 107 bytes.
+		{name: "a state dir too deep for a socket path", dir: root, script: "hack/local-up.sh",
+			flags: []string{"--state-dir=" + filepath.Join(t.TempDir(), strings.Repeat("deep/", 20))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(tc.script, append(tc.flags, "--exit-after-demo")...)
@@ -191,9 +197,10 @@ func checkPrintedPlacements(t *testing.T, output string) {
 		}
 		nodes[fields[0]] = fields[2]
 	}
-	if len(nodes) != 12 {
-		t.Errorf("the printed table lists %d example pods, want 12", len(nodes))
+	if len(nodes) != 13 {
+		t.Errorf("the printed table lists %d example pods, want 13", len(nodes))
 	}
+	checkCPUOnly(t, output)
 	// The same file DRA mode applies (TestLocalUpDRA), placed alike.
 	checkHAMiStyle(t, placementRows(t, output)["hami-style"])
 	if nodes["a100-only"] != "gpu-a100" {
@@ -241,6 +248,12 @@ func checkPlacements(ctx context.Context, t *testing.T, kube kubernetes.Interfac
 	for _, pod := range pods.Items {
 		if pod.Status.Phase != corev1.PodRunning {
 			t.Errorf("pod %s is %s, want Running", pod.Name, pod.Status.Phase)
+			continue
+		}
+		if pod.Name == "cpu-only" { // asks for no GPU: the cluster's own scheduler's
+			if pod.Spec.SchedulerName != corev1.DefaultSchedulerName || pod.Spec.NodeName == "" {
+				t.Errorf("pod cpu-only has scheduler %q and node %q, want default-scheduler's placement", pod.Spec.SchedulerName, pod.Spec.NodeName)
+			}
 			continue
 		}
 		if pod.Spec.SchedulerName != "tessera-scheduler" {

@@ -30,11 +30,14 @@ func (c *cluster) startNodes(ctx context.Context) error {
 			return fmt.Errorf("creating node %s: %w", n.name, err)
 		}
 		dir := filepath.Join(c.o.stateDir, "nodes", n.name)
-		pluginDir := filepath.Join(dir, "device-plugins")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		pluginDir := filepath.Join(c.sockets, n.name, "device-plugins")
 		if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 			return err
 		}
-		registryDir := filepath.Join(dir, "plugins_registry")
+		registryDir := filepath.Join(c.sockets, n.name, "plugins_registry")
 		if err := os.MkdirAll(registryDir, 0o755); err != nil {
 			return err
 		}
@@ -66,16 +69,18 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		}
 		if c.o.dra() {
 			cfg["mode"] = "dra"
-			cfg["draPluginDir"] = filepath.Join(dir, "plugins", gpuv1alpha1.DRADriverName)
+			cfg["draPluginDir"] = filepath.Join(c.sockets, n.name, "plugins", gpuv1alpha1.DRADriverName)
 			cfg["pluginRegistryDir"] = registryDir
 			cfg["cdiSpecDir"] = c.cdiDir(n.name)
 		}
 		if err := writeJSON(configFile, cfg); err != nil {
 			return err
 		}
-		if _, err := c.daemon("deviceplugin-"+n.name, "deviceplugin", "--config", configFile, "--kubeconfig", c.cp.KubeconfigPath); err != nil {
+		p, err := c.daemon("deviceplugin-"+n.name, "deviceplugin", "--config", configFile, "--kubeconfig", c.cp.KubeconfigPath)
+		if err != nil {
 			return err
 		}
+		c.nodeDaemons[n.name] = p
 		c.metrics = append(c.metrics, endpoint{"device plugin " + n.name, "http://" + metricsAddr + "/metrics"})
 	}
 	return c.waitNodesReady(ctx)
@@ -96,6 +101,9 @@ func (c *cluster) waitNodesReady(ctx context.Context) error {
 			offers = "a ResourceSlice with its GPUs"
 		}
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			if exited, err := c.nodeDaemons[n.name].Exited(); exited {
+				return false, fmt.Errorf("its daemon exited (%v):\n%s", err, c.nodeDaemons[n.name].LogTail(2000))
+			}
 			gn, err := c.cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, n.name, metav1.GetOptions{})
 			if err != nil || !ready(gn) {
 				return false, nil

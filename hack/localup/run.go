@@ -85,6 +85,12 @@ type cluster struct {
 	agents  []*nodeagent.Agent
 	metrics []endpoint
 	cancel  context.CancelFunc // stops the node agents
+	// nodeDaemons are the simulated nodes' device plugins, by node.
+	nodeDaemons map[string]*framework.Process
+	// sockets holds each node's kubelet socket directories, under a short
+	// temporary path rather than the state dir: a Unix socket's path is
+	// limited to 107 bytes, which a state dir in a deep clone would pass.
+	sockets string
 }
 
 // endpoint is a metrics address to show the user.
@@ -95,8 +101,12 @@ func run(ctx context.Context, o options) error {
 	if err := o.prepareDirs(); err != nil {
 		return err
 	}
+	sockets, err := os.MkdirTemp("", "tessera-")
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &cluster{o: o, cancel: cancel}
+	c := &cluster{o: o, cancel: cancel, nodeDaemons: map[string]*framework.Process{}, sockets: sockets}
 	defer c.stop()
 
 	say("Starting etcd, kube-apiserver and kube-controller-manager")
@@ -127,9 +137,9 @@ func run(ctx context.Context, o options) error {
 		say("Starting Tessera's admission webhook in DRA mode (HAMi-style pods become claims)")
 	} else {
 		if o.scheduler == schedulerPlugin {
-			say("Starting tessera-scheduler (kube-scheduler with the Tessera plugin)")
+			say("Starting tessera-scheduler (kube-scheduler with the Tessera plugin) for GPU pods, and kube-scheduler for the others")
 		} else {
-			say("Starting Tessera's scheduler extender and kube-scheduler")
+			say("Starting Tessera's scheduler extender, the kube-scheduler that calls it for GPU pods, and kube-scheduler for the others")
 		}
 		if err := c.startScheduler(ctx); err != nil {
 			return err
@@ -201,6 +211,7 @@ func (c *cluster) stop() {
 	if c.cp != nil {
 		c.cp.Stop()
 	}
+	_ = os.RemoveAll(c.sockets)
 }
 
 func (c *cluster) printAccess() {

@@ -28,12 +28,40 @@ const (
 	schedulerStock = "stock"
 )
 
-// startScheduler starts the scheduler of the chosen mode.
+// stockSchedulerConfig is kube-scheduler's default configuration: the
+// cluster's own default-scheduler, and in DRA mode with --scheduler=stock
+// the scheduler whose DynamicResources plugin allocates the claims.
+const stockSchedulerConfig = `
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+`
+
+// startScheduler starts the scheduler of the chosen mode, and beside it
+// the cluster's own kube-scheduler, which places the pods that keep
+// spec.schedulerName default-scheduler: every pod the webhook does not
+// hand to tessera-scheduler, as in a real cluster.
 func (c *cluster) startScheduler(ctx context.Context) error {
+	start := c.startExtender
 	if c.o.scheduler == schedulerPlugin {
-		return c.startPluginScheduler(ctx)
+		start = c.startPluginScheduler
 	}
-	return c.startExtender(ctx)
+	if err := start(ctx); err != nil {
+		return err
+	}
+	return c.startStockScheduler(ctx)
+}
+
+// startStockScheduler starts kube-scheduler with its default
+// configuration, and waits a minute at most for it to become ready.
+func (c *cluster) startStockScheduler(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	p, err := c.cp.StartSchedulerProcess(ctx, stockSchedulerConfig)
+	if err != nil {
+		return err
+	}
+	c.daemons = append(c.daemons, p)
+	return nil
 }
 
 // startPluginScheduler starts tessera-scheduler, kube-scheduler with the

@@ -290,9 +290,12 @@ func (cp *ControlPlane) waitHealthy(ctx context.Context, what, path string) erro
 // Options.Workloads adds: Jobs and CronJobs (which Kueue suspends and
 // resumes), Deployments, ReplicaSets and StatefulSets (which otherwise
 // create no pods), PodDisruptionBudgets (which otherwise never allow a
-// disruption), finished Jobs' time to live and the pod garbage collector.
+// disruption), finished Jobs' time to live, the pod garbage collector, and
+// the persistent-volume binder (without which no PersistentVolumeClaim
+// binds, and no pod that mounts one is scheduled).
 const workloadControllers = "job-controller,cronjob-controller,deployment-controller,replicaset-controller," +
-	"statefulset-controller,disruption-controller,ttl-after-finished-controller,pod-garbage-collector-controller"
+	"statefulset-controller,disruption-controller,ttl-after-finished-controller,pod-garbage-collector-controller," +
+	"persistentvolume-binder-controller"
 
 func (cp *ControlPlane) startControllerManager(opts Options) error {
 	port, err := FreePort()
