@@ -246,3 +246,18 @@ func unprintable(s string) (rune, bool) {
 	}
 	return 0, false
 }
+
+// WrittenKey is the key under which annotations set what key means: key
+// itself, or its HAMi alias when only that is set. Messages about a
+// setting name the key the pod's author wrote.
+func WrittenKey(annotations map[string]string, key string) string {
+	if _, ok := annotations[key]; ok {
+		return key
+	}
+	if alias := annotationAliases[key]; alias != "" {
+		if _, ok := annotations[alias]; ok {
+			return alias
+		}
+	}
+	return key
+}

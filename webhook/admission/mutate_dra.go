@@ -67,7 +67,7 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 	klog.FromContext(ctx).V(2).Info("Turning GPU pod into claims", "claims", len(asks), "templates", len(templates))
 	patchType := admissionv1.PatchTypeJSONPatch
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &patchType}
-	resp.Warnings = append(draclaims.Warnings(sel), a.warnings(ctx, requestsOf(asks))...)
+	resp.Warnings = append(draclaims.Warnings(pod.Annotations, sel), a.warnings(ctx, requestsOf(asks))...)
 	return resp
 }
 

@@ -329,6 +329,11 @@ func TestMutateForDRARefuses(t *testing.T) {
 		annotations: map[string]string{"tessera.dev/gpu-uuid": long[:len(long)-1]},
 		want:        []string{"metadata.annotations[tessera.dev/gpu-uuid]", "CEL selector of at most 10240 characters"},
 	}, {
+		name:        "a HAMi UUID list too long for a CEL selector, named by its key",
+		pod:         pod(limited("cuda", "nvidia.com/gpu", "1")),
+		annotations: map[string]string{"nvidia.com/use-gpuuuid": long[:len(long)-1]},
+		want:        []string{"metadata.annotations[nvidia.com/use-gpuuuid]", "CEL selector of at most 10240 characters"},
+	}, {
 		name: "the rules of extender mode still hold",
 		pod:  pod(limited("cuda", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "150")),
 		want: []string{"must be at most 100"},
@@ -384,12 +389,12 @@ func TestMutateForDRATemplates(t *testing.T) {
 			t.Errorf("response %+v, want a refusal naming the template", resp.Result)
 		}
 	})
-	t.Run("a policy annotation is warned about", func(t *testing.T) {
+	t.Run("a policy annotation is warned about under the key the pod wrote", func(t *testing.T) {
 		a, _ := draAdmitter(t)
 		p := pod(limited("cuda", "nvidia.com/gpu", "1"))
 		p.Annotations = map[string]string{"hami.io/gpu-scheduler-policy": "spread"}
 		resp := a.Mutate(testContext(t), createRequest(t, p))
-		if !resp.Allowed || len(resp.Warnings) == 0 || !strings.Contains(resp.Warnings[0], "tessera.dev/gpu-policy=spread has no effect in DRA mode") {
+		if !resp.Allowed || len(resp.Warnings) == 0 || !strings.Contains(resp.Warnings[0], "hami.io/gpu-scheduler-policy=spread has no effect in DRA mode") {
 			t.Errorf("warnings %v", resp.Warnings)
 		}
 	})

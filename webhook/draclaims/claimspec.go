@@ -28,13 +28,13 @@ const claimRequest = "gpu"
 // subrequest per kind of GPU the cluster has, kube-scheduler taking the
 // first that fits. errs names each field DRA cannot express, and its
 // limit; path is the count's path in the pod.
-func (t *Translator) claimSpec(r gpurequest.ContainerRequest, sel gpurequest.Selection, countPath *field.Path) (resourceapi.ResourceClaimSpec, field.ErrorList) {
+func (t *Translator) claimSpec(r gpurequest.ContainerRequest, annotations map[string]string, sel gpurequest.Selection, countPath *field.Path) (resourceapi.ResourceClaimSpec, field.ErrorList) {
 	var errs field.ErrorList
 	if r.Count > resourceapi.AllocationResultsMaxSize {
 		errs = append(errs, field.Invalid(countPath, r.Count, fmt.Sprintf(
 			"must be at most %d in DRA mode: a ResourceClaim holds at most %d devices", resourceapi.AllocationResultsMaxSize, resourceapi.AllocationResultsMaxSize)))
 	}
-	selectors, serrs := celSelectors(sel)
+	selectors, serrs := celSelectors(annotations, sel)
 	errs = append(errs, serrs...)
 	exact := resourceapi.ExactDeviceRequest{
 		DeviceClassName: t.deviceClass,

@@ -36,8 +36,9 @@ func capacityIs(name resourceapi.QualifiedName, q string) string {
 // selectors with the extender's meaning: a model contains one of the
 // types (case-insensitive) and none of the excluded; a UUID is one of the
 // allowed and none of the excluded (case-insensitive). Values were
-// checked by gpurequest.ParseAnnotations: printable, no white space.
-func celSelectors(sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field.ErrorList) {
+// checked by gpurequest.ParseAnnotations: printable, no white space. An
+// error names the key of annotations the pod wrote, Tessera's or HAMi's.
+func celSelectors(annotations map[string]string, sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field.ErrorList) {
 	model := attribute(gpuv1alpha1.DRAAttributeModel) + ".lowerAscii()"
 	uuid := attribute(gpuv1alpha1.DRAAttributeUUID) + ".lowerAscii()"
 	hasMIG := fmt.Sprintf("%q in device.attributes[%q]", gpuv1alpha1.DRAAttributeMIGProfile, gpuv1alpha1.DRADriverName)
@@ -81,11 +82,11 @@ func celSelectors(sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field
 		out  []resourceapi.DeviceSelector
 		errs field.ErrorList
 	)
-	annotations := field.NewPath("metadata", "annotations")
+	path := field.NewPath("metadata", "annotations")
 	for _, t := range terms {
 		if len(t.expression) > resourceapi.CELSelectorExpressionMaxLength {
-			errs = append(errs, field.Forbidden(annotations.Key(t.annotation), fmt.Sprintf(
-				"in DRA mode the list becomes a CEL selector of at most %d characters, and this one would have %d: list fewer entries (under this key or its HAMi alias)",
+			errs = append(errs, field.Forbidden(path.Key(gpurequest.WrittenKey(annotations, t.annotation)), fmt.Sprintf(
+				"in DRA mode the list becomes a CEL selector of at most %d characters, and this one would have %d: list fewer entries",
 				resourceapi.CELSelectorExpressionMaxLength, len(t.expression))))
 			continue
 		}

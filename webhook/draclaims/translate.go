@@ -75,7 +75,7 @@ func (t *Translator) Translate(pod *corev1.Pod, containers []Container, sel gpur
 	next := 0
 	for _, c := range containers {
 		countPath := c.Path.Child("resources", "limits").Key(string(t.count))
-		spec, errs := t.claimSpec(c.Request, sel, countPath)
+		spec, errs := t.claimSpec(c.Request, pod.Annotations, sel, countPath)
 		for _, err := range errs {
 			refusals = append(refusals, Refusal{Container: c.Request.Name, Err: err})
 		}
