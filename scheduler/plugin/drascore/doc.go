@@ -24,4 +24,8 @@
 // a pod it turned away when a claim of the namespace is freed (a
 // registered event); a ResourceQuota, which kube-scheduler does not
 // watch, activates the namespace's pods through the plugin's informer.
+//
+// At PostFilter, when no node could ever hold the pod's claims, not even
+// with its GPUs free, it says why in placement's words, as the other
+// modes do; DynamicResources says only that it cannot allocate them.
 package drascore

@@ -35,7 +35,7 @@ func TestQuotaHoldsUnderTesseraScheduler(t *testing.T) {
 	c.waitRunningCreated(claimPod("p1", "solo", "mem30", map[string]string{"cuda": ""}))
 
 	c.createPod(claimPod("p2", "solo", "mem30", map[string]string{"cuda": ""}))
-	c.waitQuotaRefused("p2", "namespace default would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 30720, asked 30720, limit 50000")
+	c.waitRefused("p2", "namespace default would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 30720, asked 30720, limit 50000")
 	// The quota controller writes the quota's status: patch, not update.
 	patch := `{"spec":{"hard":{"requests.` + gpuv1alpha1.QuotaMemory + `":"70000"}}}`
 	if _, err := quotas.Patch(c.ctx, "gpu", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -44,7 +44,7 @@ func TestQuotaHoldsUnderTesseraScheduler(t *testing.T) {
 	c.waitRunning("p2")
 
 	c.createPod(claimPod("p3", "solo", "mem30", map[string]string{"cuda": ""}))
-	c.waitQuotaRefused("p3", "namespace default would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 61440, asked 30720, limit 70000")
+	c.waitRefused("p3", "namespace default would exceed its GPU quota (ResourceQuota gpu) on requests.gpu.tessera.dev/memory (GPU memory in MiB): used 61440, asked 30720, limit 70000")
 	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "p1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -128,16 +128,8 @@ func TestQuotaCountsClaimsBeingAllocated(t *testing.T) {
 // of 50000 MiB of GPU memory in the default namespace.
 func startQuotaCluster(t *testing.T) *cluster {
 	t.Helper()
-	bin, err := framework.SchedulerPluginBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-dra-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartSchedulerBinary(t, bin, string(config)) }, &simNode{name: "solo", gpus: oneH100})
-	_, err = c.cp.Kube.CoreV1().ResourceQuotas(metav1.NamespaceDefault).Create(c.ctx, &corev1.ResourceQuota{
+	c := startTesseraScheduler(t, &simNode{name: "solo", gpus: oneH100})
+	_, err := c.cp.Kube.CoreV1().ResourceQuotas(metav1.NamespaceDefault).Create(c.ctx, &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests." + gpuv1alpha1.QuotaMemory: resource.MustParse("50000")}},
 	}, metav1.CreateOptions{})
@@ -147,11 +139,26 @@ func startQuotaCluster(t *testing.T) *cluster {
 	return c
 }
 
-// waitQuotaRefused waits until the scheduler finds the pod unschedulable
-// with its namespace's quota's reason, which must be want.
-func (c *cluster) waitQuotaRefused(name, want string) {
+// startTesseraScheduler starts the nodes and tessera-scheduler with the
+// shipped DRA configuration.
+func startTesseraScheduler(t *testing.T, nodes ...*simNode) *cluster {
+	t.Helper()
+	bin, err := framework.SchedulerPluginBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-dra-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartSchedulerBinary(t, bin, string(config)) }, nodes...)
+}
+
+// waitRefused waits until the scheduler finds the pod unschedulable with
+// a reason that contains want.
+func (c *cluster) waitRefused(name, want string) {
 	c.t.Helper()
-	framework.WaitFor(c.t, time.Minute, "pod "+name+" to be refused by its namespace's GPU quota", func() (bool, string) {
+	framework.WaitFor(c.t, time.Minute, "pod "+name+" to be turned away saying "+want, func() (bool, string) {
 		pod, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -25,6 +25,14 @@ func testCapacity(ctx context.Context, t *testing.T, e *env) {
 		e.deletePod(ctx, t, "cap-huge")
 	})
 
+	t.Run("a pod whose selected GPUs no node holds says so", func(t *testing.T) {
+		// In HAMi's words; DRA mode says the same (test/e2e/dra's reasons test).
+		nowhere := map[string]string{"nvidia.com/use-gpuuuid": "GPU-nowhere"}
+		e.createPod(ctx, t, gpuPod("cap-nowhere", group, nowhere, ctr{name: "main", count: 1, memory: 1000}))
+		e.waitFailedScheduling(ctx, t, "cap-nowhere", "1 node(s) had none of the pod's selected GPUs")
+		e.deletePod(ctx, t, "cap-nowhere")
+	})
+
 	t.Run("a pod waits for capacity and gets it once freed", func(t *testing.T) {
 		half := ctr{name: "main", count: 1, memory: 10000}
 		e.createPod(ctx, t, gpuPod("cap-first", group, nil, half))
