@@ -9,8 +9,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 )
 
-// benchNodes is the cluster's size: issue 20's 5,000 nodes, which hold
-// the most claims measured, 40,000, in either model.
+// benchNodes is the cluster's size: 5,000 nodes, the largest measured,
+// which hold the most claims measured, 40,000, in either model.
 const benchNodes = 5000
 
 // BenchmarkScheduling times, per model and count of claims already

@@ -27,7 +27,7 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// TestLocalUp runs hack/local-up.sh exactly as the README gives it, from
+// TestLocalUp runs hack/local-up.sh exactly as README.md gives it, from
 // the repository root with no flags and no terminal: it waits for the
 // examples to be placed, checks where they landed, checks the extender's
 // per-GPU metrics against the GPUAllocations, then stops it with SIGINT and
@@ -80,9 +80,9 @@ func TestLocalUp(t *testing.T) {
 }
 
 // TestLocalUpExitAfterDemo runs "hack/local-up.sh --exit-after-demo" as
-// the README gives it, from the repository root and from another working
-// directory, in plugin mode (--scheduler=plugin) and with a state dir
-// deeper than a socket's path may be, and checks the
+// README.md and docs/local-up.md give it, from the repository root and
+// from another working directory, in plugin mode (--scheduler=plugin) and
+// with a state dir deeper than a socket's path may be, and checks the
 // placements it prints and that it stops by itself, leaving nothing
 // running.
 func TestLocalUpExitAfterDemo(t *testing.T) {

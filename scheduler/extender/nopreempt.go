@@ -22,7 +22,7 @@ const maxPreemptionNodes = 64
 // pod what preemption would have to do for it, which kube-scheduler will
 // not do in extender mode: its preemption re-runs only its own filters,
 // which know GPUs only as the nvidia.com/gpu count, so it finds no victims
-// when memory, cores or shares are short (README: "Preemption in extender
+// when memory, cores or shares are short (docs/preemption.md, "Extender
 // mode"). The pod hears which lower-priority pods on which node would have
 // to go, on the node needing the fewest, chosen by priority and then name
 // (preemption.Fewest) with no regard to PodDisruptionBudgets, so plugin

@@ -125,7 +125,7 @@ func TestEveryQueriedMetricIsExported(t *testing.T) {
 			}
 		}
 	}
-	// The issue asks for these: allocation against capacity, per-pod
+	// What an operator looks for: allocation against capacity, per-pod
 	// slices, scheduling latency and failures.
 	for _, need := range []string{
 		"tessera_gpu_memory_capacity_bytes", "tessera_gpu_memory_allocated_bytes",
@@ -133,7 +133,7 @@ func TestEveryQueriedMetricIsExported(t *testing.T) {
 		"tessera_allocation_memory_bytes", "tessera_allocation_cores",
 		"tessera_extender_request_duration_seconds", "tessera_extender_requests_total",
 		"tessera_node_gpu_memory_used_bytes",
-		// Each namespace's GPU quota, used against hard (issue 21).
+		// Each namespace's GPU quota, used against hard.
 		"tessera_namespace_gpu_memory_used_bytes", "tessera_namespace_gpu_memory_hard_bytes",
 		"tessera_namespace_gpu_cores_used", "tessera_namespace_gpu_cores_hard",
 		"tessera_namespace_gpus_used", "tessera_namespace_gpus_hard",

@@ -28,7 +28,7 @@ import (
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
 
-// The ways the suite places pods (README, "Scheduler modes").
+// The ways the suite places pods (docs/modes.md).
 const (
 	// extenderMode is the stock kube-scheduler on the shipped
 	// configuration calling the extender.

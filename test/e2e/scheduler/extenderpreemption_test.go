@@ -20,7 +20,7 @@ import (
 const midPriority = "e2e-mid"
 
 // testExtenderPreemption shows what extender mode's preempt verb does and
-// what it cannot do, as the README's "Preemption in extender mode" says.
+// what it cannot do, as docs/preemption.md, "Extender mode", says.
 func testExtenderPreemption(ctx context.Context, t *testing.T, e *env) {
 	for _, pc := range []*schedulingv1.PriorityClass{
 		{ObjectMeta: metav1.ObjectMeta{Name: lowPriority}, Value: 100},
