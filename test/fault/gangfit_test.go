@@ -24,6 +24,9 @@ const (
 	// holdTimeout is the gang-fit hold timeout the suite sets: an admitted
 	// Workload's room is held this long for its pods not yet placed.
 	holdTimeout = 30 * time.Second
+	// refusedBinds is how long the API server refuses bindings in the
+	// failed-bind fault.
+	refusedBinds = 15 * time.Second
 	// retryAfter is when Kueue tries again on its own a Workload the check
 	// sent back: long enough that only a free lets it in before.
 	retryAfter = time.Minute
@@ -33,8 +36,8 @@ const (
 // kueue/gang-fit.yaml) with real Kueue under a stream of Jobs of several
 // GPU-slice pods, on GPUs fragmented by running pods that end one by one,
 // and breaks the cluster one way at a time: what places pods killed and
-// rolled over to a second process, a node deleted and added again,
-// kube-apiserver restarted. After each it checks from API state that no
+// rolled over to a second process, a node deleted and added again, the
+// bindings of new pods refused for a while, kube-apiserver restarted. After each it checks from API state that no
 // GPU was over-committed, that no pod of an admitted Job stayed Pending
 // longer than the hold timeout and the liveness bound, that no Workload
 // was deactivated or rejected (every Job fits the cluster with its nodes
@@ -81,6 +84,14 @@ func gangFaults() []gangFault {
 			time.Sleep(10 * time.Second)
 			c.addNodeAgain(ctx, t, n)
 		}, bound, freeBound},
+		{"binds of new pods refused for 15 s", func(ctx context.Context, t *testing.T, c *cluster, l *gangLoad) {
+			// The stream's pods are named after its prefix: every one
+			// placed meanwhile fails to bind, and its room must go back to
+			// its gang, not to whoever asks next.
+			allow := c.cp.RefuseBindings(ctx, t, l.prefix+"-")
+			time.Sleep(refusedBinds)
+			allow()
+		}, bound + refusedBinds, freeBound + refusedBinds},
 		{"kube-apiserver restarted 2 times", func(ctx context.Context, t *testing.T, c *cluster, _ *gangLoad) {
 			for range 2 {
 				restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -2,12 +2,10 @@ package kueue
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +25,7 @@ import (
 func testFailedBind(ctx context.Context, t *testing.T, e *env) {
 	const node = "gang-bind"
 	e.addNode(ctx, t, node, 1)
-	refuseBindings(ctx, t, e, "failbind-")
+	allowBindings := e.cp.RefuseBindings(ctx, t, "failbind-")
 
 	job := e.submit(ctx, t, gpuJob("gang", "failbind", 1, slice{gpus: 1, memoryMiB: 81920, cores: 10}))
 	e.waitAdmitted(t, job, "gang")
@@ -82,9 +80,7 @@ func testFailedBind(ctx context.Context, t *testing.T, e *env) {
 		time.Sleep(500 * time.Millisecond)
 	}
 
-	if err := e.cp.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "refuse-bindings", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	allowBindings()
 	e.waitPlaced(ctx, t, job, node, 1)
 	if err := e.cp.Kube.CoreV1().Pods(other.Namespace).Delete(ctx, other.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 		t.Fatal(err)
@@ -94,46 +90,3 @@ func testFailedBind(ctx context.Context, t *testing.T, e *env) {
 	}
 }
 
-// refuseBindings makes the API server refuse the binding of every pod
-// whose name starts with prefix, and waits until it does.
-func refuseBindings(ctx context.Context, t *testing.T, e *env, prefix string) {
-	t.Helper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-bindings"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "!object.metadata.name.startsWith('" + prefix + "')",
-				Message:    "bindings of pods named " + prefix + "* are refused",
-			}},
-		},
-	}
-	if _, err := e.cp.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-bindings"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	if _, err := e.cp.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Admission decides before the pod is looked up: a binding of no pod
-	// is refused once the policy is in force, and not found before.
-	framework.WaitFor(t, 30*time.Second, "the API server to refuse bindings of "+prefix+"*", func() (bool, string) {
-		err := e.cp.Kube.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Name: prefix + "no-such-pod", Namespace: "default"},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: "no-such-node"},
-		}, metav1.CreateOptions{})
-		return err != nil && strings.Contains(err.Error(), "are refused"), fmt.Sprint(err)
-	})
-}
