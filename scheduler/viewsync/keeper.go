@@ -174,9 +174,13 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 			HoldTimeout:    o.GangFit.HoldTimeout.Duration,
 			RetryAfter:     o.GangFit.RetryAfter.Duration,
 		})
-		// The check hears of every free too, to try again at once the
-		// Workloads it sent back.
+		// The check hears of every free too, and of nodes that may run
+		// more pod sets than before, to try again at once the Workloads it
+		// sent back.
 		frees = fanOut{requeue, gangFit}
+		if _, err := nodes.Informer().AddEventHandler(gangFit.NodeHandler()); err != nil {
+			return fmt.Errorf("watching nodes for the gang-fit check: %w", err)
+		}
 		k.gangFit.Store(gangFit)
 	}
 	var err error

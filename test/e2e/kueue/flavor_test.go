@@ -73,10 +73,16 @@ spec:
 // empty one outside the pool. A Job of 40,000 MiB fits only the empty
 // node, where Kueue would never start its pod: the check sends it back
 // rather than holding room there. Once pool-a's GPU frees, the Job is
-// admitted and its pod runs there.
+// admitted and its pod runs there. A second Job, of 50,000 MiB, fits
+// pool-a no more and is sent back; once the empty node joins the pool
+// (labelled pool=a), it is admitted and runs there. Kueue would try the
+// Jobs again only after 10 minutes: each is admitted on the event.
 func TestGangFitHoldsWhereTheFlavorRuns(t *testing.T) {
 	ctx := context.Background()
-	e := startEnvWith(t, func(c *options.Config) { c.GangFit.Enabled = true })
+	e := startEnvWith(t, func(c *options.Config) {
+		c.GangFit.Enabled = true
+		c.GangFit.RetryAfter.Duration = 10 * time.Minute
+	})
 	examples := filepath.Join(framework.RepoRoot(), "deploy", "examples", "kueue")
 	manifest := filepath.Join(t.TempDir(), "pinned.yaml")
 	if err := os.WriteFile(manifest, []byte(pinnedQueue), 0o644); err != nil {
@@ -87,14 +93,7 @@ func TestGangFitHoldsWhereTheFlavorRuns(t *testing.T) {
 	}
 	e.addNode(ctx, t, "pool-a", 1)
 	e.addNode(ctx, t, "elsewhere", 1)
-	node, err := e.cp.Kube.CoreV1().Nodes().Get(ctx, "pool-a", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Labels["pool"] = "a"
-	if _, err := e.cp.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	joinPoolA(ctx, t, e, "pool-a")
 	fragment := framework.CreateBoundPod(ctx, t, e.cp, "pool-a", &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "fragment"},
 		Spec:       corev1.PodSpec{SchedulerName: admission.DefaultSchedulerName, Containers: []corev1.Container{{Name: "main", Image: "registry.example/x:1"}}},
@@ -115,5 +114,27 @@ func TestGangFitHoldsWhereTheFlavorRuns(t *testing.T) {
 	}
 	e.waitAdmitted(t, job, "pinned")
 	e.waitPlaced(ctx, t, job, "pool-a", 1)
+
+	second := e.submit(ctx, t, gpuJob("pinned", "pinned-2", 1, slice{gpus: 1, memoryMiB: 50000, cores: 10}))
+	framework.WaitFor(t, time.Minute, "the check to send Job pinned-2 back", func() (bool, string) {
+		state, message := e.gangFitState(ctx, t, second)
+		return state == "Retry", state + ": " + message
+	})
+	joinPoolA(ctx, t, e, "elsewhere")
+	e.waitAdmitted(t, second, "pinned")
+	e.waitPlaced(ctx, t, second, "elsewhere", 1)
 	e.cp.CheckGPUAccounting(ctx, t, admission.DefaultSchedulerName)
+}
+
+// joinPoolA labels the node pool=a, the label of the pinned queue's flavor.
+func joinPoolA(ctx context.Context, t *testing.T, e *env, name string) {
+	t.Helper()
+	node, err := e.cp.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Labels["pool"] = "a"
+	if _, err := e.cp.Kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
