@@ -89,4 +89,3 @@ func testFailedBind(ctx context.Context, t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 }
-
