@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
@@ -93,6 +95,13 @@ func startPluginEnv(t *testing.T) *env {
 // startEnv starts everything for one test; t.Cleanup stops it.
 func startEnv(t *testing.T) *env {
 	t.Helper()
+	return startEnvWrapped(t, nil)
+}
+
+// startEnvWrapped is startEnv with the extender's API requests going
+// through wrap's transport, when wrap is set.
+func startEnvWrapped(t *testing.T, wrap transport.WrapperFunc) *env {
+	t.Helper()
 	cp := framework.Start(t, framework.Options{ControllerManager: true})
 	e := &env{cp: cp}
 
@@ -108,7 +117,9 @@ func startEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	e.extender = &extenderProcess{t: t, cp: cp, cfg: cfg, addr: addr}
+	config := rest.CopyConfig(cp.Config)
+	config.Wrap(wrap)
+	e.extender = &extenderProcess{t: t, config: config, cfg: cfg, addr: addr}
 	e.extender.start(ln)
 	t.Cleanup(e.extender.stop)
 	e.extender.waitReady(t)
@@ -122,10 +133,11 @@ func startEnv(t *testing.T) *env {
 // extenderProcess is the extender running in process, which can be stopped
 // and started again on the same address.
 type extenderProcess struct {
-	t    *testing.T
-	cp   *framework.ControlPlane
-	cfg  *options.Config
-	addr string
+	t *testing.T
+	// config is the extender's way to the API server.
+	config *rest.Config
+	cfg    *options.Config
+	addr   string
 
 	cancel context.CancelFunc
 	done   chan error
@@ -136,7 +148,7 @@ func (x *extenderProcess) start(ln net.Listener) {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	x.cancel = cancel
 	x.done = make(chan error, 1)
-	go func() { x.done <- app.Serve(ctx, x.cfg, x.cp.Config, app.Listeners{Extender: ln}) }()
+	go func() { x.done <- app.Serve(ctx, x.cfg, x.config, app.Listeners{Extender: ln}) }()
 }
 
 // restart starts a stopped extender again on its address.
