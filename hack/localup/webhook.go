@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -37,7 +38,7 @@ func (c *cluster) startWebhook(ctx context.Context) error {
 		mode = admission.ModeDRA
 	}
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", metricsPort)
-	p, err := c.daemon("webhook", "webhook",
+	args := []string{
 		"--kubeconfig", c.cp.KubeconfigPath,
 		"--listen-address", fmt.Sprintf("127.0.0.1:%d", port),
 		"--metrics-address", metricsAddr,
@@ -47,7 +48,17 @@ func (c *cluster) startWebhook(ctx context.Context) error {
 		"--mutating-webhook-configuration", mutating,
 		"--validating-webhook-configuration", validating,
 		"--mode", mode,
-	)
+	}
+	if c.o.kueue {
+		// Kueue runs with the shipped configuration: the webhook warns
+		// about a queue it names that Kueue will not manage.
+		integrations, namespaces, err := framework.KueueScope(framework.KueueConfigFile)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--kueue-integrations", strings.Join(integrations, ","), "--kueue-managed-namespaces", namespaces)
+	}
+	p, err := c.daemon("webhook", "webhook", args...)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tessera-gpu/tessera/webhook/admission"
 )
 
 // KueueBinEnv names the directory that holds kueue-manager and the config/
@@ -55,9 +58,16 @@ var kueueDir = sync.OnceValues(func() (string, error) {
 // pods.
 func (cp *ControlPlane) StartKueue(t testing.TB) *Process {
 	t.Helper()
+	return cp.StartKueueWith(t, filepath.Join(RepoRoot(), KueueConfigFile))
+}
+
+// StartKueueWith is StartKueue with the Kueue configuration file config
+// in place of the shipped one.
+func (cp *ControlPlane) StartKueueWith(t testing.TB, config string) *Process {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := cp.StartKueueProcess(ctx)
+	p, err := cp.startKueueProcess(ctx, config)
 	if p != nil {
 		stopOnCleanup(t, p)
 	}
@@ -76,6 +86,10 @@ func (cp *ControlPlane) StartKueue(t testing.TB) *Process {
 // its webhooks. The process is also stopped by Stop; on error it may be
 // returned, and must be stopped.
 func (cp *ControlPlane) StartKueueProcess(ctx context.Context) (*Process, error) {
+	return cp.startKueueProcess(ctx, filepath.Join(RepoRoot(), KueueConfigFile))
+}
+
+func (cp *ControlPlane) startKueueProcess(ctx context.Context, configFile string) (*Process, error) {
 	dir, err := kueueDir()
 	if err != nil {
 		return nil, err
@@ -92,7 +106,7 @@ func (cp *ControlPlane) StartKueueProcess(ctx context.Context) (*Process, error)
 		return nil, err
 	}
 	certDir := filepath.Join(cp.Dir, "kueue-certs")
-	config, err := cp.writeKueueConfig(webhookPort, healthAddr, certDir)
+	config, err := cp.writeKueueConfig(configFile, webhookPort, healthAddr, certDir)
 	if err != nil {
 		return nil, err
 	}
@@ -108,20 +122,20 @@ func (cp *ControlPlane) StartKueueProcess(ctx context.Context) (*Process, error)
 	return p, cp.waitKueueWebhooks(ctx)
 }
 
-// writeKueueConfig writes the shipped Kueue configuration with what a
+// writeKueueConfig writes the Kueue configuration file with what a
 // process outside the cluster needs: loopback ports, a certificate
 // directory of its own (the default is shared by every process on the
 // machine), its own certificate management on the Service and Secret
 // installKueue made, no leader election, higher client rate limits, and
 // no visibility API server (nothing registers its APIService here).
-func (cp *ControlPlane) writeKueueConfig(webhookPort int, healthAddr, certDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(RepoRoot(), KueueConfigFile))
+func (cp *ControlPlane) writeKueueConfig(file string, webhookPort int, healthAddr, certDir string) (string, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return "", err
 	}
 	config := map[string]any{}
 	if err := yaml.Unmarshal(data, &config); err != nil {
-		return "", fmt.Errorf("decoding %s: %w", KueueConfigFile, err)
+		return "", fmt.Errorf("decoding %s: %w", file, err)
 	}
 	metricsAddr, err := freeLoopbackAddress()
 	if err != nil {
@@ -155,4 +169,37 @@ func freeLoopbackAddress() (string, error) {
 		return "", err
 	}
 	return "127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+// KueueScope returns what Tessera's webhook is told of the Kueue
+// configuration file (its --kueue-integrations and
+// --kueue-managed-namespaces): the integrations Kueue manages, and its
+// managedJobsNamespaceSelector as a label selector, each Kueue's default
+// when the file sets none.
+func KueueScope(file string) (integrations []string, namespaces string, err error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", err
+	}
+	var config struct {
+		ManagedJobsNamespaceSelector *metav1.LabelSelector `json:"managedJobsNamespaceSelector"`
+		Integrations                 struct {
+			Frameworks []string `json:"frameworks"`
+		} `json:"integrations"`
+	}
+	if err := yaml.Unmarshal(data, &config); err != nil {
+		return nil, "", fmt.Errorf("decoding %s: %w", file, err)
+	}
+	if len(config.Integrations.Frameworks) == 0 {
+		// Kueue's default.
+		config.Integrations.Frameworks = []string{"batch/job"}
+	}
+	if config.ManagedJobsNamespaceSelector == nil {
+		return config.Integrations.Frameworks, admission.DefaultKueueManagedNamespaces, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(config.ManagedJobsNamespaceSelector)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: managedJobsNamespaceSelector: %w", file, err)
+	}
+	return config.Integrations.Frameworks, selector.String(), nil
 }

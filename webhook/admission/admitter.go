@@ -44,6 +44,8 @@ type Admitter struct {
 	quotas     ResourceQuotaLister
 	claims     *draclaims.Translator
 	templates  draclaims.ClaimTemplates
+	// kueueNamespaces is cfg.KueueManagedNamespaces, parsed.
+	kueueNamespaces labels.Selector
 }
 
 // NewAdmitter returns an Admitter that reads namespaces (for the opt-out
@@ -58,8 +60,11 @@ func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister,
 	if namespaces == nil || gpuNodes == nil || quotas == nil || templates == nil {
 		return nil, fmt.Errorf("webhook configuration: the namespace, GPUNode and ResourceQuota listers and the claim template client are required")
 	}
+	// Validate parsed it already.
+	kueueNamespaces, _ := labels.Parse(cfg.KueueManagedNamespaces)
 	return &Admitter{
 		cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, quotas: quotas, templates: templates,
-		claims: draclaims.NewTranslator(cfg.DeviceClass, cfg.ResourceNames.Count, gpuNodes),
+		claims:          draclaims.NewTranslator(cfg.DeviceClass, cfg.ResourceNames.Count, gpuNodes),
+		kueueNamespaces: kueueNamespaces,
 	}, nil
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
@@ -23,6 +24,9 @@ const (
 	// DefaultDeviceClass is the DeviceClass the chart creates for the
 	// GPUs of Tessera's DRA driver.
 	DefaultDeviceClass = "gpu.tessera.dev"
+	// DefaultKueueManagedNamespaces is Kueue's own default
+	// managedJobsNamespaceSelector, as a label selector.
+	DefaultKueueManagedNamespaces = "kubernetes.io/metadata.name notin (kube-system,kueue-system)"
 )
 
 // Modes say how the cluster serves a pod's GPUs, and so what the webhook
@@ -61,6 +65,17 @@ type Config struct {
 	// the default one: tessera-scheduler's DRA profile beside the
 	// cluster's kube-scheduler. Empty leaves them to the default scheduler.
 	DRASchedulerName string
+	// KueueIntegrations are the kinds Kueue manages, as its
+	// configuration's integrations.frameworks names them ("batch/job",
+	// "pod", "deployment"). A pod, Job or Deployment that asks for GPUs
+	// and names a Kueue queue that Kueue will not manage is admitted with a
+	// warning that says why. Empty: Kueue is not run, and no such warning
+	// is given.
+	KueueIntegrations []string
+	// KueueManagedNamespaces is Kueue's managedJobsNamespaceSelector,
+	// written as a label selector: Kueue manages nothing in a namespace
+	// whose labels it does not match.
+	KueueManagedNamespaces string
 }
 
 // DefaultConfig returns the configuration that matches Tessera's shipped
@@ -74,6 +89,8 @@ func DefaultConfig() Config {
 		Mode:          ModeExtender,
 		ModeLabel:     DefaultModeLabel,
 		DeviceClass:   DefaultDeviceClass,
+
+		KueueManagedNamespaces: DefaultKueueManagedNamespaces,
 	}
 }
 
@@ -104,6 +121,14 @@ func (c Config) Validate() error {
 	}
 	if errs := validation.IsDNS1123Subdomain(c.DeviceClass); len(errs) > 0 {
 		return fmt.Errorf("device class %q: %v", c.DeviceClass, errs)
+	}
+	for _, name := range c.KueueIntegrations {
+		if name == "" {
+			return fmt.Errorf("the Kueue integrations %q: an integration name must not be empty", c.KueueIntegrations)
+		}
+	}
+	if _, err := labels.Parse(c.KueueManagedNamespaces); err != nil {
+		return fmt.Errorf("the Kueue managed namespaces %q: not a label selector: %w", c.KueueManagedNamespaces, err)
 	}
 	return nil
 }

@@ -108,10 +108,10 @@ func TestHandlerRejectsBadBodies(t *testing.T) {
 }
 
 func TestHandlerAnswersUnreadableRequests(t *testing.T) {
-	deployment := func() *admissionv1.AdmissionRequest {
+	statefulSet := func() *admissionv1.AdmissionRequest {
 		r := createRequest(t, pod())
-		r.Kind = metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-		r.Resource = metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+		r.Kind = metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+		r.Resource = metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
 		return r
 	}
 	withObject := func(raw string) *admissionv1.AdmissionRequest {
@@ -129,8 +129,8 @@ func TestHandlerAnswersUnreadableRequests(t *testing.T) {
 	}{
 		{
 			name: "wrong kind",
-			req:  deployment(),
-			message: `the Tessera webhook reviews only v1 pods and batch/v1 Jobs, got kind "apps/v1, Kind=Deployment" of resource "apps/v1/deployments": ` +
+			req:  statefulSet(),
+			message: `the Tessera webhook reviews only v1 pods, batch/v1 Jobs and, to validate them, apps/v1 Deployments, got kind "apps/v1, Kind=StatefulSet" of resource "apps/v1/statefulsets": ` +
 				`the webhook configuration's rules must select only those`,
 		},
 		{name: "no object", req: withObject(""), message: "the AdmissionReview's request.object is empty: expected the pod being created"},

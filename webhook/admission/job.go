@@ -64,21 +64,23 @@ func (a *Admitter) mutateJob(ctx context.Context, req *admissionv1.AdmissionRequ
 // field under spec.template, whose quota totals are not those the
 // mutation writes, or whose slices state no compute under a quota on
 // compute, and warns about a request no GPU of the cluster can
-// serve. Its namespace's ResourceQuota is not checked: a Job waits in its
+// serve; in either mode it warns about a Kueue queue the Job names that
+// Kueue will not manage. Its namespace's ResourceQuota is not checked: a Job waits in its
 // queue for room, and its pods are checked when they are created.
 func (a *Admitter) validateJob(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	job, resp := a.jobUnderReview(ctx, req)
 	if resp != nil {
 		return resp
 	}
-	if mode, ferr := a.modeOf(req.Namespace); ferr != nil || mode != ModeExtender {
-		// The mutation refused a bad mode label already.
-		return allowed(req)
-	}
 	t := jobTemplateOf(job)
-	return a.validated(ctx, req, job.Name, t, func() []refusal {
-		return append(a.quotaMismatches(t), a.quotaUnstated(ctx, req.Namespace, t)...)
-	})
+	resp = allowed(req)
+	// The mutation refused a bad mode label already.
+	if mode, ferr := a.modeOf(req.Namespace); ferr == nil && mode == ModeExtender {
+		resp = a.validated(ctx, req, job.Name, t, func() []refusal {
+			return append(a.quotaMismatches(t), a.quotaUnstated(ctx, req.Namespace, t)...)
+		})
+	}
+	return a.withQueueWarning(ctx, req, resp, kueueJob, &job.ObjectMeta, t.spec)
 }
 
 // jobUnderReview returns the Job the request creates, or updates with new

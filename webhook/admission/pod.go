@@ -22,7 +22,7 @@ func (a *Admitter) podUnderReview(ctx context.Context, req *admissionv1.Admissio
 	logger := klog.FromContext(ctx)
 	if req.Kind != podKind || req.Resource != podResource {
 		return nil, badRequest(req,
-			"the Tessera webhook reviews only v1 pods and batch/v1 Jobs, got kind %q of resource %q: the webhook configuration's rules must select only those",
+			"the Tessera webhook reviews only v1 pods, batch/v1 Jobs and, to validate them, apps/v1 Deployments, got kind %q of resource %q: the webhook configuration's rules must select only those",
 			kindString(req.Kind), resourceString(req.Resource))
 	}
 	if req.Operation != admissionv1.Create || req.SubResource != "" {

@@ -27,8 +27,11 @@ import (
 // admitted. A Job is held to the
 // same rules by its pod template (validateJob).
 func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	if reviewsJob(req) {
+	switch {
+	case reviewsJob(req):
 		return a.validateJob(ctx, req)
+	case reviewsDeployment(req):
+		return a.validateDeployment(ctx, req)
 	}
 	pod, resp := a.podUnderReview(ctx, req)
 	if resp != nil {
@@ -38,12 +41,13 @@ func (a *Admitter) Validate(ctx context.Context, req *admissionv1.AdmissionReque
 	if name == "" {
 		name = req.Name
 	}
-	return a.validated(ctx, req, name, podTemplateOf(pod), func() []refusal {
+	resp = a.validated(ctx, req, name, podTemplateOf(pod), func() []refusal {
 		if r := handSetGangHold(pod); r != nil {
 			return []refusal{*r}
 		}
 		return a.checkQuota(ctx, req.Namespace, pod)
 	})
+	return a.withQueueWarning(ctx, req, resp, kueuePod, &pod.ObjectMeta, &pod.Spec)
 }
 
 // handSetGangHold refuses a pod created with gpuv1alpha1.GangHoldAnnotation

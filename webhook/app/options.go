@@ -125,6 +125,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&a.ModeLabel, "mode-label", a.ModeLabel, `namespace label that, set to "extender" or "dra", overrides --mode for the namespace's pods`)
 	fs.StringVar(&a.DeviceClass, "dra-device-class", a.DeviceClass, "DeviceClass of the claims written in DRA mode")
 	fs.StringVar(&a.DRASchedulerName, "dra-scheduler-name", a.DRASchedulerName, "scheduler written in DRA mode to spec.schedulerName of GPU pods that name none or default-scheduler (tessera-scheduler's DRA profile); empty: they keep the default scheduler")
+	fs.StringSliceVar(&a.KueueIntegrations, "kueue-integrations", a.KueueIntegrations, `Kueue's integrations.frameworks (such as "batch/job,pod,deployment"): a GPU pod, Job or Deployment labelled kueue.x-k8s.io/queue-name that Kueue will not manage gets a warning saying why; empty: Kueue is not run, no such warning`)
+	fs.StringVar(&a.KueueManagedNamespaces, "kueue-managed-namespaces", a.KueueManagedNamespaces, "Kueue's managedJobsNamespaceSelector as a label selector (such as kueue-managed=true), for the warnings of --kueue-integrations")
 
 	logsapi.AddFlags(o.Logs, fs)
 }

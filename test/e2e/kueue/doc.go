@@ -5,6 +5,6 @@
 // teams' queues of deploy/examples/kueue, Tessera's extender and webhook in
 // process, kube-scheduler started with
 // deploy/scheduler/kube-scheduler-config.yaml, and a goroutine playing the
-// nodes' kubelets. Jobs and plain pods are queued, admitted and placed, and
-// the GPU accounting invariants hold at the end.
+// nodes' kubelets. Jobs, Deployments and plain pods are queued, admitted
+// and placed, and the GPU accounting invariants hold at the end.
 package kueue

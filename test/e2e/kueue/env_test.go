@@ -27,6 +27,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/app"
 	"github.com/tessera-gpu/tessera/scheduler/options"
 	"github.com/tessera-gpu/tessera/test/framework"
+	webhookapp "github.com/tessera-gpu/tessera/webhook/app"
 )
 
 // env is a control plane with the workload controllers, Kueue with the
@@ -48,10 +49,18 @@ func startEnv(t *testing.T) *env { return startEnvWith(t, nil) }
 func startEnvWith(t *testing.T, configure func(*options.Config)) *env {
 	t.Helper()
 	e := startQueues(t)
+	e.startTessera(t, configure)
+	return e
+}
+
+// startTessera starts Tessera's extender, with its configuration changed
+// by configure unless it is nil, kube-scheduler calling it, the webhook
+// and the kubelets.
+func (e *env) startTessera(t *testing.T, configure func(*options.Config)) {
+	t.Helper()
 	e.extender = startExtender(t, e.cp, configure)
 	e.cp.StartShippedScheduler(t, "http://"+e.extender)
 	e.startWebhookAndKubelets(t)
-	return e
 }
 
 // startPluginEnv is startEnv with tessera-scheduler, the shipped
@@ -87,13 +96,20 @@ func startPluginEnv(t *testing.T, replace map[string]string) *env {
 // Kueue with the example teams' queues.
 func startQueues(t *testing.T) *env {
 	t.Helper()
-	cp := framework.Start(t, framework.Options{ControllerManager: true, Workloads: true})
-	cp.StartKueue(t)
-	ctx := context.Background()
+	e := startKueue(t, filepath.Join(framework.RepoRoot(), framework.KueueConfigFile))
 	examples := filepath.Join(framework.RepoRoot(), "deploy", "examples", "kueue")
-	if err := framework.ApplyManifests(ctx, cp.Config, filepath.Join(examples, "queues.yaml"), filepath.Join(examples, "teams.yaml")); err != nil {
+	if err := framework.ApplyManifests(context.Background(), e.cp.Config, filepath.Join(examples, "queues.yaml"), filepath.Join(examples, "teams.yaml")); err != nil {
 		t.Fatalf("applying the example queues: %v", err)
 	}
+	return e
+}
+
+// startKueue starts the control plane with the workload controllers and
+// Kueue with the configuration file config.
+func startKueue(t *testing.T, config string) *env {
+	t.Helper()
+	cp := framework.Start(t, framework.Options{ControllerManager: true, Workloads: true})
+	cp.StartKueueWith(t, config)
 	client, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -101,11 +117,18 @@ func startQueues(t *testing.T) *env {
 	return &env{cp: cp, dynamic: client}
 }
 
-// startWebhookAndKubelets starts Tessera's webhook and the goroutine
-// playing the nodes' kubelets.
+// startWebhookAndKubelets starts Tessera's webhook, told the shipped
+// Kueue configuration's integrations and namespace selector, and the
+// goroutine playing the nodes' kubelets.
 func (e *env) startWebhookAndKubelets(t *testing.T) {
 	t.Helper()
-	e.cp.StartWebhook(t, nil)
+	integrations, namespaces, err := framework.KueueScope(filepath.Join(framework.RepoRoot(), framework.KueueConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cp.StartWebhook(t, func(o *webhookapp.Options) {
+		o.Admission.KueueIntegrations, o.Admission.KueueManagedNamespaces = integrations, namespaces
+	})
 	serveAllocations(t, e.cp)
 }
 

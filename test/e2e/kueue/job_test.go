@@ -155,16 +155,17 @@ func (e *env) submit(ctx context.Context, t *testing.T, job *batchv1.Job) *batch
 	return created
 }
 
-// workload returns the Workload Kueue made for job, or nil.
-func (e *env) workload(ctx context.Context, t *testing.T, job *batchv1.Job) *unstructured.Unstructured {
+// workload returns the Workload Kueue made for job (a Job, or a pod of
+// its own), or nil.
+func (e *env) workload(ctx context.Context, t *testing.T, job metav1.Object) *unstructured.Unstructured {
 	t.Helper()
-	list, err := e.dynamic.Resource(framework.KueueResource("workloads")).Namespace(job.Namespace).List(ctx, metav1.ListOptions{})
+	list, err := e.dynamic.Resource(framework.KueueResource("workloads")).Namespace(job.GetNamespace()).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatalf("listing Workloads: %v", err)
 	}
 	for i := range list.Items {
 		for _, ref := range list.Items[i].GetOwnerReferences() {
-			if ref.UID == job.UID {
+			if ref.UID == job.GetUID() {
 				return &list.Items[i]
 			}
 		}

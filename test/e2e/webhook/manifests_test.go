@@ -73,8 +73,8 @@ func TestShippedConfigurations(t *testing.T) {
 		t.Errorf("configuration names %q and %q, want the webhook's defaults %q and %q",
 			m.Name, v.Name, defaults.MutatingWebhookConfiguration, defaults.ValidatingWebhookConfiguration)
 	}
-	if len(m.Webhooks) != 2 || len(v.Webhooks) != 2 {
-		t.Fatalf("want two webhooks in each configuration, pods' and Jobs', got %d and %d", len(m.Webhooks), len(v.Webhooks))
+	if len(m.Webhooks) != 2 || len(v.Webhooks) != 3 {
+		t.Fatalf("want the mutating webhooks of pods and Jobs, and the validating ones of pods, Jobs and Deployments, got %d and %d", len(m.Webhooks), len(v.Webhooks))
 	}
 	for _, w := range m.Webhooks {
 		if p := w.ReinvocationPolicy; p == nil || *p != admissionregistrationv1.IfNeededReinvocationPolicy {
@@ -84,8 +84,14 @@ func TestShippedConfigurations(t *testing.T) {
 	optOut := labels.Set{admission.DefaultOptOutLabel: admission.DefaultOptOutValue}
 	for _, w := range shippedWebhooks(t) {
 		t.Run(w.name, func(t *testing.T) {
-			if w.failurePolicy == nil || *w.failurePolicy != admissionregistrationv1.Fail {
-				t.Errorf("failurePolicy = %v, want Fail", w.failurePolicy)
+			// A Deployment is only warned about: an unreachable webhook
+			// must not block it.
+			wantPolicy := admissionregistrationv1.Fail
+			if strings.Contains(w.name, ".deployments.") {
+				wantPolicy = admissionregistrationv1.Ignore
+			}
+			if w.failurePolicy == nil || *w.failurePolicy != wantPolicy {
+				t.Errorf("failurePolicy = %v, want %s", w.failurePolicy, wantPolicy)
 			}
 			// The mutating webhook creates claim templates in DRA mode.
 			wantSideEffects := admissionregistrationv1.SideEffectClassNone
@@ -137,14 +143,19 @@ func TestShippedConfigurations(t *testing.T) {
 	}
 }
 
-// checkRules checks that a pods webhook selects pod creations only, and a
+// checkRules checks that a pods webhook selects pod creations only, a
 // jobs webhook batch/v1 Job creations and updates (a suspended Job's
-// resources may change) only.
+// resources may change) only, and a deployments webhook apps/v1
+// Deployment creations and updates (the queue label may be added) only.
 func checkRules(t *testing.T, w shippedWebhook) {
 	t.Helper()
 	group, resource, ops := "", "pods", []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
-	if strings.Contains(w.name, ".jobs.") {
+	switch {
+	case strings.Contains(w.name, ".jobs."):
 		group, resource = "batch", "jobs"
+		ops = append(ops, admissionregistrationv1.Update)
+	case strings.Contains(w.name, ".deployments."):
+		group, resource = "apps", "deployments"
 		ops = append(ops, admissionregistrationv1.Update)
 	}
 	if len(w.rules) != 1 || !slices.Equal(w.rules[0].APIGroups, []string{group}) || !slices.Equal(w.rules[0].Resources, []string{resource}) ||
