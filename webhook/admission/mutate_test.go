@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -189,6 +191,33 @@ func TestMutate(t *testing.T) {
 			},
 		},
 		{
+			name: "NVIDIA's MIG resource becomes a count of 1 and the profile annotation",
+			pod:  pod(limited("main", "nvidia.com/mig-3g.20gb", "1", "cpu", "1")),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "cpu", "1", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "100")
+				p.Annotations = map[string]string{gpurequest.AnnotationMIGProfile: "3g.20gb"}
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "containers asking for the same MIG profile each get a count, and a matching annotation is kept",
+			pod: func() *corev1.Pod {
+				p := pod(limited("main", "nvidia.com/mig-1g.10gb", "1"), limited("side", "nvidia.com/mig-1g.10gb", "1"))
+				p.Spec.InitContainers = []corev1.Container{limited("setup", "cpu", "1")}
+				p.Annotations = map[string]string{gpurequest.AnnotationMIGProfile: "1g.10gb"}
+				return p
+			}(),
+			want: func(p *corev1.Pod) {
+				p.Spec.Containers[0] = limited("main", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "100")
+				p.Spec.Containers[1] = limited("side", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "100")
+				p.Spec.SchedulerName = DefaultSchedulerName
+			},
+		},
+		{
+			name: "a MIG resource of 0 asks for nothing",
+			pod:  pod(limited("main", "nvidia.com/mig-3g.20gb", "0")),
+		},
+		{
 			name: "names other than the configured ones are not Tessera's",
 			cfg:  &custom,
 			pod:  pod(limited("main", "nvidia.com/gpumem", "4000")),
@@ -223,6 +252,61 @@ func TestMutate(t *testing.T) {
 				t.Errorf("second mutation patched again: %s", again.Patch)
 			}
 		})
+	}
+}
+
+// TestMutateRefusesMIGAsksTesseraCannotServe pins that a pod asking for
+// NVIDIA's MIG resources in a way Tessera cannot serve is refused in both
+// modes, naming the resource it wrote and why.
+func TestMutateRefusesMIGAsksTesseraCannotServe(t *testing.T) {
+	withAnnotation := func(p *corev1.Pod, k, v string) *corev1.Pod {
+		p.Annotations = map[string]string{k: v}
+		return p
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want []string
+	}{
+		{"two instances in one container", pod(limited("main", "nvidia.com/mig-3g.20gb", "2")),
+			[]string{`spec.containers[0].resources.limits[nvidia.com/mig-3g.20gb]: Invalid value: "2": must be at most 1: each unit is one MIG instance`}},
+		{"a name that is no profile", pod(limited("main", "nvidia.com/mig-huge", "1")),
+			[]string{`spec.containers[0].resources.limits[nvidia.com/mig-huge]: Invalid value: "1": names no MIG profile`}},
+		{"a MIG resource beside a memory slice", pod(limited("main", "nvidia.com/mig-3g.20gb", "1", "nvidia.com/gpumem", "1000")),
+			[]string{`spec.containers[0].resources.limits[nvidia.com/mig-3g.20gb]: Forbidden: may not be set together with nvidia.com/gpu, nvidia.com/gpumem`}},
+		{"two MIG resources in one container", pod(limited("main", "nvidia.com/mig-3g.20gb", "1", "nvidia.com/mig-1g.10gb", "1")),
+			[]string{`spec.containers[0].resources.limits[nvidia.com/mig-3g.20gb]: Forbidden: may not be set together with nvidia.com/mig-1g.10gb`}},
+		{"two profiles in one pod", pod(limited("a", "nvidia.com/mig-3g.20gb", "1"), limited("b", "nvidia.com/mig-1g.10gb", "1")),
+			[]string{`spec.containers[1].resources.limits[nvidia.com/mig-1g.10gb]: Forbidden: asks for a MIG instance of another profile than nvidia.com/mig-3g.20gb`}},
+		{"a whole GPU beside a MIG instance", pod(limited("a", "nvidia.com/mig-3g.20gb", "1"), limited("b", "nvidia.com/gpu", "1")),
+			[]string{`spec.containers[1].resources.limits: Forbidden: asks for GPUs that are no MIG instance, beside a container that asks for nvidia.com/mig-3g.20gb`}},
+		{"another profile annotated", withAnnotation(pod(limited("a", "nvidia.com/mig-3g.20gb", "1")), gpurequest.AnnotationMIGProfile, "1g.10gb"),
+			[]string{`metadata.annotations[tessera.dev/mig-profile]: Invalid value: "1g.10gb": must be 3g.20gb, or unset, since the pod asks for nvidia.com/mig-3g.20gb`}},
+		{"HAMi's shared mode", withAnnotation(pod(limited("a", "nvidia.com/mig-3g.20gb", "1")), "nvidia.com/vgpu-mode", "hami-core"),
+			[]string{`metadata.annotations[tessera.dev/gpu-mode]: Invalid value: "hami-core": asks for whole GPUs shared by hami-core only, but the pod asks for nvidia.com/mig-3g.20gb`}},
+	}
+	for _, tc := range tests {
+		for _, mode := range []string{ModeExtender, ModeDRA} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.Mode = mode
+				a := newAdmitter(t, cfg)
+				for _, review := range []struct {
+					verb string
+					call func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse
+				}{{"Mutate", a.Mutate}, {"Validate", a.Validate}} {
+					resp := review.call(testContext(t), createRequest(t, tc.pod))
+					if resp.Allowed || resp.Result == nil {
+						t.Fatalf("%s admitted the pod, patch %s", review.verb, resp.Patch)
+					}
+					for _, w := range tc.want {
+						if !strings.Contains(resp.Result.Message, w) {
+							t.Errorf("%s: message %q does not say %q", review.verb, resp.Result.Message, w)
+						}
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -139,8 +139,14 @@ func (a *Admitter) check(t podTemplate, scheduler string) ([]refusal, []containe
 		}
 	}
 	gpurequest.EachSpecContainer(t.spec, t.path("spec"), visit)
+	// A pod the mutation saw carries no MIG resource; one it did not is
+	// held to the same rules.
+	_, migErrs := gpurequest.SpecMIGAsk(t.meta.Annotations, t.spec, t.path("spec"), t.path("metadata", "annotations"), a.cfg.ResourceNames)
+	for _, err := range migErrs {
+		refusals = append(refusals, refusal{err: err})
+	}
 	if !asksGPUs {
-		return nil, nil
+		return refusals, nil
 	}
 	if t.spec.NodeName != "" {
 		refusals = append(refusals, refusal{err: field.Forbidden(t.path("spec", "nodeName"), fmt.Sprintf(
