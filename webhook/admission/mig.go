@@ -1,10 +1,15 @@
 package admission
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
@@ -20,6 +25,13 @@ import (
 // asks for no MIG resource is returned as it is, with no patch; one that
 // asks for what Tessera cannot serve is refused.
 func (a *Admitter) migMutations(t podTemplate) (podTemplate, []patchOp, []refusal) {
+	out, _, ops, refusals := a.migAsked(t)
+	return out, ops, refusals
+}
+
+// migAsked is migMutations that also returns the profile asked, empty
+// when none.
+func (a *Admitter) migAsked(t podTemplate) (podTemplate, string, []patchOp, []refusal) {
 	names := a.cfg.ResourceNames
 	ask, errs := gpurequest.SpecMIGAsk(t.meta.Annotations, t.spec, t.path("spec"), t.path("metadata", "annotations"), names)
 	if len(errs) > 0 {
@@ -27,10 +39,10 @@ func (a *Admitter) migMutations(t podTemplate) (podTemplate, []patchOp, []refusa
 		for _, err := range errs {
 			refusals = append(refusals, refusal{err: err})
 		}
-		return t, nil, refusals
+		return t, "", nil, refusals
 	}
 	if ask.Profile == "" {
-		return t, nil, nil
+		return t, "", nil, nil
 	}
 	out := podTemplate{meta: t.meta.DeepCopy(), spec: t.spec.DeepCopy(), at: t.at}
 	var ops []patchOp
@@ -56,7 +68,41 @@ func (a *Admitter) migMutations(t podTemplate) (podTemplate, []patchOp, []refusa
 		ops = append(ops, patchOp{Op: "add", Path: t.pointer("metadata", "annotations", gpurequest.AnnotationMIGProfile), Value: ask.Profile})
 		out.meta.Annotations[gpurequest.AnnotationMIGProfile] = ask.Profile
 	}
-	return out, ops, nil
+	return out, ask.Profile, ops, nil
+}
+
+// migWarnings warns that no GPU of the cluster, as it is now, is a MIG
+// instance of the profile a pod asks for by NVIDIA's name, naming the
+// profiles there are. The cluster may change, so this is a warning, not a
+// refusal; the scheduler says the same when it cannot place the pod.
+func (a *Admitter) migWarnings(ctx context.Context, profile string) []string {
+	if profile == "" {
+		return nil
+	}
+	nodes, err := a.gpuNodes.List(labels.Everything())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Listing GPUNodes for admission warnings")
+		return nil
+	}
+	var profiles []string
+	for _, n := range nodes {
+		for _, d := range n.Status.Devices {
+			if d.MIG == nil {
+				continue
+			}
+			if strings.EqualFold(d.MIG.Profile, profile) {
+				return nil
+			}
+			profiles = append(profiles, d.MIG.Profile)
+		}
+	}
+	there := "no GPU in the cluster is in MIG mode"
+	if len(profiles) > 0 {
+		slices.Sort(profiles)
+		there = "the cluster's MIG instances are " + strings.Join(slices.Compact(profiles), ", ")
+	}
+	return []string{fmt.Sprintf("the pod asks for %s, but no GPU in the cluster is a %s MIG instance now (%s): it stays Pending until one is",
+		gpurequest.MIGResourceName(profile), profile, there)}
 }
 
 // migContainerOps returns the patch that puts a GPU count of 1 in the

@@ -30,7 +30,7 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 	if ferr != nil {
 		return denied(req, req.Name, []refusal{{err: ferr}})
 	}
-	t, migOps, refusals := a.migMutations(podTemplateOf(pod))
+	t, profile, migOps, refusals := a.migAsked(podTemplateOf(pod))
 	if len(refusals) > 0 {
 		name := pod.Name
 		if name == "" {
@@ -40,9 +40,14 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 	}
 	pod = &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: *t.meta, Spec: *t.spec, Status: pod.Status}
 	if mode == ModeDRA {
-		return a.mutateForDRA(ctx, req, pod, migOps)
+		resp = a.mutateForDRA(ctx, req, pod, migOps)
+	} else {
+		resp = patched(ctx, req, append(migOps, a.mutations(pod)...))
 	}
-	return patched(ctx, req, append(migOps, a.mutations(pod)...))
+	if resp.Allowed {
+		resp.Warnings = append(resp.Warnings, a.migWarnings(ctx, profile)...)
+	}
+	return resp
 }
 
 // patched admits the request with the patch ops, or unchanged when there

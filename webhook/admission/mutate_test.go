@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
@@ -354,6 +355,39 @@ func TestPointerEscapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := pointer(tc.tokens...); got != tc.want {
 				t.Errorf("pointer(%q) = %q, want %q", tc.tokens, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMutateWarnsOfAMIGProfileNoGPUIs pins the warning a pod asking for a
+// MIG profile by NVIDIA's name gets when no GPU of the cluster is such an
+// instance now, naming the resource it wrote and the profiles there are.
+func TestMutateWarnsOfAMIGProfileNoGPUIs(t *testing.T) {
+	withMIG := gpuNode("mig", 100, 19968, 4864)
+	withMIG.Status.Devices[0].MIG = &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-p", Profile: "3g.20gb"}
+	withMIG.Status.Devices[1].MIG = &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-p", Profile: "1g.5gb"}
+	tests := []struct {
+		name    string
+		profile string
+		nodes   []runtime.Object
+		want    []string
+	}{
+		{"a profile the cluster has", "3g.20gb", []runtime.Object{withMIG}, nil},
+		{"a profile it has not", "2g.10gb", []runtime.Object{withMIG}, []string{
+			"the pod asks for nvidia.com/mig-2g.10gb, but no GPU in the cluster is a 2g.10gb MIG instance now (the cluster's MIG instances are 1g.5gb, 3g.20gb): it stays Pending until one is"}},
+		{"no GPU in MIG mode", "3g.20gb", []runtime.Object{gpuNode("whole", 100, 81920)}, []string{
+			"the pod asks for nvidia.com/mig-3g.20gb, but no GPU in the cluster is a 3g.20gb MIG instance now (no GPU in the cluster is in MIG mode): it stays Pending until one is"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAdmitter(t, DefaultConfig(), tc.nodes...)
+			resp := a.Mutate(testContext(t), createRequest(t, pod(limited("main", "nvidia.com/mig-"+tc.profile, "1"))))
+			if !resp.Allowed {
+				t.Fatalf("Mutate refused the pod: %s", resp.Result.Message)
+			}
+			if diff := cmp.Diff(tc.want, resp.Warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
 	}
