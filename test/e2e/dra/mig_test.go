@@ -50,3 +50,38 @@ func TestSlicesFollowTheMIGLayout(t *testing.T) {
 			strings.Contains(problems[0], "/proc/driver/nvidia-caps/mig-minors: permission denied"), strings.Join(problems, "; ")
 	})
 }
+
+// TestNVIDIAMIGNameOnDRANodes runs a pod written for the NVIDIA device
+// plugin's mixed strategy, as HAMi's MIG example is, through the webhook
+// in DRA mode, stock kube-scheduler and the node daemon's DRA driver: a
+// pod asking for nvidia.com/mig-3g.20gb: 1 lands on the node whose GPU has
+// that instance and its container sees exactly that instance; a pod
+// asking for a profile no GPU is stays unschedulable; one asking for two
+// instances in a container is refused at creation, naming the resource.
+func TestNVIDIAMIGNameOnDRANodes(t *testing.T) {
+	const a100in3g = "gpus:\n- {uuid: GPU-mig-0, index: 0, model: NVIDIA A100-SXM4-40GB, memoryMiB: 40960, migInstances: [" +
+		"{uuid: MIG-3g, profile: 3g.20gb, memoryMiB: 19968, gpuInstanceID: 2}, {uuid: MIG-1g, profile: 1g.5gb, memoryMiB: 4864, gpuInstanceID: 9}]}\n"
+	c := startCluster(t, &simNode{name: "a100", gpus: threeA100}, &simNode{name: "mig", gpus: a100in3g})
+	c.startWebhook()
+
+	pod := c.waitRunningCreated(hamiPod("mig-3g", nil, "nvidia.com/mig-3g.20gb", "1"))
+	if pod.Spec.NodeName != "mig" {
+		t.Errorf("the pod asking for a 3g.20gb instance runs on %s", pod.Spec.NodeName)
+	}
+	if visible := visibleDevices(c.containerEnv(pod)["cuda"]); visible != "MIG-3g" {
+		t.Errorf("visible devices %q, want the 3g.20gb instance MIG-3g alone", visible)
+	}
+	for name := range pod.Spec.Containers[0].Resources.Limits {
+		if strings.HasPrefix(string(name), "nvidia.com/") {
+			t.Errorf("the running pod still asks for %s", name)
+		}
+	}
+
+	c.createPod(hamiPod("mig-2g", nil, "nvidia.com/mig-2g.10gb", "1"))
+	c.waitUnschedulable("mig-2g", "a pod asking for a profile no GPU is to be unschedulable")
+
+	_, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(c.ctx, hamiPod("mig-two", nil, "nvidia.com/mig-1g.5gb", "2"), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "spec.containers[0].resources.limits[nvidia.com/mig-1g.5gb]") || !strings.Contains(err.Error(), "must be at most 1") {
+		t.Errorf("creating a pod asking for two MIG instances in a container: %v, want a refusal naming the resource", err)
+	}
+}
