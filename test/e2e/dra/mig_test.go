@@ -56,7 +56,8 @@ func TestSlicesFollowTheMIGLayout(t *testing.T) {
 // in DRA mode, stock kube-scheduler and the node daemon's DRA driver: a
 // pod asking for nvidia.com/mig-3g.20gb: 1 lands on the node whose GPU has
 // that instance and its container sees exactly that instance; a pod
-// asking for a profile no GPU is stays unschedulable; one asking for two
+// asking for a profile no GPU is is warned so at creation, naming the
+// resource it wrote, and stays unschedulable; one asking for two
 // instances in a container is refused at creation, naming the resource.
 func TestNVIDIAMIGNameOnDRANodes(t *testing.T) {
 	const a100in3g = "gpus:\n- {uuid: GPU-mig-0, index: 0, model: NVIDIA A100-SXM4-40GB, memoryMiB: 40960, migInstances: [" +
@@ -77,7 +78,13 @@ func TestNVIDIAMIGNameOnDRANodes(t *testing.T) {
 		}
 	}
 
-	c.createPod(hamiPod("mig-2g", nil, "nvidia.com/mig-2g.10gb", "1"))
+	kube, warnings := c.cp.ClientWithWarnings(t)
+	if _, err := kube.CoreV1().Pods(metav1.NamespaceDefault).Create(c.ctx, hamiPod("mig-2g", nil, "nvidia.com/mig-2g.10gb", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(warnings.Take(), " | "); !strings.Contains(got, "the pod asks for nvidia.com/mig-2g.10gb, but no GPU in the cluster is a 2g.10gb MIG instance now") {
+		t.Errorf("creating a pod asking for a profile no GPU is warned %q, want a warning naming nvidia.com/mig-2g.10gb", got)
+	}
 	c.waitUnschedulable("mig-2g", "a pod asking for a profile no GPU is to be unschedulable")
 
 	_, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Create(c.ctx, hamiPod("mig-two", nil, "nvidia.com/mig-1g.5gb", "2"), metav1.CreateOptions{})
