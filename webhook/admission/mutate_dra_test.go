@@ -254,10 +254,10 @@ func TestMutateForDRAClaims(t *testing.T) {
 		},
 		templates: 1,
 	}, {
-		name: "a NUMA-bound pod's GPUs share the NUMA node; a MIG profile selects instances",
+		name: "a NUMA-bound pod's GPUs share the NUMA node, and a container asking for two GPUs gets no MIG instance",
 		pod: func() *corev1.Pod {
 			p := pod(limited("cuda", "nvidia.com/gpu", "2"))
-			p.Annotations = map[string]string{"nvidia.com/numa-bind": "true", "tessera.dev/mig-profile": "1g.10gb"}
+			p.Annotations = map[string]string{"nvidia.com/numa-bind": "true"}
 			return p
 		}(),
 		templates: 1,
@@ -268,9 +268,9 @@ func TestMutateForDRAClaims(t *testing.T) {
 			}
 			mig := dra.Device(gpuv1alpha1.GPUDevice{UUID: "MIG-1", Model: "A100", MemoryMiB: 9728, Cores: 14, ShareLimit: 1,
 				MIG: &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-a", Profile: "1g.10gb"}})
-			if !matches(t, d.Requests[0].Exactly.Selectors, dracel.Device{Driver: gpuv1alpha1.DRADriverName, Attributes: mig.Attributes, Capacity: mig.Capacity}) ||
-				matches(t, d.Requests[0].Exactly.Selectors, published("GPU-a", "A100", 81920, 10)) {
-				t.Errorf("selectors %v do not pick MIG instances of the profile only", d.Requests[0].Exactly.Selectors)
+			if matches(t, d.Requests[0].Exactly.Selectors, dracel.Device{Driver: gpuv1alpha1.DRADriverName, Attributes: mig.Attributes, Capacity: mig.Capacity}) ||
+				!matches(t, d.Requests[0].Exactly.Selectors, published("GPU-a", "A100", 81920, 10)) {
+				t.Errorf("selectors %v pick MIG instances for two GPUs, or not the whole GPU", d.Requests[0].Exactly.Selectors)
 			}
 		},
 	}, {

@@ -392,3 +392,49 @@ func TestMutateWarnsOfAMIGProfileNoGPUIs(t *testing.T) {
 		})
 	}
 }
+
+// TestMIGOnlyPodGetsOneInstancePerContainer pins the answer every mode
+// gives a pod limited to MIG instances that asks for more than one GPU in
+// a container, such as HAMi's dynamic MIG example: refused at creation,
+// naming the count and the key that limits the pod to MIG instances as
+// the pod wrote it.
+func TestMIGOnlyPodGetsOneInstancePerContainer(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        string
+	}{
+		{"HAMi's GPU mode", map[string]string{"nvidia.com/vgpu-mode": "mig"},
+			`spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: 2: must be 1, since the pod asks for MIG instances only (nvidia.com/vgpu-mode)`},
+		{"Tessera's GPU mode", map[string]string{gpurequest.AnnotationGPUMode: "mig"},
+			`must be 1, since the pod asks for MIG instances only (tessera.dev/gpu-mode)`},
+		{"a MIG profile", map[string]string{gpurequest.AnnotationMIGProfile: "1g.10gb"},
+			`must be 1, since the pod asks for MIG instances only (tessera.dev/mig-profile)`},
+	}
+	for _, tc := range tests {
+		for _, mode := range []string{ModeExtender, ModeDRA} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				cfg := DefaultConfig()
+				cfg.Mode = mode
+				a := newAdmitter(t, cfg)
+				p := pod(limited("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "8000"))
+				p.Annotations = tc.annotations
+				reviews := []func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse{a.Validate}
+				if mode == ModeDRA {
+					reviews = append(reviews, a.Mutate)
+				}
+				for _, review := range reviews {
+					resp := review(testContext(t), createRequest(t, p))
+					if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, tc.want) {
+						t.Errorf("allowed %v, result %+v; want a refusal saying %q", resp.Allowed, resp.Result, tc.want)
+					}
+				}
+				one := pod(limited("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "8000"))
+				one.Annotations = tc.annotations
+				if resp := a.Validate(testContext(t), createRequest(t, mutated(t, a, one))); !resp.Allowed {
+					t.Errorf("one GPU refused: %+v", resp.Result)
+				}
+			})
+		}
+	}
+}

@@ -17,7 +17,9 @@ import (
 // the node whose GPU has that instance and gets exactly it, whole; a pod
 // asking for a profile no GPU is is told so, naming the resource it
 // wrote, in its FailedScheduling event; and one asking for what Tessera
-// cannot serve is refused at creation, naming the resource.
+// cannot serve is refused at creation, naming the resource. A pod in
+// HAMi's MIG mode gets the smallest instance that holds its memory,
+// whole, and is refused two GPUs, as in DRA mode.
 func TestMIGByNVIDIAName(t *testing.T) {
 	inBothModes(t, func(t *testing.T, e *env) {
 		ctx := t.Context()
@@ -57,6 +59,20 @@ func TestMIGByNVIDIAName(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("creating a pod asking for %s: %s: %v, want a refusal saying %q", tc.resource, tc.quantity, err, tc.want)
 			}
+		}
+
+		// HAMi's dynamic MIG example asks for MIG by memory: one GPU gets
+		// the smallest instance that holds it, whole; two are refused, as
+		// in DRA mode.
+		hamiMIG := map[string]string{"nvidia.com/vgpu-mode": "mig"}
+		e.createPod(ctx, t, gpuPod("mig-by-memory", group, hamiMIG, ctr{name: "cuda", count: 1, memory: 4000}))
+		if _, alloc := e.waitBound(ctx, t, "mig-by-memory"); alloc.Spec.Containers[0].Devices[0].UUID != instances[0].UUID ||
+			alloc.Spec.Containers[0].Devices[0].MemoryMiB != 4864 {
+			t.Errorf("the pod asking for 4000 MiB in MIG mode got %+v, want the 1g.5gb instance %s whole", alloc.Spec.Containers[0].Devices, instances[0].UUID)
+		}
+		_, err := e.cp.Kube.CoreV1().Pods(namespace).Create(ctx, gpuPod("mig-two-by-memory", group, hamiMIG, ctr{name: "cuda", count: 2, memory: 8000}), metav1.CreateOptions{})
+		if want := "spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: 2: must be 1, since the pod asks for MIG instances only (nvidia.com/vgpu-mode)"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("creating HAMi's dynamic MIG example: %v, want a refusal saying %q", err, want)
 		}
 
 		// Freed, the instance goes to the pod that waited for it.
