@@ -34,7 +34,9 @@ func Resources(node string, devices []gpu.Device, cordoned []string, scaling nod
 }
 
 // Device returns the published form of a GPU: shareable, with its memory,
-// cores and share limit as consumable capacity.
+// cores and share limit as consumable capacity. A MIG instance is handed
+// out whole, as placement hands it out: any request for its memory or
+// cores takes all of them, and its share limit is one.
 //
 // A request that names no amount takes a whole GPU's memory and sets no
 // compute limit, the same as a HAMi pod asking for a GPU alone: the GPU is
@@ -43,6 +45,10 @@ func Resources(node string, devices []gpu.Device, cordoned []string, scaling nod
 // tenants share a GPU, as in device-plugin mode.
 func Device(g gpuv1alpha1.GPUDevice) resourceapi.Device {
 	memory := g.MemoryMiB * mebibyte
+	leastMemory, leastCores := int64(mebibyte), int64(0)
+	if g.MIG != nil {
+		leastMemory, leastCores = memory, int64(g.Cores)
+	}
 	dev := resourceapi.Device{
 		Name:                     DeviceName(g),
 		AllowMultipleAllocations: ptr.To(true),
@@ -53,8 +59,8 @@ func Device(g gpuv1alpha1.GPUDevice) resourceapi.Device {
 			gpuv1alpha1.DRAAttributeNUMANode: {IntValue: ptr.To(int64(g.NUMANode))},
 		},
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			gpuv1alpha1.DRACapacityMemory: capacity(memory, memory, mebibyte, mebibyte, resource.BinarySI),
-			gpuv1alpha1.DRACapacityCores:  capacity(int64(g.Cores), 0, 0, 1, resource.DecimalSI),
+			gpuv1alpha1.DRACapacityMemory: capacity(memory, memory, leastMemory, mebibyte, resource.BinarySI),
+			gpuv1alpha1.DRACapacityCores:  capacity(int64(g.Cores), leastCores, leastCores, 1, resource.DecimalSI),
 			gpuv1alpha1.DRACapacityShares: capacity(int64(g.ShareLimit), 1, 1, 1, resource.DecimalSI),
 		},
 	}

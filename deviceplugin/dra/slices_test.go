@@ -75,7 +75,7 @@ func TestDeviceCapacities(t *testing.T) {
 
 // TestMIGInstancesAreDevicesOfTheirOwnNeverShared pins that a MIG-mode
 // GPU's instances, which share its index, are distinct devices, each
-// taken whole by one allocation.
+// taken whole, memory and cores, by one allocation.
 func TestMIGInstancesAreDevicesOfTheirOwnNeverShared(t *testing.T) {
 	scaling := nodestatus.Scaling{SplitCount: 4, MemoryScaling: 2, CoreScaling: 1}
 	devices := []gpu.Device{
@@ -96,5 +96,13 @@ func TestMIGInstancesAreDevicesOfTheirOwnNeverShared(t *testing.T) {
 	}
 	if p := d.Attributes[gpuv1alpha1.DRAAttributeMIGProfile].StringValue; p == nil || *p != "1g.10gb" {
 		t.Errorf("profile attribute %v", p)
+	}
+	// Whatever a claim asks of its memory or cores, it takes all of them,
+	// as placement hands an instance out: never split by memory limits.
+	for name, c := range d.Capacity {
+		policy := c.RequestPolicy
+		if policy == nil || policy.ValidRange == nil || policy.ValidRange.Min.Cmp(c.Value) != 0 || policy.Default.Cmp(c.Value) != 0 {
+			t.Errorf("%s: value %s, request policy %+v; want any request to take all of it", name, c.Value.String(), policy)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package placement
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
 // Reason is why one GPU does not fit a request.
@@ -20,6 +22,9 @@ const (
 	// ReasonUUIDExcluded: the UUID is not among the pod's UUIDs, or is
 	// among its excluded UUIDs.
 	ReasonUUIDExcluded
+	// ReasonMIGProfile: the pod asks for MIG instances, of a profile or of
+	// any, and the GPU is none of them.
+	ReasonMIGProfile
 	// ReasonMIGCount: the GPU is a MIG instance and the container asks for
 	// more than one GPU; CUDA uses one MIG instance per process.
 	ReasonMIGCount
@@ -44,6 +49,7 @@ var reasonText = [NumReasons]string{
 	ReasonCordoned:       "cordoned",
 	ReasonTypeMismatch:   "type mismatch",
 	ReasonUUIDExcluded:   "excluded by UUID",
+	ReasonMIGProfile:     "not a MIG instance",
 	ReasonMIGCount:       "MIG instance, more than one GPU asked",
 	ReasonExclusiveTaken: "in use, exclusive use asked",
 	ReasonShareLimit:     "share limit reached",
@@ -127,6 +133,10 @@ type Failure struct {
 	// are named, the first MaxNamed of them in Named.
 	Selected bool
 	Named    [MaxNamed]Named
+	// MIGProfiles are the MIG profiles the pod asks for, comma-separated,
+	// which the words of ReasonMIGProfile name. A string, not a slice, so
+	// that a Failure stays comparable.
+	MIGProfiles string
 }
 
 // Error words the failure so that it reads well where kube-scheduler puts
@@ -193,11 +203,27 @@ func (f *Failure) writeCounts(b *strings.Builder) {
 		if i == 0 {
 			sep = " ("
 		}
-		fmt.Fprintf(b, "%s%d %s", sep, f.Counts[r], r)
+		fmt.Fprintf(b, "%s%d %s", sep, f.Counts[r], f.words(r))
 	}
 	if n > 0 {
 		b.WriteByte(')')
 	}
+}
+
+// words is the reason as the message words it: a GPU that is not of the
+// pod's MIG profile is named by NVIDIA's resource name of the profile,
+// such as "not a nvidia.com/mig-3g.20gb instance", which is what a pod
+// that asks for one by that name wrote.
+func (f *Failure) words(r Reason) string {
+	if r != ReasonMIGProfile || f.MIGProfiles == "" {
+		return r.String()
+	}
+	profiles := strings.Split(f.MIGProfiles, ",")
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = string(gpurequest.MIGResourceName(p))
+	}
+	return "not a " + strings.Join(names, " or ") + " instance"
 }
 
 // writeNamed writes each named GPU and why it does not fit.
@@ -212,7 +238,11 @@ func (f *Failure) writeNamed(b *strings.Builder) {
 		if i == 0 {
 			sep = " ("
 		}
-		fmt.Fprintf(b, "%s%s, index %d: %s", sep, g.UUID, g.Index, g.why())
+		why := g.why()
+		if g.Reason == ReasonMIGProfile {
+			why = f.words(g.Reason)
+		}
+		fmt.Fprintf(b, "%s%s, index %d: %s", sep, g.UUID, g.Index, why)
 		named++
 	}
 	if more := f.Total - f.Fit - int32(named); more > 0 {

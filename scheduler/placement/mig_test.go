@@ -59,13 +59,13 @@ func TestFitMIG(t *testing.T) {
 			name:       "a memory request bigger than every instance of the profile fits none",
 			node:       mixedNode(),
 			req:        withSel(request(app("a", 1, 20000, 0)), gpurequest.Selection{MIGProfiles: []string{"1g.10gb"}}),
-			wantCounts: map[Reason]int32{ReasonTypeMismatch: 2, ReasonMemory: 2},
+			wantCounts: map[Reason]int32{ReasonMIGProfile: 2, ReasonMemory: 2},
 		},
 		{
 			name:       "an instance is never shared",
 			node:       mixedNode(used(9856, 100, 1)),
 			req:        withSel(request(app("a", 1, 1000, 10), app("b", 1, 1000, 10)), gpurequest.Selection{MIGProfiles: []string{"1g.10gb"}}),
-			wantCounts: map[Reason]int32{ReasonTypeMismatch: 2, ReasonExclusiveTaken: 1},
+			wantCounts: map[Reason]int32{ReasonMIGProfile: 2, ReasonExclusiveTaken: 1},
 		},
 		{
 			name: "two containers get two instances",
@@ -77,7 +77,7 @@ func TestFitMIG(t *testing.T) {
 			name:       "a container asking for two GPUs gets no MIG instances",
 			node:       mixedNode(),
 			req:        withSel(request(app("a", 2, 0, 0)), gpurequest.Selection{Mode: gpurequest.ModeMIG}),
-			wantCounts: map[Reason]int32{ReasonTypeMismatch: 1, ReasonMIGCount: 3},
+			wantCounts: map[Reason]int32{ReasonMIGProfile: 1, ReasonMIGCount: 3},
 		},
 		{
 			name: "hami-core mode keeps the pod off the MIG instances",
@@ -120,6 +120,34 @@ func TestFitMIG(t *testing.T) {
 			}
 			if failure.Counts != wantCounts {
 				t.Errorf("failure counts = %v, want %v (%v)", failure.Counts, wantCounts, failure)
+			}
+		})
+	}
+}
+
+// TestMIGFailureNamesTheProfile pins the words of a pod whose MIG
+// profile no GPU of the node is: they name NVIDIA's resource of the
+// profile, which such a pod wrote, and a pod in MIG mode is told that a
+// GPU is no MIG instance, not that its type does not match.
+func TestMIGFailureNamesTheProfile(t *testing.T) {
+	tests := []struct {
+		name string
+		sel  gpurequest.Selection
+		want string
+	}{
+		{"one profile", gpurequest.Selection{MIGProfiles: []string{"3g.20gb"}},
+			"node(s) had 0/4 GPUs that fit (4 not a nvidia.com/mig-3g.20gb instance)"},
+		{"two profiles", gpurequest.Selection{MIGProfiles: []string{"2g.20gb", "3g.20gb"}},
+			"node(s) had 0/4 GPUs that fit (4 not a nvidia.com/mig-2g.20gb or nvidia.com/mig-3g.20gb instance)"},
+		{"MIG mode", gpurequest.Selection{Mode: gpurequest.ModeMIG, UUIDs: []string{"GPU-1"}},
+			"node(s) had 0/1 of the pod's selected GPUs that fit (GPU-1, index 1: not a MIG instance)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := request(app("a", 1, 0, 0))
+			req.Selection = tt.sel
+			if _, failure := Fit(mixedNode(), req); failure == nil || failure.Error() != tt.want {
+				t.Errorf("failure %v, want %q", failure, tt.want)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"math/bits"
+	"strings"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
@@ -95,6 +96,8 @@ func (e *engine) failure(f *Failure, empty *engine) {
 			decided |= lost
 		}
 	}
+	// Join does not allocate for the one profile a pod usually asks for.
+	f.MIGProfiles = strings.Join(e.req.Selection.MIGProfiles, ",")
 	f.Selected = len(e.req.Selection.UUIDs) > 0
 	if f.Selected {
 		f.Total = 0

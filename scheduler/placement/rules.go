@@ -69,8 +69,9 @@ func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
 		equalAnyFold(d.UUID, sel.ExcludeUUIDs):
 		return ReasonUUIDExcluded, false
 	case len(sel.MIGProfiles) > 0 && !equalAnyFold(d.MIGProfile, sel.MIGProfiles),
-		sel.Mode == gpurequest.ModeMIG && d.MIGProfile == "",
-		sel.Mode == gpurequest.ModeShared && d.MIGProfile != "":
+		sel.Mode == gpurequest.ModeMIG && d.MIGProfile == "":
+		return ReasonMIGProfile, false
+	case sel.Mode == gpurequest.ModeShared && d.MIGProfile != "":
 		return ReasonTypeMismatch, false
 	}
 	return 0, true

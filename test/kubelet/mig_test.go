@@ -38,7 +38,9 @@ gpus:
 // profile and never the MIG-mode GPU; placement, reading that GPUNode,
 // gives a pod asking for a profile an instance, whole; and the kubelet
 // hands the container the instance's MIG UUID, while the whole GPU beside
-// it is still shared.
+// it is still shared. A pod that asks by NVIDIA's resource name
+// (nvidia.com/mig-<profile>), as the webhook turns it, is handed its
+// instance the same way.
 func TestMIGOnAMixedNode(t *testing.T) {
 	cp, logger, ctx, node, dir := startNode(t, "mig-node", mixedMIGNode)
 	cfg := pluginConfig(node, filepath.Join(dir, "gpus.yaml"))
@@ -154,6 +156,24 @@ func TestMIGOnAMixedNode(t *testing.T) {
 			if limit, cdi := visible(t, pod); len(cdi) != 1 || cdi[0] != "tessera.dev/gpu=GPU-whole-1" || limit != "4000m" {
 				t.Errorf("%s: CDI devices %v, memory limit %s; want a 4000 MiB slice of GPU-whole-1", name, cdi, limit)
 			}
+		}
+	})
+	t.Run("a pod asking nvidia.com/mig-3g.40gb, as the webhook turns it, gets that instance by its UUID", func(t *testing.T) {
+		// Last: the webhook's configurations outlive the subtest.
+		cp.StartWebhook(t, nil)
+		written := gpuPod("nvidia-name", nil, corev1.ResourceList{"nvidia.com/mig-3g.40gb": *resourceQuantity(1)})
+		written.Namespace = metav1.NamespaceDefault
+		// A dry run returns the pod as the webhook turned it, which the
+		// test then binds itself, past the webhook, as the extender would.
+		pod, err := cp.Kube.CoreV1().Pods(written.Namespace).Create(ctx, written, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.ObjectMeta = metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Annotations: pod.Annotations,
+			Labels: map[string]string{"tessera.dev/webhook": "disabled"}}
+		pod.Spec.SchedulerName = ""
+		if limit, cdi := visible(t, place(t, pod)); len(cdi) != 1 || cdi[0] != "tessera.dev/gpu=MIG-0-big" || limit != "40192m" {
+			t.Errorf("CDI devices %v, memory limit %s; want the 3g.40gb instance MIG-0-big, whole", cdi, limit)
 		}
 	})
 }

@@ -56,7 +56,11 @@ func (a *Admitter) mutateJob(ctx context.Context, req *admissionv1.AdmissionRequ
 	if mode != ModeExtender {
 		return allowed(req)
 	}
-	return patched(ctx, req, a.templateMutations(jobTemplateOf(job)))
+	t, migOps, refusals := a.migMutations(jobTemplateOf(job))
+	if len(refusals) > 0 {
+		return denied(req, job.Name, refusals)
+	}
+	return patched(ctx, req, append(migOps, a.templateMutations(t)...))
 }
 
 // validateJob answers the validating webhook for a Job: in extender mode

@@ -84,6 +84,14 @@ func jobMutations() []jobMutation {
 			},
 		},
 		{
+			name: "NVIDIA's MIG resource in the template becomes a count of 1 and the template's profile annotation",
+			job:  job(limited("train", "nvidia.com/mig-3g.20gb", "1")),
+			want: func(j *batchv1.Job) {
+				j.Spec.Template.Spec.Containers[0] = limited("train", "nvidia.com/gpu", "1", quotaGPUs, "1", quotaCores, "100")
+				j.Spec.Template.Annotations = map[string]string{"tessera.dev/mig-profile": "3g.20gb"}
+			},
+		},
+		{
 			name: "a slice without a count is one GPU, in init containers too",
 			job: func() *batchv1.Job {
 				j := job(limited("train", "nvidia.com/gpumem", "20000", "nvidia.com/gpucores", "30"))

@@ -15,7 +15,8 @@ import (
 // pods that ask for GPUs to Tessera's scheduler unless they name another
 // scheduler; in DRA mode (the webhook's, or the namespace's mode
 // label) it turns their GPU resources into claims (mutateForDRA). A pod
-// that asks for no GPU is admitted unchanged. A Job's pod template gets
+// that asks for no GPU is admitted unchanged. NVIDIA's MIG resources
+// become what Tessera places first, in both modes (migMutations). A Job's pod template gets
 // the counts and totals a pod would (mutateJob).
 func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if reviewsJob(req) {
@@ -29,10 +30,24 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 	if ferr != nil {
 		return denied(req, req.Name, []refusal{{err: ferr}})
 	}
-	if mode == ModeDRA {
-		return a.mutateForDRA(ctx, req, pod)
+	t, profile, migOps, refusals := a.migAsked(podTemplateOf(pod))
+	if len(refusals) > 0 {
+		name := pod.Name
+		if name == "" {
+			name = req.Name
+		}
+		return denied(req, name, refusals)
 	}
-	return patched(ctx, req, a.mutations(pod))
+	pod = &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: *t.meta, Spec: *t.spec, Status: pod.Status}
+	if mode == ModeDRA {
+		resp = a.mutateForDRA(ctx, req, pod, migOps)
+	} else {
+		resp = patched(ctx, req, append(migOps, a.mutations(pod)...))
+	}
+	if resp.Allowed {
+		resp.Warnings = append(resp.Warnings, a.migWarnings(ctx, profile)...)
+	}
+	return resp
 }
 
 // patched admits the request with the patch ops, or unchanged when there

@@ -28,8 +28,9 @@ const draScheduler = "kube-scheduler (its DynamicResources plugin allocates the 
 // The claims are owned by the pod: kube-controller-manager deletes them
 // when it goes. The pod is held to the rules of extender mode, and is
 // refused, naming the field and the limit, when DRA cannot express its
-// request.
-func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionRequest, pod *corev1.Pod) *admissionv1.AdmissionResponse {
+// request. The pod is as migMutations made it, and migOps, its patch, goes
+// first.
+func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionRequest, pod *corev1.Pod, migOps []patchOp) *admissionv1.AdmissionResponse {
 	if !a.podAsks(&pod.Spec) {
 		return allowed(req)
 	}
@@ -44,7 +45,8 @@ func (a *Admitter) mutateForDRA(ctx context.Context, req *admissionv1.AdmissionR
 		return denied(req, name, refusals)
 	}
 	sel, _ := gpurequest.ParseAnnotations(pod.Annotations) // check refused any error
-	templates, ops, refusals := a.claimMutations(pod, counted, asks, sel)
+	templates, claimOps, refusals := a.claimMutations(pod, counted, asks, sel)
+	ops := append(migOps, claimOps...)
 	if len(refusals) > 0 {
 		klog.FromContext(ctx).V(2).Info("Refusing GPU pod DRA cannot express", "reasons", len(refusals), "firstReason", refusals[0].String())
 		return denied(req, name, refusals)

@@ -254,10 +254,10 @@ func TestMutateForDRAClaims(t *testing.T) {
 		},
 		templates: 1,
 	}, {
-		name: "a NUMA-bound pod's GPUs share the NUMA node; a MIG profile selects instances",
+		name: "a NUMA-bound pod's GPUs share the NUMA node, and a container asking for two GPUs gets no MIG instance",
 		pod: func() *corev1.Pod {
 			p := pod(limited("cuda", "nvidia.com/gpu", "2"))
-			p.Annotations = map[string]string{"nvidia.com/numa-bind": "true", "tessera.dev/mig-profile": "1g.10gb"}
+			p.Annotations = map[string]string{"nvidia.com/numa-bind": "true"}
 			return p
 		}(),
 		templates: 1,
@@ -268,9 +268,30 @@ func TestMutateForDRAClaims(t *testing.T) {
 			}
 			mig := dra.Device(gpuv1alpha1.GPUDevice{UUID: "MIG-1", Model: "A100", MemoryMiB: 9728, Cores: 14, ShareLimit: 1,
 				MIG: &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-a", Profile: "1g.10gb"}})
-			if !matches(t, d.Requests[0].Exactly.Selectors, dracel.Device{Driver: gpuv1alpha1.DRADriverName, Attributes: mig.Attributes, Capacity: mig.Capacity}) ||
+			if matches(t, d.Requests[0].Exactly.Selectors, dracel.Device{Driver: gpuv1alpha1.DRADriverName, Attributes: mig.Attributes, Capacity: mig.Capacity}) ||
+				!matches(t, d.Requests[0].Exactly.Selectors, published("GPU-a", "A100", 81920, 10)) {
+				t.Errorf("selectors %v pick MIG instances for two GPUs, or not the whole GPU", d.Requests[0].Exactly.Selectors)
+			}
+		},
+	}, {
+		name:      "NVIDIA's MIG resource becomes a claim of one instance of its profile",
+		pod:       pod(limited("cuda", "nvidia.com/mig-3g.20gb", "1")),
+		templates: 1,
+		check: func(t *testing.T, out *corev1.Pod, templates map[string]*resourceapi.ResourceClaimTemplate) {
+			if _, ok := out.Spec.Containers[0].Resources.Limits["nvidia.com/mig-3g.20gb"]; ok {
+				t.Errorf("the container still asks for nvidia.com/mig-3g.20gb: %v", out.Spec.Containers[0].Resources)
+			}
+			d := claimOf(t, out, &out.Spec.Containers[0], templates).Spec.Spec.Devices
+			instance := func(profile string) dracel.Device {
+				m := dra.Device(gpuv1alpha1.GPUDevice{UUID: "MIG-" + profile, Model: "A100", MemoryMiB: 19968, Cores: 42, ShareLimit: 1,
+					MIG: &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-a", Profile: profile}})
+				return dracel.Device{Driver: gpuv1alpha1.DRADriverName, Attributes: m.Attributes, Capacity: m.Capacity}
+			}
+			if len(d.Requests) != 1 || d.Requests[0].Exactly == nil || d.Requests[0].Exactly.Count != 1 ||
+				!matches(t, d.Requests[0].Exactly.Selectors, instance("3g.20gb")) ||
+				matches(t, d.Requests[0].Exactly.Selectors, instance("1g.10gb")) ||
 				matches(t, d.Requests[0].Exactly.Selectors, published("GPU-a", "A100", 81920, 10)) {
-				t.Errorf("selectors %v do not pick MIG instances of the profile only", d.Requests[0].Exactly.Selectors)
+				t.Errorf("requests %+v do not pick one 3g.20gb instance only", d.Requests)
 			}
 		},
 	}, {

@@ -143,16 +143,31 @@ func (a *Admitter) check(t podTemplate, scheduler string) ([]refusal, []containe
 		}
 	}
 	gpurequest.EachSpecContainer(t.spec, t.path("spec"), visit)
+	// A pod the mutation saw carries no MIG resource; one it did not is
+	// held to the same rules.
+	_, migErrs := gpurequest.SpecMIGAsk(t.meta.Annotations, t.spec, t.path("spec"), t.path("metadata", "annotations"), a.cfg.ResourceNames)
+	for _, err := range migErrs {
+		refusals = append(refusals, refusal{err: err})
+	}
 	if !asksGPUs {
-		return nil, nil
+		return refusals, nil
 	}
 	if t.spec.NodeName != "" {
 		refusals = append(refusals, refusal{err: field.Forbidden(t.path("spec", "nodeName"), fmt.Sprintf(
 			"must be empty when the pod asks for GPUs: %s must place the pod, since it is what assigns the GPUs", scheduler))})
 	}
-	if _, err := gpurequest.ParseAnnotations(t.meta.Annotations); err != nil {
+	sel, err := gpurequest.ParseAnnotations(t.meta.Annotations)
+	if err != nil {
 		for _, ferr := range fieldErrors(err, t.path("metadata", "annotations")) {
 			refusals = append(refusals, refusal{err: ferr})
+		}
+	}
+	if key := gpurequest.MIGOnlyKey(t.meta.Annotations, sel); key != "" {
+		count := a.cfg.ResourceNames.Count
+		for _, ask := range asks {
+			if err := gpurequest.MIGCountError(ask.request, key, ask.path.Child("resources", "limits").Key(string(count)), count); err != nil {
+				refusals = append(refusals, refusal{container: ask.container.Name, err: err})
+			}
 		}
 	}
 	if len(refusals) > 0 {

@@ -22,11 +22,11 @@ const claimRequest = "gpu"
 // claimSpec returns the claim a container's request becomes: one request
 // of the webhook's DeviceClass for the container's count of GPUs, each
 // with the request's memory and cores as consumable capacity, the pod's
-// type, UUID and MIG annotations as CEL selectors, and constraints that
-// keep the GPUs distinct (and on one NUMA node when asked). A memory
-// percentage or exclusive use depends on the GPU: such a request lists one
-// subrequest per kind of GPU the cluster has, kube-scheduler taking the
-// first that fits. errs names each field DRA cannot express, and its
+// type, UUID and MIG annotations as CEL selectors, no MIG instance for
+// more than one GPU, and constraints that keep the GPUs distinct (and on
+// one NUMA node when asked). A memory percentage or exclusive use depends
+// on the GPU: such a request lists one subrequest per kind of GPU the
+// cluster has, kube-scheduler taking the first that fits. errs names each field DRA cannot express, and its
 // limit; path is the count's path in the pod.
 func (t *Translator) claimSpec(r gpurequest.ContainerRequest, annotations map[string]string, sel gpurequest.Selection, countPath *field.Path) (resourceapi.ResourceClaimSpec, field.ErrorList) {
 	var errs field.ErrorList
@@ -36,6 +36,12 @@ func (t *Translator) claimSpec(r gpurequest.ContainerRequest, annotations map[st
 	}
 	selectors, serrs := celSelectors(annotations, sel)
 	errs = append(errs, serrs...)
+	if r.Count > 1 {
+		// A container gets at most one MIG instance, as placement rules
+		// (CUDA uses one per process); a pod limited to MIG instances
+		// that asks for more was refused before.
+		selectors = append(selectors, resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: "!(" + isMIG() + ")"}})
+	}
 	exact := resourceapi.ExactDeviceRequest{
 		DeviceClassName: t.deviceClass,
 		AllocationMode:  resourceapi.DeviceAllocationModeExactCount,

@@ -32,6 +32,11 @@ func capacityIs(name resourceapi.QualifiedName, q string) string {
 	return fmt.Sprintf("%s.compareTo(quantity(%q)) == 0", capacityOf(name), q)
 }
 
+// isMIG is a CEL condition that the device is a MIG instance.
+func isMIG() string {
+	return fmt.Sprintf("%q in device.attributes[%q]", gpuv1alpha1.DRAAttributeMIGProfile, gpuv1alpha1.DRADriverName)
+}
+
 // celSelectors turns the pod's type, UUID and MIG annotations into CEL
 // selectors with the extender's meaning: a model contains one of the
 // types (case-insensitive) and none of the excluded; a UUID is one of the
@@ -41,7 +46,7 @@ func capacityIs(name resourceapi.QualifiedName, q string) string {
 func celSelectors(annotations map[string]string, sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field.ErrorList) {
 	model := attribute(gpuv1alpha1.DRAAttributeModel) + ".lowerAscii()"
 	uuid := attribute(gpuv1alpha1.DRAAttributeUUID) + ".lowerAscii()"
-	hasMIG := fmt.Sprintf("%q in device.attributes[%q]", gpuv1alpha1.DRAAttributeMIGProfile, gpuv1alpha1.DRADriverName)
+	hasMIG := isMIG()
 	contains := func(values []string) string {
 		terms := make([]string, 0, len(values))
 		for _, v := range values {

@@ -33,10 +33,17 @@ type gpuSpec struct {
 	memoryMiB int64
 	numa      int32
 	shares    int32
+	// mig, when set, is the profile of the MIG instance this GPU is.
+	mig string
 }
 
-func a100(numa int32) gpuSpec { return gpuSpec{"NVIDIA A100-SXM4-80GB", 81920, numa, 10} }
-func t4() gpuSpec             { return gpuSpec{"Tesla T4", 15360, 0, 10} }
+func a100(numa int32) gpuSpec { return gpuSpec{"NVIDIA A100-SXM4-80GB", 81920, numa, 10, ""} }
+func t4() gpuSpec             { return gpuSpec{"Tesla T4", 15360, 0, 10, ""} }
+
+// migInstance is a MIG instance of an A100 40GB, had alone.
+func migInstance(profile string, memoryMiB int64) gpuSpec {
+	return gpuSpec{"NVIDIA A100-SXM4-40GB MIG " + profile, memoryMiB, 0, 1, profile}
+}
 
 // addNode creates a Node whose device plugin advertises split virtual GPUs
 // per GPU, and its GPUNode with the GPUs and a fresh heartbeat, and waits
@@ -63,6 +70,9 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 			NUMANode:   g.numa,
 			Health:     gpuv1alpha1.GPUHealthy,
 		})
+		if g.mig != "" {
+			status.Devices[i].MIG = &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-" + name + "-parent", Profile: g.mig}
+		}
 	}
 	gn := framework.CreateGPUNode(ctx, t, e.cp.Tessera, name, &status)
 	framework.RenewNodeLease(ctx, t, e.cp.Kube, name, time.Now())
