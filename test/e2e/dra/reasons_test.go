@@ -22,6 +22,8 @@ func TestReasonsInTheWordsOfTheOtherModes(t *testing.T) {
 			want: "1 node(s) had 0/3 GPUs that fit (3 type mismatch)"},
 		{name: "larger-than-any-gpu", limits: []string{"nvidia.com/gpumem", "90000"},
 			want: "1 node(s) had 0/3 GPUs that fit (3 not enough memory)"},
+		{name: "no-such-instance", limits: []string{"nvidia.com/mig-2g.10gb", "1"},
+			want: "1 node(s) had 0/4 GPUs that fit (4 not a nvidia.com/mig-2g.10gb instance)"},
 	} {
 		var annotations map[string]string
 		if tc.annotation != "" {
