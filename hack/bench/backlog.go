@@ -21,9 +21,6 @@ const (
 	backlogTail = 10 * time.Second
 )
 
-// allBacklogRows are the rows backlog mode runs: Tessera's three modes.
-func allBacklogRows() []string { return []string{rowTessera, rowPlugin, rowDRA} }
-
 // BacklogRow is what backlog mode measured for one row.
 type BacklogRow struct {
 	// Row is c, d or e; Name says what ran.
@@ -54,7 +51,7 @@ type BacklogRow struct {
 }
 
 // runBacklog runs each backlog row on a fresh control plane.
-func (r *runner) runBacklog(ctx context.Context) []BacklogRow {
+func runBacklog(ctx context.Context, r *runner) []BacklogRow {
 	var rows []BacklogRow
 	for _, row := range allBacklogRows() {
 		if !r.o.wants(row) {
@@ -62,7 +59,7 @@ func (r *runner) runBacklog(ctx context.Context) []BacklogRow {
 		}
 		logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
 		res := BacklogRow{Row: row, Name: rowName(row), Pinning: r.pin}
-		res.Err = r.measureBacklog(klog.NewContext(ctx, logger), row, &res)
+		res.Err = measureBacklog(klog.NewContext(ctx, logger), r, row, &res)
 		if res.Err != nil {
 			logger.Error(res.Err, "Row failed")
 		}
@@ -77,7 +74,7 @@ func (r *runner) runBacklog(ctx context.Context) []BacklogRow {
 // measureBacklog fills the row's cluster, queues the backlog, starts the
 // scheduler and, once it has tried every waiting pod, ends running pods
 // at --finish-rate for --backlog-duration while it watches the binds.
-func (r *runner) measureBacklog(ctx context.Context, row string, res *BacklogRow) error {
+func measureBacklog(ctx context.Context, r *runner, row string, res *BacklogRow) error {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -45,7 +45,7 @@ func TestSmoke(t *testing.T) {
 
 	for _, row := range allRows() {
 		t.Run(rowName(row), func(t *testing.T) {
-			res := r.runRow(ctx, row)
+			res := runRow(ctx, r, row)
 			if res.Err != nil {
 				t.Fatalf("row %s: %v", row, res.Err)
 			}
@@ -92,7 +92,7 @@ func TestSmoke(t *testing.T) {
 		}
 		pinned := *r
 		pinned.pin, pinned.base = pin, t.TempDir()
-		if res := pinned.runRow(ctx, rowKubeScheduler); res.Err != nil || res.Bound != o.Pods || res.Pinning != pin {
+		if res := runRow(ctx, &pinned, rowKubeScheduler); res.Err != nil || res.Bound != o.Pods || res.Pinning != pin {
 			t.Errorf("pinned row a: bound %d of %d, pinning %v: %v", res.Bound, o.Pods, res.Pinning, res.Err)
 		}
 	})
@@ -146,7 +146,7 @@ func TestBacklogSmoke(t *testing.T) {
 	o.Mode, o.Nodes, o.Workers, o.Rows = modeBacklog, 3, 8, []string{rowTessera, rowDRA}
 	o.FinishRate, o.BacklogDuration, o.BacklogWarmup = 10, 3*time.Second, time.Minute
 	r := newTestRunner(ctx, t, o)
-	table := BacklogTable{Title: "backlog", Rows: r.runBacklog(ctx)}
+	table := BacklogTable{Title: "backlog", Rows: runBacklog(ctx, r)}
 	if len(table.Rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(table.Rows))
 	}

@@ -33,7 +33,7 @@ func (w SteadyWindow) perSecond(v float64) float64 { return v / w.Window.Seconds
 // started (after a period and a half, and draDaemonSettle at least, once
 // they only renew their Leases: settle) the daemons alone and the daemons
 // with claims churning.
-func (r *runner) measureSteady(ctx context.Context, env *clusterEnv) ([]SteadyWindow, error) {
+func measureSteady(ctx context.Context, r *runner, env *clusterEnv) ([]SteadyWindow, error) {
 	o := r.o
 	kube, requests, err := countingClient(env, o.Nodes)
 	if err != nil {
@@ -42,7 +42,7 @@ func (r *runner) measureSteady(ctx context.Context, env *clusterEnv) ([]SteadyWi
 	churn := &claimChurn{kube: env.cp.Kube, rate: o.ClaimChurn}
 	var windows []SteadyWindow
 	measure := func(daemons, churning bool) error {
-		w, err := r.steadyWindow(ctx, env, requests, churn, daemons, churning)
+		w, err := steadyWindow(ctx, r, env, requests, churn, daemons, churning)
 		windows = append(windows, w)
 		return err
 	}
@@ -79,7 +79,7 @@ func (r *runner) measureSteady(ctx context.Context, env *clusterEnv) ([]SteadyWi
 
 // steadyWindow measures one window, churning claims through it if asked
 // to (from a second before it, so that the churn runs at its rate).
-func (r *runner) steadyWindow(ctx context.Context, env *clusterEnv, requests *requestTally, churn *claimChurn, daemons, churning bool) (SteadyWindow, error) {
+func steadyWindow(ctx context.Context, r *runner, env *clusterEnv, requests *requestTally, churn *claimChurn, daemons, churning bool) (SteadyWindow, error) {
 	w := SteadyWindow{Daemons: daemons, Churn: churning, Window: r.o.SteadyWindow}
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	churned := make(chan error, 1)

@@ -17,9 +17,6 @@ import (
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 )
 
-// maxFinishing bounds the pods the bench ends at once.
-const maxFinishing = 64
-
 // finishPods ends a running pod picked at random, rate times a second,
 // for the duration, as jobs end on a busy cluster, and tells the tracker
 // when each one's GPUs are free. It returns how many it ended.

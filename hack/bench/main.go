@@ -140,14 +140,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		where = r.pin.String()
 	}
 	if o.scaleDRA() {
-		res, err := r.runScaleDRA(ctx)
+		res, err := runScaleDRA(ctx, r)
 		if err != nil {
 			return err
 		}
 		return emit(out, o.Out, res)
 	}
 	if o.Mode == modeQueue {
-		table := r.queueTable(ctx, where)
+		table := queueTable(ctx, r, where)
 		if err := emit(out, o.Out, table); err != nil {
 			return err
 		}
@@ -157,7 +157,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		table := BacklogTable{
 			Title: fmt.Sprintf("Backlog: %d nodes × %d GPUs (split %d) filled, %d× as many pods waiting (%s), %g pods ending a second for %s; %s",
 				o.Nodes, o.GPUsPerNode, o.Split, backlogFactor, DefaultMix(), o.FinishRate, o.BacklogDuration, where),
-			Rows: r.runBacklog(ctx),
+			Rows: runBacklog(ctx, r),
 		}
 		if err := emit(out, o.Out, table); err != nil {
 			return err
@@ -172,7 +172,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			continue
 		}
 		loads = append(loads, fmt.Sprintf("%s: %s", row, loadAverage()))
-		table.Rows = append(table.Rows, r.runRow(ctx, row))
+		table.Rows = append(table.Rows, runRow(ctx, r, row))
 		if ctx.Err() != nil {
 			break
 		}

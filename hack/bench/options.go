@@ -314,3 +314,6 @@ func (o *Options) scaleDRA() bool {
 
 // wants reports whether the row is asked for.
 func (o *Options) wants(row string) bool { return slices.Contains(o.Rows, row) }
+
+// allBacklogRows are the rows backlog mode runs: Tessera's three modes.
+func allBacklogRows() []string { return []string{rowTessera, rowPlugin, rowDRA} }

@@ -24,3 +24,6 @@ func forEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i
 	// whether the loop was cut short.
 	return context.Cause(ctx)
 }
+
+// maxFinishing bounds the pods the bench ends at once.
+const maxFinishing = 64

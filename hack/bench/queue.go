@@ -36,12 +36,12 @@ func runName(gangFit bool) string {
 
 // runQueue runs queue mode without the gang-fit check and then with it,
 // each on a fresh control plane fragmented alike.
-func (r *runner) runQueue(ctx context.Context) []QueueRun {
+func runQueue(ctx context.Context, r *runner) []QueueRun {
 	var runs []QueueRun
 	for _, gangFit := range []bool{false, true} {
 		logger := klog.LoggerWithValues(klog.FromContext(ctx), "run", runName(gangFit))
 		res := QueueRun{GangFit: gangFit, Load: loadAverage()}
-		res.Err = r.measureQueue(klog.NewContext(ctx, logger), gangFit, &res)
+		res.Err = measureQueue(klog.NewContext(ctx, logger), r, gangFit, &res)
 		if res.Err != nil {
 			logger.Error(res.Err, "Run failed")
 		}
@@ -57,13 +57,13 @@ func (r *runner) runQueue(ctx context.Context) []QueueRun {
 // extender (serving the gang-fit check when gangFit) and kube-scheduler,
 // submits every Job at once and follows them until all are done, nothing
 // progresses for --stall, or --timeout passes.
-func (r *runner) measureQueue(ctx context.Context, gangFit bool, res *QueueRun) error {
+func measureQueue(ctx context.Context, r *runner, gangFit bool, res *QueueRun) error {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer cancel()
 	f := newFragments(r.o.Nodes, r.o.GPUsPerNode, r.o.Queue.Seed)
-	env, sched, err := r.startQueueCluster(ctx, f, gangFit)
+	env, sched, err := startQueueCluster(ctx, r, f, gangFit)
 	if err != nil {
 		return err
 	}
@@ -117,13 +117,13 @@ func (r *runner) measureQueue(ctx context.Context, gangFit bool, res *QueueRun) 
 // gang-fit check when gangFit) and kube-scheduler, and the run's queues.
 // The caller stops the extender and the control plane; on error they are
 // stopped.
-func (r *runner) startQueueCluster(ctx context.Context, f fragments, gangFit bool) (*clusterEnv, *rowScheduler, error) {
+func startQueueCluster(ctx context.Context, r *runner, f fragments, gangFit bool) (*clusterEnv, *rowScheduler, error) {
 	dir := filepath.Join(r.base, "queue-"+map[bool]string{false: "without", true: "gangfit"}[gangFit])
 	env, err := startEnvWith(ctx, framework.Options{Dir: dir, ControllerManager: true, Workloads: true}, r.extenderConfig.SchedulerName)
 	if err != nil {
 		return nil, nil, err
 	}
-	sched, err := r.setUpQueueCluster(ctx, env, f, gangFit)
+	sched, err := setUpQueueCluster(ctx, r, env, f, gangFit)
 	if err != nil {
 		env.stop()
 		return nil, nil, err
@@ -131,7 +131,7 @@ func (r *runner) startQueueCluster(ctx context.Context, f fragments, gangFit boo
 	return env, sched, nil
 }
 
-func (r *runner) setUpQueueCluster(ctx context.Context, env *clusterEnv, f fragments, gangFit bool) (*rowScheduler, error) {
+func setUpQueueCluster(ctx context.Context, r *runner, env *clusterEnv, f fragments, gangFit bool) (*rowScheduler, error) {
 	if err := createNodes(ctx, env, r.o, formSlices); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (r *runner) setUpQueueCluster(ctx context.Context, env *clusterEnv, f fragm
 	if _, err := env.cp.StartKueueProcess(ctx); err != nil {
 		return nil, fmt.Errorf("starting Kueue: %w", err)
 	}
-	sched, err := r.startQueueScheduler(ctx, env, gangFit)
+	sched, err := startQueueScheduler(ctx, r, env, gangFit)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (r *runner) setUpQueueCluster(ctx context.Context, env *clusterEnv, f fragm
 // startQueueScheduler starts Tessera's extender, serving the gang-fit
 // check when gangFit (--gang-fit, options gangFit.enabled), and
 // kube-scheduler calling it.
-func (r *runner) startQueueScheduler(ctx context.Context, env *clusterEnv, gangFit bool) (*rowScheduler, error) {
+func startQueueScheduler(ctx context.Context, r *runner, env *clusterEnv, gangFit bool) (*rowScheduler, error) {
 	args := slices.Clone(r.o.extenderArgs())
 	if gangFit {
 		args = append(args, "--gang-fit")
@@ -237,7 +237,7 @@ func followQueue(ctx context.Context, tracker *queueTracker, timeout time.Durati
 }
 
 // queueTable runs queue mode and reports it.
-func (r *runner) queueTable(ctx context.Context, where string) QueueTable {
+func queueTable(ctx context.Context, r *runner, where string) QueueTable {
 	q := r.o.Queue
 	f := newFragments(r.o.Nodes, r.o.GPUsPerNode, q.Seed)
 	quota := f.quota(r.o.Split)
@@ -254,6 +254,6 @@ func (r *runner) queueTable(ctx context.Context, where string) QueueTable {
 			fmt.Sprintf("ClusterQueue %s's nominal quota: %s; deadlock: admitted Jobs with pods Pending while nothing is admitted, placed or done for --stall=%s",
 				clusterQueue, strings.Join(written, ", "), q.Stall),
 		},
-		Runs: r.runQueue(ctx),
+		Runs: runQueue(ctx, r),
 	}
 }

@@ -3,76 +3,31 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 )
-
-// rowNames say what each row runs.
-func rowName(row string) string {
-	switch row {
-	case rowKubeScheduler:
-		return "kube-scheduler alone"
-	case rowNoop:
-		return "kube-scheduler + no-op extender"
-	case rowTessera:
-		return "kube-scheduler + Tessera's extender"
-	case rowPlugin:
-		return "tessera-scheduler (plugin mode)"
-	default:
-		return "kube-scheduler alone, DRA claims on Tessera's slices"
-	}
-}
-
-// hasExtender reports whether the row runs an extender, whose API
-// requests the audit log counts.
-func hasExtender(row string) bool { return row == rowNoop || row == rowTessera }
-
-// allocatesGPUs reports whether the row writes GPUAllocations, which the
-// simulated kubelet completes.
-func allocatesGPUs(row string) bool { return row == rowTessera || row == rowPlugin }
-
-// runner runs the rows of the throughput table.
-type runner struct {
-	o *Options
-	// base holds one directory per row.
-	base string
-	// extenderConfig is the KubeSchedulerConfiguration of rows b and c.
-	extenderConfig schedulerConfig
-	// extenderBin is Tessera's extender, for row c.
-	extenderBin string
-	// pluginConfig and schedulerBin are tessera-scheduler's configuration
-	// and binary, for row d.
-	pluginConfig schedulerConfig
-	schedulerBin string
-	// pin, if set, puts the control plane on a CPU of its own.
-	pin *pinning
-}
 
 // runRow runs one row on a fresh control plane. A row that fails says why
 // in its Err, with what it measured until then.
-func (r *runner) runRow(ctx context.Context, row string) RowResult {
+func runRow(ctx context.Context, r *runner, row string) RowResult {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
 	ctx = klog.NewContext(ctx, logger)
 	res := RowResult{Row: row, Name: rowName(row), Pods: r.o.Pods, APIRequests: -1, Pinning: r.pin}
 	if hasExtender(row) {
 		res.APIRequests = 0
 	}
-	res.Err = r.measure(ctx, row, &res)
+	res.Err = measureRow(ctx, r, row, &res)
 	if res.Err != nil {
 		logger.Error(res.Err, "Row failed")
 	}
 	return res
 }
 
-func (r *runner) measure(ctx context.Context, row string, res *RowResult) error {
+func measureRow(ctx context.Context, r *runner, row string, res *RowResult) error {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -206,7 +161,7 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 		logger.Info("Extender API requests", "total", count.Total, "byKind", count.String())
 	}
 	if row == rowTessera {
-		cycle, err := r.bindCycle(env, pods.Lister(), kubelet)
+		cycle, err := auditBindCycle(ctx, r, env, pods.Lister(), kubelet)
 		if err != nil {
 			return err
 		}
@@ -219,75 +174,9 @@ func (r *runner) measure(ctx context.Context, row string, res *RowResult) error 
 	return nil
 }
 
-// startCluster starts a fresh control plane for the row, its processes
-// pinned if asked to, with the row's nodes (and in DRA mode Tessera's
-// DeviceClass). The caller stops it.
-func (r *runner) startCluster(ctx context.Context, row string) (*clusterEnv, error) {
-	env, err := startEnv(ctx, filepath.Join(r.base, "row-"+row), r.extenderConfig.SchedulerName)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.setUpCluster(ctx, env, row); err != nil {
-		env.stop()
-		return nil, err
-	}
-	return env, nil
-}
-
-func (r *runner) setUpCluster(ctx context.Context, env *clusterEnv, row string) error {
-	if err := r.pinRow(env); err != nil {
-		return err
-	}
-	form := rowForm(row)
-	if form == formClaim {
-		if _, err := env.cp.Kube.ResourceV1().DeviceClasses().Create(ctx, dra.DeviceClass(), metav1.CreateOptions{FieldManager: fieldManager}); err != nil {
-			return fmt.Errorf("creating the DeviceClass: %w", err)
-		}
-	}
-	return createNodes(ctx, env, r.o, form)
-}
-
-// pinRow puts the row's processes on their CPUs, if asked to.
-func (r *runner) pinRow(env *clusterEnv) error {
-	if r.pin == nil {
-		return nil
-	}
-	n, err := r.pin.pinRow(env.dir)
-	if err != nil {
-		return err
-	}
-	if n < 2 {
-		return fmt.Errorf("pinning the control plane in %s: found %d of its processes, want etcd and kube-apiserver at least", env.dir, n)
-	}
-	return nil
-}
-
-// waitAllBound waits until every pod is bound, the timeout passes, ctx
-// ends, or check, called every second, reports a failure.
-func waitAllBound(ctx context.Context, binds *bindRecorder, timeout time.Duration, check func() error) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-binds.allBound():
-			return nil
-		case <-deadline.C:
-			return fmt.Errorf("--timeout=%s passed", timeout)
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-tick.C:
-			if err := check(); err != nil {
-				return err
-			}
-		}
-	}
-}
-
 // bindCycle times the steps of Tessera's binds from the audit log, the
 // pods' nodes and the simulated kubelet's records.
-func (r *runner) bindCycle(env *clusterEnv, pods corelisters.PodLister, kubelet *kubeletSim) (BindCycle, error) {
+func auditBindCycle(ctx context.Context, r *runner, env *clusterEnv, pods corelisters.PodLister, kubelet *kubeletSim) (BindCycle, error) {
 	timelines := map[string]*podTimeline{}
 	list, err := pods.List(labels.Everything())
 	if err != nil {

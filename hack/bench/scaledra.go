@@ -49,7 +49,7 @@ type ScaleDRAResult struct {
 // runScaleDRA places --pods pods with their claims allocated, starts
 // kube-scheduler over them, schedules --new-pods more and measures the
 // node daemons' steady state.
-func (r *runner) runScaleDRA(ctx context.Context) (*ScaleDRAResult, error) {
+func runScaleDRA(ctx context.Context, r *runner) (*ScaleDRAResult, error) {
 	logger := klog.FromContext(ctx)
 	o := r.o
 	res := &ScaleDRAResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, NewPods: o.NewPods,
@@ -89,13 +89,13 @@ func (r *runner) runScaleDRA(ctx context.Context) (*ScaleDRAResult, error) {
 	if res.RSSAfterSync, res.PeakAfterSync, err = procMemory(sched.proc.Pid()); err != nil {
 		return nil, err
 	}
-	if err := r.scheduleNewPods(ctx, env, sched, res); err != nil {
+	if err := scheduleNewPods(ctx, r, env, sched, res); err != nil {
 		return nil, err
 	}
 	if _, res.PeakAfterBatch, err = procMemory(sched.proc.Pid()); err != nil {
 		return nil, err
 	}
-	if res.Steady, err = r.measureSteady(ctx, env); err != nil {
+	if res.Steady, err = measureSteady(ctx, r, env); err != nil {
 		return nil, err
 	}
 	return res, sched.check()
@@ -103,7 +103,7 @@ func (r *runner) runScaleDRA(ctx context.Context) (*ScaleDRAResult, error) {
 
 // scheduleNewPods creates --new-pods DRA pods, each after its claim, and
 // times kube-scheduler binding them onto the room the placed pods left.
-func (r *runner) scheduleNewPods(ctx context.Context, env *clusterEnv, sched *rowScheduler, res *ScaleDRAResult) error {
+func scheduleNewPods(ctx context.Context, r *runner, env *clusterEnv, sched *rowScheduler, res *ScaleDRAResult) error {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	binds := newBindRecorder(r.o.NewPods)
