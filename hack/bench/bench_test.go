@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tessera-gpu/tessera/hack/bench/backlog"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/rows"
+	"github.com/tessera-gpu/tessera/hack/bench/writes"
+
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -15,17 +20,17 @@ import (
 
 // newTestRunner builds the extender and loads the scheduler configuration
 // that o names, for a runner of o in the test's directories.
-func newTestRunner(ctx context.Context, t *testing.T, o *Options) *runner {
+func newTestRunner(ctx context.Context, t *testing.T, o *harness.Options) *harness.Runner {
 	t.Helper()
-	config, err := loadExtenderConfig(framework.RepoRoot() + "/" + o.SchedulerConfig)
+	config, err := harness.LoadExtenderConfig(framework.RepoRoot() + "/" + o.SchedulerConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := buildExtender(ctx, t.TempDir())
+	bin, err := harness.BuildExtender(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runner{o: o, base: t.TempDir(), extenderConfig: config, extenderBin: bin}
+	return &harness.Runner{Options: o, Base: t.TempDir(), ExtenderConfig: config, ExtenderBin: bin}
 }
 
 // TestSmoke runs every row on a tiny cluster against a real control plane
@@ -35,17 +40,17 @@ func TestSmoke(t *testing.T) {
 	logger, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
-	o := NewOptions()
+	o := harness.NewOptions()
 	o.Nodes, o.Pods, o.Timeout, o.Workers = 5, 20, 3*time.Minute, 8
 	r := newTestRunner(ctx, t, o)
 	var err error
-	if r.schedulerBin, r.pluginConfig, err = pluginScheduler(o, r.extenderConfig.SchedulerName); err != nil {
+	if r.SchedulerBin, r.PluginConfig, err = pluginScheduler(o, r.ExtenderConfig.SchedulerName); err != nil {
 		t.Fatal(err)
 	}
 
-	for _, row := range allRows() {
-		t.Run(rowName(row), func(t *testing.T) {
-			res := runRow(ctx, r, row)
+	for _, row := range harness.AllRows() {
+		t.Run(harness.RowName(row), func(t *testing.T) {
+			res := rows.Run(ctx, r, row)
 			if res.Err != nil {
 				t.Fatalf("row %s: %v", row, res.Err)
 			}
@@ -57,27 +62,27 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("row %s: writes %v, want a binding per pod", row, res.Writes)
 			}
 			switch row {
-			case rowKubeScheduler:
+			case harness.RowKubeScheduler:
 				if res.Verbs != nil || res.APIRequests != -1 {
 					t.Errorf("kube-scheduler alone has extender measures: %+v", res)
 				}
-			case rowNoop:
+			case harness.RowNoop:
 				// The no-op extender makes exactly one request per pod: its binding.
-				if res.APIRequests != o.Pods || res.Verbs[verbBind].Count != uint64(o.Pods) {
-					t.Errorf("no-op extender: %d API requests and %d binds, want %d each", res.APIRequests, res.Verbs[verbBind].Count, o.Pods)
+				if res.APIRequests != o.Pods || res.Verbs[harness.VerbBind].Count != uint64(o.Pods) {
+					t.Errorf("no-op extender: %d API requests and %d binds, want %d each", res.APIRequests, res.Verbs[harness.VerbBind].Count, o.Pods)
 				}
-			case rowTessera:
-				if res.Verbs[verbFilter].Count == 0 || res.Verbs[verbBind].Count < uint64(o.Pods) {
+			case harness.RowTessera:
+				if res.Verbs[harness.VerbFilter].Count == 0 || res.Verbs[harness.VerbBind].Count < uint64(o.Pods) {
 					t.Errorf("Tessera's histograms: %+v", res.Verbs)
 				}
 				// At least an allocation and a binding per pod.
 				if res.APIRequests < 2*o.Pods || res.PeakRSSBytes <= 0 {
 					t.Errorf("Tessera made %d API requests with peak memory %d", res.APIRequests, res.PeakRSSBytes)
 				}
-			case rowPlugin, rowDRA:
+			case harness.RowPlugin, harness.RowDRA:
 				// Scheduled in kube-scheduler's own process, with the
 				// allocation's or the claim's writes.
-				kind := map[string]string{rowPlugin: "gpuallocations", rowDRA: "resourceclaims/status"}[row]
+				kind := map[string]string{harness.RowPlugin: "gpuallocations", harness.RowDRA: "resourceclaims/status"}[row]
 				if res.Verbs != nil || res.APIRequests != -1 || res.Writes[kind] != float64(o.Pods) {
 					t.Errorf("row %s: verbs %v, %d extender requests, writes %v; want no extender and one %s per pod", row, res.Verbs, res.APIRequests, res.Writes, kind)
 				}
@@ -86,13 +91,13 @@ func TestSmoke(t *testing.T) {
 	}
 	// The pinned control plane: the row finds it, pins it and finishes.
 	t.Run("pinned control plane", func(t *testing.T) {
-		pin, err := newPinning()
+		pin, err := harness.NewPinning()
 		if err != nil {
 			t.Skipf("pinning needs 2 CPUs: %v", err)
 		}
 		pinned := *r
-		pinned.pin, pinned.base = pin, t.TempDir()
-		if res := runRow(ctx, &pinned, rowKubeScheduler); res.Err != nil || res.Bound != o.Pods || res.Pinning != pin {
+		pinned.Pin, pinned.Base = pin, t.TempDir()
+		if res := rows.Run(ctx, &pinned, harness.RowKubeScheduler); res.Err != nil || res.Bound != o.Pods || res.Pinning != pin {
 			t.Errorf("pinned row a: bound %d of %d, pinning %v: %v", res.Bound, o.Pods, res.Pinning, res.Err)
 		}
 	})
@@ -105,9 +110,9 @@ func TestWritesSmoke(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	o := NewOptions()
-	o.Mode, o.Nodes, o.Pods, o.Workers = modeWrites, 5, 20, 8
-	res, err := runWrites(ctx, o, t.TempDir(), "tessera-scheduler")
+	o := harness.NewOptions()
+	o.Mode, o.Nodes, o.Pods, o.Workers = harness.ModeWrites, 5, 20, 8
+	res, err := writes.Run(ctx, o, t.TempDir(), "tessera-scheduler")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,11 +147,11 @@ func TestBacklogSmoke(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
-	o := NewOptions()
-	o.Mode, o.Nodes, o.Workers, o.Rows = modeBacklog, 3, 8, []string{rowTessera, rowDRA}
+	o := harness.NewOptions()
+	o.Mode, o.Nodes, o.Workers, o.Rows = harness.ModeBacklog, 3, 8, []string{harness.RowTessera, harness.RowDRA}
 	o.FinishRate, o.BacklogDuration, o.BacklogWarmup = 10, 3*time.Second, time.Minute
 	r := newTestRunner(ctx, t, o)
-	table := BacklogTable{Title: "backlog", Rows: runBacklog(ctx, r)}
+	table := backlog.BacklogTable{Title: "backlog", Rows: backlog.Run(ctx, r)}
 	if len(table.Rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(table.Rows))
 	}
@@ -154,7 +159,7 @@ func TestBacklogSmoke(t *testing.T) {
 		if res.Err != nil {
 			t.Fatalf("row %s: %v", res.Row, res.Err)
 		}
-		if res.Filled == 0 || res.Backlog != backlogFactor*res.Filled || res.Frees == 0 || res.Placed == 0 ||
+		if res.Filled == 0 || res.Backlog != backlog.BacklogFactor*res.Filled || res.Frees == 0 || res.Placed == 0 ||
 			res.Attempts <= 0 || res.FreedToBound.Count == 0 || res.Writes["pods"] < float64(res.Frees) {
 			t.Errorf("row %s measured %+v", res.Row, res)
 		}

@@ -41,6 +41,14 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tessera-gpu/tessera/hack/bench/backlog"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/queue"
+	"github.com/tessera-gpu/tessera/hack/bench/rows"
+	"github.com/tessera-gpu/tessera/hack/bench/scale"
+	"github.com/tessera-gpu/tessera/hack/bench/scaledra"
+	"github.com/tessera-gpu/tessera/hack/bench/writes"
+
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
@@ -59,7 +67,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	o := NewOptions()
+	o := harness.NewOptions()
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -72,7 +80,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
 		return fmt.Errorf("configuring logging: %w", err)
 	}
-	if err := DefaultMix().Validate(o.GPUsPerNode); err != nil {
+	if err := harness.DefaultMix().Validate(o.GPUsPerNode); err != nil {
 		return err
 	}
 	logger := klog.Background().WithName("bench")
@@ -94,85 +102,85 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if !filepath.IsAbs(configPath) {
 		configPath = filepath.Join(framework.RepoRoot(), configPath)
 	}
-	config, err := loadExtenderConfig(configPath)
+	config, err := harness.LoadExtenderConfig(configPath)
 	if err != nil {
 		return err
 	}
 	logger.Info("Scheduler configuration for the extender rows", "source", config.Source, "schedulerName", config.SchedulerName)
 
 	bin := o.ExtenderBin
-	if bin == "" && !o.scaleDRA() && (o.Mode == modeScale || o.wants(rowTessera)) {
-		if bin, err = buildExtender(ctx, base); err != nil {
+	if bin == "" && !o.ScaleDRA() && (o.Mode == harness.ModeScale || o.Wants(harness.RowTessera)) {
+		if bin, err = harness.BuildExtender(ctx, base); err != nil {
 			return err
 		}
 	}
 
-	if o.Mode == modeScale && !o.scaleDRA() {
-		res, err := runScale(ctx, o, base, bin, config)
+	if o.Mode == harness.ModeScale && !o.ScaleDRA() {
+		res, err := scale.Run(ctx, o, base, bin, config)
 		if err != nil {
 			return err
 		}
 		return emit(out, o.Out, res)
 	}
-	if o.Mode == modeWrites {
-		res, err := runWrites(ctx, o, base, config.SchedulerName)
+	if o.Mode == harness.ModeWrites {
+		res, err := writes.Run(ctx, o, base, config.SchedulerName)
 		if err != nil {
 			return err
 		}
 		return emit(out, o.Out, res)
 	}
 
-	r := &runner{o: o, base: base, extenderConfig: config, extenderBin: bin}
-	if o.wants(rowPlugin) {
-		if r.schedulerBin, r.pluginConfig, err = pluginScheduler(o, config.SchedulerName); err != nil {
+	r := &harness.Runner{Options: o, Base: base, ExtenderConfig: config, ExtenderBin: bin}
+	if o.Wants(harness.RowPlugin) {
+		if r.SchedulerBin, r.PluginConfig, err = pluginScheduler(o, config.SchedulerName); err != nil {
 			return err
 		}
-		logger.Info("tessera-scheduler for row d", "binary", r.schedulerBin, "config", r.pluginConfig.Source)
+		logger.Info("tessera-scheduler for row d", "binary", r.SchedulerBin, "config", r.PluginConfig.Source)
 	}
-	where := fmt.Sprintf("%d CPUs shared by every process", numCPU())
+	where := fmt.Sprintf("%d CPUs shared by every process", harness.NumCPU())
 	if o.PinControlPlane {
-		if r.pin, err = newPinning(); err != nil {
+		if r.Pin, err = harness.NewPinning(); err != nil {
 			return err
 		}
-		if err := r.pin.pinBench(); err != nil {
+		if err := r.Pin.PinBench(); err != nil {
 			return err
 		}
-		where = r.pin.String()
+		where = r.Pin.String()
 	}
-	if o.scaleDRA() {
-		res, err := runScaleDRA(ctx, r)
+	if o.ScaleDRA() {
+		res, err := scaledra.Run(ctx, r)
 		if err != nil {
 			return err
 		}
 		return emit(out, o.Out, res)
 	}
-	if o.Mode == modeQueue {
-		table := queueTable(ctx, r, where)
+	if o.Mode == harness.ModeQueue {
+		table := queue.Run(ctx, r, where)
 		if err := emit(out, o.Out, table); err != nil {
 			return err
 		}
-		return table.failed()
+		return table.Failed()
 	}
-	if o.Mode == modeBacklog {
-		table := BacklogTable{
+	if o.Mode == harness.ModeBacklog {
+		table := backlog.BacklogTable{
 			Title: fmt.Sprintf("Backlog: %d nodes × %d GPUs (split %d) filled, %d× as many pods waiting (%s), %g pods ending a second for %s; %s",
-				o.Nodes, o.GPUsPerNode, o.Split, backlogFactor, DefaultMix(), o.FinishRate, o.BacklogDuration, where),
-			Rows: runBacklog(ctx, r),
+				o.Nodes, o.GPUsPerNode, o.Split, backlog.BacklogFactor, harness.DefaultMix(), o.FinishRate, o.BacklogDuration, where),
+			Rows: backlog.Run(ctx, r),
 		}
 		if err := emit(out, o.Out, table); err != nil {
 			return err
 		}
-		return table.failed()
+		return table.Failed()
 	}
-	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
-		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, DefaultMix(), where)}
+	table := rows.Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
+		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, harness.DefaultMix(), where)}
 	var loads []string
-	for _, row := range allRows() {
-		if !o.wants(row) {
+	for _, row := range harness.AllRows() {
+		if !o.Wants(row) {
 			continue
 		}
-		loads = append(loads, fmt.Sprintf("%s: %s", row, loadAverage()))
-		table.Rows = append(table.Rows, runRow(ctx, r, row))
+		loads = append(loads, fmt.Sprintf("%s: %s", row, harness.LoadAverage()))
+		table.Rows = append(table.Rows, rows.Run(ctx, r, row))
 		if ctx.Err() != nil {
 			break
 		}
@@ -190,19 +198,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // pluginScheduler finds tessera-scheduler and its configuration for row d.
-func pluginScheduler(o *Options, schedulerName string) (string, schedulerConfig, error) {
+func pluginScheduler(o *harness.Options, schedulerName string) (string, harness.SchedulerConfig, error) {
 	bin := o.SchedulerBin
 	if bin == "" {
 		var err error
 		if bin, err = framework.SchedulerPluginBinary(); err != nil {
-			return "", schedulerConfig{}, err
+			return "", harness.SchedulerConfig{}, err
 		}
 	}
 	path := o.PluginConfig
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(framework.RepoRoot(), path)
 	}
-	config, err := loadPluginConfig(path, schedulerName)
+	config, err := harness.LoadPluginConfig(path, schedulerName)
 	return bin, config, err
 }
 

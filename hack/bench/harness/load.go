@@ -1,0 +1,24 @@
+package harness
+
+import (
+	"os"
+	"runtime"
+	"strings"
+)
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages, as
+// /proc/loadavg gives them, or "unknown".
+func LoadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 3 {
+		return "unknown"
+	}
+	return strings.Join(fields[:3], " ")
+}
+
+// numCPU is how many CPUs the process may run on.
+func NumCPU() int { return runtime.NumCPU() }

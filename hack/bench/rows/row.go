@@ -1,0 +1,199 @@
+package rows
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
+
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// runRow runs one row on a fresh control plane. A row that fails says why
+// in its Err, with what it measured until then.
+func Run(ctx context.Context, r *harness.Runner, row string) RowResult {
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
+	ctx = klog.NewContext(ctx, logger)
+	res := RowResult{Row: row, Name: harness.RowName(row), Pods: r.Options.Pods, APIRequests: -1, Pinning: r.Pin}
+	if harness.HasExtender(row) {
+		res.APIRequests = 0
+	}
+	res.Err = measureRow(ctx, r, row, &res)
+	if res.Err != nil {
+		logger.Error(res.Err, "Row failed")
+	}
+	return res
+}
+
+func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResult) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	// Everything the row started in the background ends before the control plane.
+	defer cancel()
+	env, err := r.StartCluster(ctx, row)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	created, err := harness.CreatePods(ctx, env, r.Options.Workers, harness.DefaultMix().Sequence(r.Options.Pods), 0, harness.RowForm(row))
+	if err != nil {
+		return err
+	}
+
+	binds := harness.NewBindRecorder(r.Options.Pods)
+	watches, err := harness.NewInformers(env)
+	if err != nil {
+		return err
+	}
+	pods := watches.Kube.Core().V1().Pods()
+	if _, err := pods.Informer().AddEventHandler(binds.Handler()); err != nil {
+		return err
+	}
+	kubelet, err := harness.WatchForKubelet(row, watches, env.ControlPlane.Tessera)
+	if err != nil {
+		return err
+	}
+	// Informers and workers end with ctx, and before the control plane.
+	defer func() {
+		cancel()
+		watches.Shutdown()
+		wg.Wait()
+	}()
+	if err := watches.Start(ctx); err != nil {
+		return err
+	}
+	kubelet.Start(ctx, &wg)
+
+	sched, err := r.PrepareScheduler(ctx, env, row)
+	if err != nil {
+		return err
+	}
+	defer sched.StopExtender()
+	noop, extender := sched.Noop, sched.Extender
+
+	writesBefore, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	if err != nil {
+		return err
+	}
+	cpuBefore := harness.SampleCPU(env.Dir)
+	start := time.Now()
+	if err := sched.Start(ctx, env); err != nil {
+		return err
+	}
+	if err := r.PinRow(env); err != nil {
+		return err
+	}
+	profiles := &harness.Profiler{Seconds: r.Options.ProfileSeconds}
+	var extenderURL string
+	if extender != nil {
+		extenderURL = extender.URL
+	}
+	profiles.Start(ctx, env, extenderURL)
+	defer profiles.Wait()
+	waitErr := harness.WaitAllBound(ctx, binds, r.Options.Timeout, sched.Check)
+
+	res.CPU = harness.SampleCPU(env.Dir).Since(cpuBefore)
+	bound, last, latencies := binds.Snapshot(created, start)
+	res.Bound = bound
+	if bound > 0 {
+		res.Duration = last.Sub(start)
+	}
+	res.Latency = harness.SampleQuantiles(latencies)
+	_, _, rawLatencies := binds.Snapshot(created, time.Time{})
+	rawQ := harness.SampleQuantiles(rawLatencies)
+	logger.Info("Row measured", "bound", bound, "pods", r.Options.Pods, "duration", res.Duration.Round(time.Millisecond),
+		"podsPerSecond", fmt.Sprintf("%.1f", res.Throughput()),
+		"createToBoundP50", rawQ.P50.Round(time.Millisecond), "createToBoundP99", rawQ.P99.Round(time.Millisecond))
+	logger.Info("CPU time used during the row", "cpu", res.CPU.String())
+	if kubelet != nil {
+		logger.Info("Allocations completed by the simulated kubelet", "count", kubelet.Completed.Load())
+	}
+
+	// A bind is observed in the histogram just after the pod is bound, so
+	// the last ones may not be in it yet when the watch reports the bind.
+	verbs := func() (map[string]harness.Quantiles, error) { return nil, nil }
+	switch {
+	case noop != nil:
+		verbs = noop.Quantiles
+	case extender != nil:
+		verbs = func() (map[string]harness.Quantiles, error) {
+			families, err := harness.Scrape(ctx, extender.URL+"/metrics")
+			if err != nil {
+				return nil, err
+			}
+			res.BindQueueWait = harness.HistogramOf(families, harness.BindQueueWaitMetric)
+			return harness.VerbQuantiles(families, harness.ExtenderDurationMetric), nil
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if res.Verbs, err = verbs(); err != nil {
+			return err
+		}
+		if res.Verbs == nil || res.Verbs[harness.VerbBind].Count >= uint64(bound) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if extender != nil {
+		if _, res.PeakRSSBytes, err = extender.Memory(); err != nil {
+			return err
+		}
+	}
+	writesAfter, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	if err != nil {
+		return err
+	}
+	res.Writes = writesAfter.Since(writesBefore)
+	logger.Info("API writes while scheduling", "total", res.Writes.Total(), "perPod", res.Writes.PerPod(max(bound, 1)))
+	if harness.HasExtender(row) {
+		count, err := harness.CountRequestsInFile(env.AuditLog, harness.ExtenderUser)
+		if err != nil {
+			return err
+		}
+		res.APIRequests = count.Total
+		logger.Info("Extender API requests", "total", count.Total, "byKind", count.String())
+	}
+	if row == harness.RowTessera {
+		cycle, err := auditBindCycle(ctx, r, env, pods.Lister(), kubelet)
+		if err != nil {
+			return err
+		}
+		res.Cycle = &cycle
+		logger.Info("Bind cycle on a node", "cycle", cycle.String())
+	}
+	if waitErr != nil {
+		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.Options.Pods, waitErr, env.Dir)
+	}
+	return nil
+}
+
+// bindCycle times the steps of Tessera's binds from the audit log, the
+// pods' nodes and the simulated kubelet's records.
+func auditBindCycle(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, pods corelisters.PodLister, kubelet *harness.KubeletSim) (BindCycle, error) {
+	timelines := map[string]*podTimeline{}
+	list, err := pods.List(labels.Everything())
+	if err != nil {
+		return BindCycle{}, err
+	}
+	for _, p := range list {
+		timelines[p.Name] = &podTimeline{node: p.Spec.NodeName}
+	}
+	for name, at := range kubelet.Allocated() {
+		if p, ok := timelines[name]; ok {
+			p.allocated = at
+		}
+	}
+	if err := timelinesFromAudit(env.AuditLog, harness.ExtenderUser, timelines); err != nil {
+		return BindCycle{}, err
+	}
+	return bindCycle(timelines), nil
+}
