@@ -16,7 +16,7 @@ import (
 
 // Backlog mode's fixed settings.
 const (
-	// backlogFactor is how many times what fits the cluster waits.
+	// BacklogFactor is how many times what fits the cluster waits.
 	BacklogFactor = 3
 	// backlogTail is how long binds are still watched after the last
 	// pod ends, so that the last frees have time to be taken.
@@ -52,7 +52,7 @@ type BacklogRow struct {
 	Err error
 }
 
-// runBacklog runs each backlog row on a fresh control plane.
+// Run runs each backlog row on a fresh control plane.
 func Run(ctx context.Context, r *harness.Runner) []BacklogRow {
 	var rows []BacklogRow
 	for _, row := range harness.AllBacklogRows() {

@@ -34,7 +34,7 @@ func backlogHeader() []string {
 
 // schedulerCPU is the CPU time of the scheduler's side: every process but
 // the control plane's and the bench's (kube-scheduler or
-// tessera-scheduler, and the extender).
+// Tessera-scheduler, and the extender).
 func schedulerCPU(u harness.CPUUsage) time.Duration {
 	var total time.Duration
 	for name, t := range u {
@@ -171,7 +171,7 @@ func orDash(s string) string {
 	return s
 }
 
-// failed reports the first row that did not finish.
+// Failed reports the first row that did not finish.
 func (t BacklogTable) Failed() error {
 	for _, r := range t.Rows {
 		if r.Err != nil {

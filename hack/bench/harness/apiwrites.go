@@ -20,11 +20,11 @@ const apiRequestsMetric = "apiserver_request_total"
 // writeVerbs are the verbs of apiRequestsMetric that change state.
 func writeVerbs() []string { return []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"} }
 
-// apiWrites counts write requests by resource ("pods/binding",
+// APIWrites counts write requests by resource ("pods/binding",
 // "resourceclaims/status", ...), from every client of the API server.
 type APIWrites map[string]float64
 
-// sampleAPIWrites reads kube-apiserver's request counter.
+// SampleAPIWrites reads kube-apiserver's request counter.
 func SampleAPIWrites(ctx context.Context, kube kubernetes.Interface) (APIWrites, error) {
 	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -58,7 +58,7 @@ func writesOf(family *dto.MetricFamily) APIWrites {
 	return out
 }
 
-// since is the writes made from before to w.
+// Since is the writes made from before to w.
 func (w APIWrites) Since(before APIWrites) APIWrites {
 	out := APIWrites{}
 	for k, v := range w {
@@ -69,7 +69,7 @@ func (w APIWrites) Since(before APIWrites) APIWrites {
 	return out
 }
 
-// total is every write counted.
+// Total is every write counted.
 func (w APIWrites) Total() float64 {
 	var total float64
 	for _, v := range w {
@@ -78,7 +78,7 @@ func (w APIWrites) Total() float64 {
 	return total
 }
 
-// perPod lists the writes per pod by resource, the most first.
+// PerPod lists the writes per pod by resource, the most first.
 func (w APIWrites) PerPod(pods int) string {
 	keys := keysByValue(w)
 	parts := make([]string, 0, len(keys))

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// extenderUser is the user the extender (Tessera's or the no-op one)
+// ExtenderUser is the user the extender (Tessera's or the no-op one)
 // talks to the API server as. kube-apiserver's request metrics carry no
 // user or user agent, so its requests are counted in an audit log that
 // records that user's requests only.
@@ -20,7 +20,7 @@ const ExtenderUser = "tessera-bench-extender"
 
 // auditPolicy logs the requests of the extender's user, when each arrives
 // (to count them) and when it completes (to time them, with the object's
-// name), and nothing for anyone else, so the log costs the API server
+// Name), and nothing for anyone else, so the log costs the API server
 // next to nothing.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -50,7 +50,7 @@ func auditFlags(dir string) ([]string, string, error) {
 	}, log, nil
 }
 
-// auditEvent is the part of an audit event the bench reads.
+// AuditEvent is the part of an audit event the bench reads.
 type AuditEvent struct {
 	Stage string `json:"stage"`
 	Verb  string `json:"verb"`
@@ -66,7 +66,7 @@ type AuditEvent struct {
 	StageTimestamp  time.Time `json:"stageTimestamp"`
 }
 
-// readAudit calls fn for each event of user in an audit log (JSON lines).
+// ReadAudit calls fn for each event of user in an audit log (JSON lines).
 func ReadAudit(r io.Reader, user string, fn func(e *AuditEvent)) error {
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 0, 64<<10), 16<<20)
@@ -128,7 +128,7 @@ func countRequests(r io.Reader, user string) (RequestCount, error) {
 	return count, err
 }
 
-// countRequestsInFile is countRequests on a file.
+// CountRequestsInFile is countRequests on a file.
 func CountRequestsInFile(path, user string) (RequestCount, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -18,11 +18,12 @@ type bindRecorder struct {
 	all      chan struct{}
 }
 
+// NewBindRecorder records the binds of expected pods.
 func NewBindRecorder(expected int) *bindRecorder {
 	return &bindRecorder{expected: expected, at: make(map[string]time.Time, expected), all: make(chan struct{})}
 }
 
-// handler is the informer event handler that records binds.
+// Handler is the informer event handler that records binds.
 func (b *bindRecorder) Handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { b.observe(obj) },
@@ -51,7 +52,7 @@ func (b *bindRecorder) observe(obj any) {
 // allBound is closed once every expected pod is bound.
 func (b *bindRecorder) allBound() <-chan struct{} { return b.all }
 
-// snapshot returns how many pods are bound, when the last was, and the
+// Snapshot returns how many pods are bound, when the last was, and the
 // latency of each from its creation, or from start if it was created before.
 func (b *bindRecorder) Snapshot(created *createTimes, start time.Time) (bound int, last time.Time, latencies []time.Duration) {
 	b.mu.Lock()

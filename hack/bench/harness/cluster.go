@@ -26,16 +26,16 @@ const (
 	GPUCores     = 100
 )
 
-// fieldManager names the bench's writes.
+// FieldManager names the bench's writes.
 const FieldManager = "tessera-bench"
 
-// nodeName is the name of the i-th node, also its GPUNode's.
+// NodeName is the name of the i-th node, also its GPUNode's.
 func NodeName(i int) string { return fmt.Sprintf("bench-node-%05d", i) }
 
-// gpuUUID is the UUID of a node's index-th GPU.
+// GPUUUID is the UUID of a node's index-th GPU.
 func GPUUUID(node string, index int) string { return "GPU-" + node + "-" + strconv.Itoa(index) }
 
-// gpuNodeStatus is the status a device plugin publishes for a node with
+// GPUNodeStatus is the status a device plugin publishes for a node with
 // gpus healthy, unscaled GPUs, each shared by at most split containers.
 func GPUNodeStatus(node string, gpus, split int, now metav1.Time) gpuv1alpha1.GPUNodeStatus {
 	devices := make([]gpuv1alpha1.GPUDevice, gpus)
@@ -66,7 +66,7 @@ func GPUNodeStatus(node string, gpus, split int, now metav1.Time) gpuv1alpha1.GP
 	}
 }
 
-// createNodes creates the cluster's Nodes. For the device plugin's forms
+// CreateNodes creates the cluster's Nodes. For the device plugin's forms
 // each has allocatable nvidia.com/gpu = GPUs × split as HAMi-style device
 // plugins advertise it, its GPUNode through the generated clientset, and
 // its Lease, renewed now, in the namespace the extender watches by
@@ -117,7 +117,7 @@ func CreateNodes(ctx context.Context, env *ClusterEnv, o *Options, form PodForm)
 }
 
 // createLease creates the node's Lease, renewed now, in the namespace the
-// extender watches by default: a running fleet's node daemons find theirs
+// Extender watches by default: a running fleet's node daemons find theirs
 // there.
 func createLease(ctx context.Context, env *ClusterEnv, name string) error {
 	lease := &coordinationv1.Lease{

@@ -16,10 +16,10 @@ import (
 // it is 100 on every Linux architecture Go supports.
 const clockTicks = 100
 
-// cpuUsage is CPU time by component.
+// CPUUsage is CPU time by component.
 type CPUUsage map[string]time.Duration
 
-// sampleCPU returns the CPU time (user + system) used so far by each
+// SampleCPU returns the CPU time (user + system) used so far by each
 // process whose command line mentions dir, which holds every file of one
 // control plane and of the extender, by program name, and by this process
 // as "bench".
@@ -44,7 +44,7 @@ type process struct {
 
 // processesOf lists the processes, other than this one, whose command line
 // mentions dir, which holds every file of one control plane and of the
-// extender.
+// Extender.
 func processesOf(dir string) []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -89,7 +89,7 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
-// since is the CPU time used from before to u, by component; components
+// Since is the CPU time used from before to u, by component; components
 // that were not running before count from zero.
 func (u CPUUsage) Since(before CPUUsage) CPUUsage {
 	out := CPUUsage{}
@@ -99,7 +99,7 @@ func (u CPUUsage) Since(before CPUUsage) CPUUsage {
 	return out
 }
 
-// total is the CPU time of every component.
+// Total is the CPU time of every component.
 func (u CPUUsage) Total() time.Duration {
 	var total time.Duration
 	for _, t := range u {

@@ -14,14 +14,14 @@ import (
 )
 
 // claimName is the name of the pod's ResourceClaim in the DRA row, and the
-// name the pod gives it in its spec; claimRequest names the claim's one
+// Name the pod gives it in its spec; claimRequest names the claim's one
 // request.
 const (
 	claimName    = "gpus"
 	claimRequest = "gpu"
 )
 
-// resourceSlice is the ResourceSlice Tessera's node daemon publishes in
+// ResourceSlice is the ResourceSlice Tessera's node daemon publishes in
 // DRA mode for a node with these GPUs: one pool named after the node, one
 // device per GPU built by the daemon's own code (dra.Device). Its name is
 // of the form the daemon's ResourceSlice controller gives the pool's first
@@ -43,7 +43,7 @@ func ResourceSlice(node string, gpus []gpuv1alpha1.GPUDevice) *resourceapi.Resou
 	}
 }
 
-// resourceClaim is the shape as a claim of Tessera's DeviceClass: Count
+// ResourceClaim is the shape as a claim of Tessera's DeviceClass: Count
 // distinct GPUs, each with the shape's memory and cores as consumed
 // capacity. A shape with no memory takes each GPU's whole memory (the
 // capacity's default), as a count alone does in the other rows.
@@ -75,8 +75,8 @@ func ResourceClaim(name string, s Shape) *resourceapi.ResourceClaim {
 	}
 }
 
-// claimAllocation is the allocation kube-scheduler writes into a claim of
-// resourceClaim's form placed on these GPUs of the node: one result per
+// ClaimAllocation is the allocation kube-scheduler writes into a claim of
+// ResourceClaim's form placed on these GPUs of the node: one result per
 // GPU from the node's pool, each a share of the device (its own share
 // ID) consuming the GPU's memory and cores the placement gave and one
 // share, and the node as where the claim may be used.
@@ -104,7 +104,7 @@ func ClaimAllocation(node string, devices []gpuv1alpha1.DeviceAllocation) *resou
 	}
 }
 
-// deviceIndexes are the GPU index of each device name a node's slice lists.
+// DeviceIndexes are the GPU index of each device name a node's slice lists.
 func DeviceIndexes(gpusPerNode int) map[string]int {
 	out := make(map[string]int, gpusPerNode)
 	for i := range gpusPerNode {
@@ -113,7 +113,7 @@ func DeviceIndexes(gpusPerNode int) map[string]int {
 	return out
 }
 
-// claimHolds is what an allocated claim holds on its node's GPUs, as
+// ClaimHolds is what an allocated claim holds on its node's GPUs, as
 // Tessera counts a pod's holds, and the node; false while the claim is
 // not allocated. indexes are deviceIndexes.
 func ClaimHolds(claim *resourceapi.ResourceClaim, indexes map[string]int) (string, []placement.Hold, bool) {

@@ -12,28 +12,28 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// clusterEnv is one fresh control plane and what the bench knows of it.
+// ClusterEnv is one fresh control plane and what the bench knows of it.
 type ClusterEnv struct {
 	ControlPlane *framework.ControlPlane
-	// dir holds the control plane's data and logs.
+	// Dir holds the control plane's data and logs.
 	Dir string
-	// schedulerName is the profile the pods ask for.
+	// SchedulerName is the profile the pods ask for.
 	SchedulerName string
-	// auditLog records the extender user's requests.
+	// AuditLog records the extender user's requests.
 	AuditLog string
-	// extenderKubeconfig and extenderConfig are the extender user's.
+	// ExtenderKubeconfig and extenderConfig are the extender user's.
 	ExtenderKubeconfig string
 	extenderConfig     *rest.Config
 }
 
-// startEnv starts a control plane in dir, with an audit log of the
-// extender user's requests and a namespace for the workload. On error the
+// StartEnv starts a control plane in dir, with an audit log of the
+// Extender user's requests and a namespace for the workload. On error the
 // control plane, if started, is stopped.
 func StartEnv(ctx context.Context, dir, schedulerName string) (*ClusterEnv, error) {
 	return StartEnvWith(ctx, framework.Options{Dir: dir}, schedulerName)
 }
 
-// startEnvWith is startEnv with the control plane's options, such as
+// StartEnvWith is startEnv with the control plane's options, such as
 // the controllers queue mode needs; opts.Dir must be set.
 func StartEnvWith(ctx context.Context, opts framework.Options, schedulerName string) (*ClusterEnv, error) {
 	dir := opts.Dir
@@ -64,5 +64,5 @@ func StartEnvWith(ctx context.Context, opts framework.Options, schedulerName str
 	return env, nil
 }
 
-// stop ends every process of the control plane.
+// Stop ends every process of the control plane.
 func (e *ClusterEnv) Stop() { e.ControlPlane.Stop() }

@@ -17,7 +17,7 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// buildExtender builds ./scheduler into dir and returns the binary's path.
+// BuildExtender builds ./scheduler into dir and returns the binary's path.
 func BuildExtender(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "tessera-scheduler")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./scheduler")
@@ -37,7 +37,7 @@ type extenderProcess struct {
 	logFile string
 }
 
-// startExtender runs the extender binary against the kubeconfig on a free
+// StartExtender runs the extender binary against the kubeconfig on a free
 // loopback port, logging to dir, and waits until it is ready (its view
 // synced with the API server).
 func StartExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir string, extra, env []string) (*extenderProcess, error) {
@@ -81,7 +81,7 @@ func (p *extenderProcess) CPU() (time.Duration, error) {
 	return processCPU(p.Pid())
 }
 
-// procMemory reads VmRSS and VmHWM, in bytes, of a process.
+// ProcMemory reads VmRSS and VmHWM, in bytes, of a process.
 func ProcMemory(pid int) (rss, peak int64, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

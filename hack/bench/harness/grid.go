@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// writeGrid writes a title, a table and notes below it, as text with
+// WriteGrid writes a title, a table and notes below it, as text with
 // aligned columns or as Markdown.
 func WriteGrid(w io.Writer, title string, header []string, rows [][]string, notes []string, markdown bool) error {
 	var b strings.Builder
@@ -53,7 +53,7 @@ func WriteGrid(w io.Writer, title string, header []string, rows [][]string, note
 	return err
 }
 
-// formatDuration writes a latency in milliseconds, or "—" when nothing was observed.
+// FormatDuration writes a latency in milliseconds, or "—" when nothing was observed.
 func FormatDuration(d time.Duration, count uint64) string {
 	if count == 0 {
 		return "—"
@@ -71,7 +71,7 @@ func FormatDuration(d time.Duration, count uint64) string {
 	}
 }
 
-// formatBytes writes a size in MiB, or "—" when it was not measured.
+// FormatBytes writes a size in MiB, or "—" when it was not measured.
 func FormatBytes(n int64) string {
 	if n <= 0 {
 		return "—"
@@ -79,7 +79,7 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
 }
 
-// formatCount writes a count, or "—" for a negative one (not applicable).
+// FormatCount writes a count, or "—" for a negative one (not applicable).
 func FormatCount(n int) string {
 	if n < 0 {
 		return "—"

@@ -31,10 +31,10 @@ type Heartbeats struct {
 	Load string
 }
 
-// perSecond is a count or a CPU time per second of the window.
+// PerSecond is a count or a CPU time per second of the window.
 func (h *Heartbeats) PerSecond(v float64) float64 { return v / h.Window.Seconds() }
 
-// runHeartbeats runs one device plugin heartbeat per node, each at the
+// RunHeartbeats runs one device plugin heartbeat per node, each at the
 // period, their starts spread over one period as a fleet's are, and
 // measures the steady state for window once every node has beaten.
 func RunHeartbeats(ctx context.Context, env *ClusterEnv, o *Options, extender *extenderProcess) (*Heartbeats, error) {
@@ -81,7 +81,7 @@ func RunHeartbeats(ctx context.Context, env *ClusterEnv, o *Options, extender *e
 	return res, nil
 }
 
-// countingClient is a client for n simulated node daemons, its rate
+// CountingClient is a client for n simulated node daemons, its rate
 // limits lifted, with a tally of every request it sends.
 func CountingClient(env *ClusterEnv, n int) (kubernetes.Interface, *RequestTally, error) {
 	requests := newRequestTally()
@@ -100,7 +100,7 @@ func CountingClient(env *ClusterEnv, n int) (kubernetes.Interface, *RequestTally
 	return kube, requests, nil
 }
 
-// startFleet runs run for each of n nodes until ctx ends, their starts
+// StartFleet runs run for each of n nodes until ctx ends, their starts
 // spread evenly over one period as a fleet's are. The returned wait
 // returns once every run has, after ctx ended.
 func StartFleet(ctx context.Context, n int, period time.Duration, run func(ctx context.Context, i int)) (wait func()) {
@@ -119,7 +119,7 @@ func StartFleet(ctx context.Context, n int, period time.Duration, run func(ctx c
 	return wg.Wait
 }
 
-// leaseRenewer is the i-th node's device plugin heartbeat, through the
+// LeaseRenewer is the i-th node's device plugin heartbeat, through the
 // device plugin's own code.
 func LeaseRenewer(kube kubernetes.Interface, i int, period time.Duration) *nodestatus.LeaseRenewer {
 	return nodestatus.NewLeaseRenewer(nodestatus.LeaseConfig{
@@ -131,4 +131,5 @@ func LeaseRenewer(kube kubernetes.Interface, i int, period time.Duration) *nodes
 // roundTripperFunc is a function as an http.RoundTripper.
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
+// RoundTrip calls f.
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -10,7 +10,7 @@ import (
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 )
 
-// benchInformers are the bench's own watches on the bench namespace: pods,
+// Informers are the bench's own watches on the bench namespace: pods,
 // in protobuf as Tessera's daemons and kube-scheduler watch them, so that
 // the bench's share of the CPUs stays small, and Tessera's objects.
 type Informers struct {
@@ -18,6 +18,7 @@ type Informers struct {
 	Tessera externalversions.SharedInformerFactory
 }
 
+// NewInformers are the bench's informer factories on env's control plane.
 func NewInformers(env *ClusterEnv) (*Informers, error) {
 	watchClient, err := kubeclient.New(env.ControlPlane.Config)
 	if err != nil {
@@ -29,7 +30,7 @@ func NewInformers(env *ClusterEnv) (*Informers, error) {
 	}, nil
 }
 
-// start starts the informers asked for so far, until ctx ends, and waits
+// Start starts the informers asked for so far, until ctx ends, and waits
 // until they have synced.
 func (b *Informers) Start(ctx context.Context) error {
 	b.Kube.Start(ctx.Done())
@@ -47,7 +48,7 @@ func (b *Informers) Start(ctx context.Context) error {
 	return nil
 }
 
-// shutdown waits for the informers to stop, once their ctx has ended.
+// Shutdown waits for the informers to stop, once their ctx has ended.
 func (b *Informers) Shutdown() {
 	b.Kube.Shutdown()
 	b.Tessera.Shutdown()

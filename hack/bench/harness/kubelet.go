@@ -22,7 +22,7 @@ import (
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 )
 
-// kubeletSim does what a node's kubelet and Tessera's device plugin do
+// KubeletSim does what a node's kubelet and Tessera's device plugin do
 // for a pod the extender bound: as soon as the pod is bound, its
 // GPUAllocation becomes Allocated. The extender lets one pod per node be
 // in flight, so this loop's speed is the kubelet's in the benchmark.
@@ -128,14 +128,14 @@ func (k *KubeletSim) complete(ctx context.Context, name cache.ObjectName) error 
 	return nil
 }
 
-// allocated returns when each allocation was marked Allocated, by name.
+// Allocated returns when each allocation was marked Allocated, by name.
 func (k *KubeletSim) Allocated() map[string]time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return maps.Clone(k.allocatedAt)
 }
 
-// allocatedStatus is the status the device plugin writes once the kubelet
+// AllocatedStatus is the status the device plugin writes once the kubelet
 // has been served for every container of the allocation.
 func AllocatedStatus(alloc *gpuv1alpha1.GPUAllocation, now metav1.Time) gpuv1alpha1.GPUAllocationStatus {
 	served := make([]string, 0, len(alloc.Spec.Containers))
@@ -155,7 +155,7 @@ func podIsBound(obj any) bool {
 	return ok && pod.Spec.NodeName != ""
 }
 
-// watchForKubelet is, for a row whose scheduler writes GPUAllocations, the
+// WatchForKubelet is, for a row whose scheduler writes GPUAllocations, the
 // simulated kubelet fed by the bench's informers, which must not have
 // started yet; nil for other rows. The caller runs it once they have.
 func WatchForKubelet(row string, watches *Informers, tessera versioned.Interface) (*KubeletSim, error) {
@@ -176,7 +176,7 @@ func WatchForKubelet(row string, watches *Informers, tessera versioned.Interface
 	return kubelet, nil
 }
 
-// start runs the simulated kubelet, if the row has one, until ctx ends;
+// Start runs the simulated kubelet, if the row has one, until ctx ends;
 // wg counts it.
 func (k *KubeletSim) Start(ctx context.Context, wg *sync.WaitGroup) {
 	if k == nil {

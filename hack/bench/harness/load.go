@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// loadAverage is the machine's 1, 5 and 15 minute load averages, as
+// LoadAverage is the machine's 1, 5 and 15 minute load averages, as
 // /proc/loadavg gives them, or "unknown".
 func LoadAverage() string {
 	data, err := os.ReadFile("/proc/loadavg")
@@ -20,5 +20,5 @@ func LoadAverage() string {
 	return strings.Join(fields[:3], " ")
 }
 
-// numCPU is how many CPUs the process may run on.
+// NumCPU is how many CPUs the process may run on.
 func NumCPU() int { return runtime.NumCPU() }

@@ -20,13 +20,13 @@ const (
 	heapAllocMetric        = "go_memstats_heap_alloc_bytes"
 )
 
-// scrape reads and parses a Prometheus text endpoint.
+// Scrape reads and parses a Prometheus text endpoint.
 func Scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
 	families, _, err := ScrapeSized(ctx, url)
 	return families, err
 }
 
-// scrapeSized is scrape that also returns the size of the answer in bytes.
+// ScrapeSized is scrape that also returns the size of the answer in bytes.
 func ScrapeSized(ctx context.Context, url string) (map[string]*dto.MetricFamily, int, error) {
 	return scrapeWith(ctx, http.DefaultClient, url)
 }
@@ -71,7 +71,7 @@ func httpGetWith(ctx context.Context, client *http.Client, url string) ([]byte, 
 	return body, nil
 }
 
-// verbQuantiles are the median and 99th percentile of a request-duration
+// VerbQuantiles are the median and 99th percentile of a request-duration
 // histogram with a verb label, by verb.
 func VerbQuantiles(families map[string]*dto.MetricFamily, name string) map[string]Quantiles {
 	out := map[string]Quantiles{}
@@ -99,13 +99,13 @@ func VerbQuantiles(families map[string]*dto.MetricFamily, name string) map[strin
 	return out
 }
 
-// histogramOf is the median and 99th percentile of an unlabelled
+// HistogramOf is the median and 99th percentile of an unlabelled
 // histogram, or zero if it is absent.
 func HistogramOf(families map[string]*dto.MetricFamily, name string) Quantiles {
 	return VerbQuantiles(families, name)[""]
 }
 
-// gaugeValue is the value of an unlabelled gauge, or false if it is absent.
+// GaugeValue is the value of an unlabelled gauge, or false if it is absent.
 func GaugeValue(families map[string]*dto.MetricFamily, name string) (float64, bool) {
 	family, ok := families[name]
 	if !ok || len(family.GetMetric()) == 0 {
@@ -121,7 +121,7 @@ func GaugeValue(families map[string]*dto.MetricFamily, name string) (float64, bo
 	return 0, false
 }
 
-// counterSum is the sum of every series of a counter, whatever its labels;
+// CounterSum is the sum of every series of a counter, whatever its labels;
 // 0 if it is absent.
 func CounterSum(families map[string]*dto.MetricFamily, name string) float64 {
 	var sum float64
@@ -131,7 +131,7 @@ func CounterSum(families map[string]*dto.MetricFamily, name string) float64 {
 	return sum
 }
 
-// valuesBy sums the series of a counter or gauge by the value of one label.
+// ValuesBy sums the series of a counter or gauge by the value of one label.
 func ValuesBy(families map[string]*dto.MetricFamily, name, label string) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range families[name].GetMetric() {

@@ -26,7 +26,7 @@ const noopDurationMetric = "bench_noop_extender_request_duration_seconds"
 // noopExtender speaks the extender protocol with the same verbs as
 // Tessera's and does nothing else: filter passes every node, prioritize
 // scores every node 0, bind posts the Binding. It is the ceiling of any
-// extender: what kube-scheduler's extender calls cost by themselves.
+// Extender: what kube-scheduler's extender calls cost by themselves.
 type noopExtender struct {
 	kube     kubernetes.Interface
 	duration *prometheus.HistogramVec
@@ -79,7 +79,7 @@ func (e *noopExtender) serve(ctx context.Context) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
-// quantiles are the latencies of the requests so far, by verb.
+// Quantiles are the latencies of the requests so far, by verb.
 func (e *noopExtender) Quantiles() (map[string]Quantiles, error) {
 	families, err := e.registry.Gather()
 	if err != nil {

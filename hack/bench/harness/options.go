@@ -19,7 +19,7 @@ const (
 	RowDRA           = "e"
 )
 
-// allRows are the rows of the throughput table, in its order.
+// AllRows are the rows of the throughput table, in its order.
 func AllRows() []string {
 	return []string{RowKubeScheduler, RowNoop, RowTessera, RowPlugin, RowDRA}
 }
@@ -84,7 +84,7 @@ type Options struct {
 	// ExtenderArgs are extra flags for the extender.
 	ExtenderArgs []string
 	// ExtenderEnv are extra environment variables (KEY=VALUE) for the
-	// extender, such as GOMEMLIMIT.
+	// Extender, such as GOMEMLIMIT.
 	ExtenderEnv []string
 	// SchedulerConfig is the KubeSchedulerConfiguration rows b and c start
 	// from; its extender urlPrefix is rewritten.
@@ -98,7 +98,7 @@ type Options struct {
 	Timeout time.Duration
 	// ProfileSeconds, when positive, takes CPU profiles of kube-apiserver
 	// and the extender, and a trace of the extender, for that long from
-	// kube-scheduler's start, into Dir.
+	// Kube-scheduler's start, into Dir.
 	ProfileSeconds int
 	// Probes is how many filter calls the scale mode sends for its probe pod.
 	Probes int
@@ -110,7 +110,7 @@ type Options struct {
 	// SteadyWindow is how long scale mode measures that steady state.
 	SteadyWindow time.Duration
 	// NewPods is how many DRA pods scale mode with row e schedules once
-	// kube-scheduler is ready, onto the room the placed pods left.
+	// Kube-scheduler is ready, onto the room the placed pods left.
 	NewPods int
 	// ClaimChurn is how many ResourceClaims a second scale mode with row e
 	// creates and deletes while it measures the node daemons' steady state.
@@ -306,14 +306,14 @@ func (o *Options) validateScale() error {
 	return nil
 }
 
-// scaleDRA reports whether scale mode measures DRA mode (--rows=e alone)
+// ScaleDRA reports whether scale mode measures DRA mode (--rows=e alone)
 // rather than the extender.
 func (o *Options) ScaleDRA() bool {
 	return o.Mode == ModeScale && len(o.Rows) == 1 && o.Rows[0] == RowDRA
 }
 
-// wants reports whether the row is asked for.
+// Wants reports whether the row is asked for.
 func (o *Options) Wants(row string) bool { return slices.Contains(o.Rows, row) }
 
-// allBacklogRows are the rows backlog mode runs: Tessera's three modes.
+// AllBacklogRows are the rows backlog mode runs: Tessera's three modes.
 func AllBacklogRows() []string { return []string{RowTessera, RowPlugin, RowDRA} }

@@ -6,7 +6,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// forEach calls fn for 0 ≤ i < n with at most workers calls at once, and
+// ForEach calls fn for 0 ≤ i < n with at most workers calls at once, and
 // returns the first error, after which no new call starts.
 func ForEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
@@ -25,5 +25,5 @@ func ForEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i
 	return context.Cause(ctx)
 }
 
-// maxFinishing bounds the pods the bench ends at once.
+// MaxFinishing bounds the pods the bench ends at once.
 const MaxFinishing = 64

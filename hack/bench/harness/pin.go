@@ -11,23 +11,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// controlPlaneProcesses are the programs --pin-control-plane puts on the
+// ControlPlaneProcesses are the programs --pin-control-plane puts on the
 // control plane's CPU; every other process of a row (kube-scheduler,
-// tessera-scheduler, the extender, the bench) runs on the rest.
+// Tessera-scheduler, the extender, the bench) runs on the rest.
 func ControlPlaneProcesses() []string {
 	return []string{"etcd", "kube-apiserver", "kube-controller-manager"}
 }
 
-// pinning splits the CPUs the bench may use between the control plane
+// Pinning splits the CPUs the bench may use between the control plane
 // (the first of them, CPU 0 on most machines) and everything else, as if
 // the control plane had a machine of its own.
 type Pinning struct {
 	controlPlane, rest unix.CPUSet
-	// cpus are the CPUs of each side, for the report.
+	// ControlPlaneCPUs and RestCPUs are the CPUs of each side, for the report.
 	ControlPlaneCPUs, RestCPUs []int
 }
 
-// newPinning splits the CPUs this process may use: the first to the
+// NewPinning splits the CPUs this process may use: the first to the
 // control plane, the others to the rest. It needs two at least.
 func NewPinning() (*Pinning, error) {
 	var allowed unix.CPUSet
@@ -69,6 +69,7 @@ func (p *Pinning) String() string {
 		strings.Join(ControlPlaneProcesses(), ", "), CPUList(p.ControlPlaneCPUs), CPUList(p.RestCPUs))
 }
 
+// CPUList writes cpus as a comma-separated list.
 func CPUList(cpus []int) string {
 	parts := make([]string, len(cpus))
 	for i, c := range cpus {
@@ -77,7 +78,7 @@ func CPUList(cpus []int) string {
 	return strings.Join(parts, ",")
 }
 
-// pinBench moves the bench itself to the rest's CPUs. Processes it starts
+// PinBench moves the bench itself to the rest's CPUs. Processes it starts
 // afterwards inherit that affinity.
 func (p *Pinning) PinBench() error {
 	return pinProcess(os.Getpid(), p.rest)
@@ -99,7 +100,7 @@ func (p *Pinning) pinRow(dir string) (controlPlane int, err error) {
 	return controlPlane, nil
 }
 
-// split sums the CPU time of each side.
+// Split sums the CPU time of each side.
 func (p *Pinning) Split(u CPUUsage) (controlPlane, rest float64) {
 	for name, t := range u {
 		if slices.Contains(ControlPlaneProcesses(), name) {

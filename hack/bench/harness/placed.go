@@ -12,10 +12,10 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// placePods creates o.Pods pods already bound to nodes, each with the
+// PlacePods creates o.Pods pods already bound to nodes, each with the
 // GPUAllocation the extender would have written, marked Allocated, or in
-// formClaim with its claim allocated and reserved for it, as
-// kube-scheduler would have left it.
+// FormClaim with its claim allocated and reserved for it, as
+// Kube-scheduler would have left it.
 func PlacePods(ctx context.Context, env *ClusterEnv, o *Options, form PodForm) error {
 	shapes, placements, err := ScalePlacements(o.Nodes, o.GPUsPerNode, o.Split, o.Pods)
 	if err != nil {
@@ -38,13 +38,13 @@ func PlacePods(ctx context.Context, env *ClusterEnv, o *Options, form PodForm) e
 }
 
 // scalePlacement is where the placer put one of scale mode's pods: the
-// node's index and the devices its container got.
+// Node's index and the devices its container got.
 type scalePlacement struct {
 	Node    int
 	Devices []gpuv1alpha1.DeviceAllocation
 }
 
-// scalePlacements are the shapes of scale mode's pods, in the workload's
+// ScalePlacements are the shapes of scale mode's pods, in the workload's
 // mix, and where the placer's first fit puts each.
 func ScalePlacements(nodes, gpusPerNode, split, pods int) ([]Shape, []scalePlacement, error) {
 	shapes := DefaultMix().Sequence(pods)
@@ -60,7 +60,7 @@ func ScalePlacements(nodes, gpusPerNode, split, pods int) ([]Shape, []scalePlace
 	return shapes, placements, nil
 }
 
-// createAllocatedPod creates a pod already bound to its node, with the
+// CreateAllocatedPod creates a pod already bound to its node, with the
 // GPUAllocation the extender would have written for its devices, marked
 // Allocated as the device plugin would.
 func CreateAllocatedPod(ctx context.Context, env *ClusterEnv, pod *corev1.Pod, devices []gpuv1alpha1.DeviceAllocation) error {
@@ -81,7 +81,7 @@ func CreateAllocatedPod(ctx context.Context, env *ClusterEnv, pod *corev1.Pod, d
 	return nil
 }
 
-// allocationFor is the GPUAllocation the extender writes for a bound pod
+// AllocationFor is the GPUAllocation the extender writes for a bound pod
 // whose one container got devices.
 func AllocationFor(pod *corev1.Pod, devices []gpuv1alpha1.DeviceAllocation) *gpuv1alpha1.GPUAllocation {
 	var memory int64
@@ -105,9 +105,9 @@ func AllocationFor(pod *corev1.Pod, devices []gpuv1alpha1.DeviceAllocation) *gpu
 	}
 }
 
-// createAllocatedClaimPod creates a pod already bound to its node, and its
+// CreateAllocatedClaimPod creates a pod already bound to its node, and its
 // claim allocated there on the devices and reserved for the pod, as
-// kube-scheduler would have left them.
+// Kube-scheduler would have left them.
 func CreateAllocatedClaimPod(ctx context.Context, env *ClusterEnv, pod *corev1.Pod, s Shape, devices []gpuv1alpha1.DeviceAllocation) error {
 	created, err := env.ControlPlane.Kube.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil {

@@ -23,6 +23,8 @@ type gpuUse struct {
 	shares    int
 }
 
+// NewPlacer is a placer over nodes empty nodes of gpusPerNode GPUs, each
+// shared by at most split containers.
 func NewPlacer(nodes, gpusPerNode, split int) *placer {
 	p := &placer{split: split, nodes: make([][]gpuUse, nodes)}
 	for i := range p.nodes {
@@ -31,7 +33,7 @@ func NewPlacer(nodes, gpusPerNode, split int) *placer {
 	return p
 }
 
-// place puts the i-th pod, of shape s, on a node and returns the node's
+// Place puts the i-th pod, of shape s, on a node and returns the node's
 // index and the devices the pod's container gets.
 func (p *placer) Place(i int, s Shape) (int, []gpuv1alpha1.DeviceAllocation, error) {
 	for k := range p.nodes {

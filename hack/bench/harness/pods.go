@@ -15,29 +15,29 @@ import (
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
-// benchNamespace holds every pod and allocation of a run.
+// Namespace holds every pod and allocation of a run.
 const Namespace = "bench"
 
-// podName is the name of the i-th pod.
+// PodName is the name of the i-th pod.
 func PodName(i int) string { return fmt.Sprintf("bench-pod-%06d", i) }
 
-// podForm is how the workload's pods ask for their GPUs.
+// PodForm is how the workload's pods ask for their GPUs.
 type PodForm int
 
 const (
-	// formSlices asks for the GPU count, memory and cores as extended
+	// FormSlices asks for the GPU count, memory and cores as extended
 	// resources, as HAMi-style pods do (rows b, c, d).
 	FormSlices PodForm = iota
 	// formWholeGPU asks for the GPU count only, since kube-scheduler
 	// alone knows nothing of memory or cores (row a).
 	formWholeGPU
-	// formClaim asks through a ResourceClaim of its own, created with the
+	// FormClaim asks through a ResourceClaim of its own, created with the
 	// pod, for the shape's GPUs with its memory and cores as consumed
 	// capacity (row e).
 	FormClaim
 )
 
-// rowForm is how the row's pods ask for their GPUs.
+// RowForm is how the row's pods ask for their GPUs.
 func RowForm(row string) PodForm {
 	switch row {
 	case RowKubeScheduler:
@@ -49,7 +49,7 @@ func RowForm(row string) PodForm {
 	}
 }
 
-// gpuLimits are the limits a container of the shape asks for in the form.
+// GPULimits are the limits a container of the shape asks for in the form.
 func GPULimits(s Shape, form PodForm) corev1.ResourceList {
 	if form == FormClaim {
 		return nil
@@ -68,7 +68,7 @@ func GPULimits(s Shape, form PodForm) corev1.ResourceList {
 	return limits
 }
 
-// newPod is a pod of the shape for the scheduler profile, as the admission
+// NewPod is a pod of the shape for the scheduler profile, as the admission
 // webhook would leave it: the GPU count set and the scheduler name Tessera's.
 // In formClaim its container uses the claim named like the pod.
 func NewPod(name, schedulerName string, s Shape, form PodForm) *corev1.Pod {
@@ -116,7 +116,7 @@ func (c *createTimes) get(name string) (time.Time, bool) {
 	return t, ok
 }
 
-// createPods creates a pod of each shape, unscheduled, named from the
+// CreatePods creates a pod of each shape, unscheduled, named from the
 // first-th pod on, each in formClaim after its claim, and returns when
 // each was created.
 func CreatePods(ctx context.Context, env *ClusterEnv, workers int, shapes []Shape, first int, form PodForm) (*createTimes, error) {

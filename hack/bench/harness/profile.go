@@ -11,16 +11,16 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// profiler takes CPU profiles of kube-apiserver and, in row c, of the
-// extender while a row schedules, so that what dominates each row's CPU
+// Profiler takes CPU profiles of kube-apiserver and, in row c, of the
+// Extender while a row schedules, so that what dominates each row's CPU
 // time can be read with `go tool pprof`, and an execution trace of the
-// extender (`go tool trace`), which shows where its calls wait.
+// Extender (`go tool trace`), which shows where its calls wait.
 type Profiler struct {
 	Seconds int
 	wg      sync.WaitGroup
 }
 
-// extenderArgs are the extra flags for the extender: --profiling when
+// ExtenderFlags are the extra flags for the extender: --profiling when
 // profiles are taken, and then the user's.
 func (o *Options) ExtenderFlags() []string {
 	if o.ProfileSeconds > 0 {
@@ -29,10 +29,10 @@ func (o *Options) ExtenderFlags() []string {
 	return o.ExtenderArgs
 }
 
-// start begins a profile of seconds of every process that serves one and
+// Start begins a profile of seconds of every process that serves one and
 // writes them into dir as <process>.cpu.pprof, with the extender's trace as
-// tessera-scheduler.trace. extenderURL is empty for rows without Tessera's
-// extender.
+// Tessera-scheduler.trace. extenderURL is empty for rows without Tessera's
+// Extender.
 func (p *Profiler) Start(ctx context.Context, env *ClusterEnv, extenderURL string) {
 	if p.Seconds <= 0 {
 		return
@@ -54,7 +54,7 @@ func (p *Profiler) Start(ctx context.Context, env *ClusterEnv, extenderURL strin
 	}
 }
 
-// startScheduler begins a profile of seconds of the scheduler process
+// StartScheduler begins a profile of seconds of the scheduler process
 // into dir as <name>.cpu.pprof, read from its secure port as /metrics is.
 func (p *Profiler) StartScheduler(ctx context.Context, env *ClusterEnv, scraper *SchedulerScraper, name string) {
 	if p.Seconds <= 0 {
@@ -84,5 +84,5 @@ func (p *Profiler) fetch(ctx context.Context, env *ClusterEnv, file string, get 
 	logger.Error(err, "Taking a profile", "file", file)
 }
 
-// wait returns once every profile started is written or failed.
+// Wait returns once every profile started is written or failed.
 func (p *Profiler) Wait() { p.wg.Wait() }

@@ -57,7 +57,7 @@ func histogramQuantiles(buckets []Bucket, total uint64) Quantiles {
 	return Quantiles{P50: seconds(0.5), P99: seconds(0.99), Count: total}
 }
 
-// sampleQuantiles are the nearest-rank median and 99th percentile of
+// SampleQuantiles are the nearest-rank median and 99th percentile of
 // samples; samples is sorted in place.
 func SampleQuantiles(samples []time.Duration) Quantiles {
 	if len(samples) == 0 {

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// modeQueue runs Jobs through Kueue onto a fragmented cluster, without
+// ModeQueue runs Jobs through Kueue onto a fragmented cluster, without
 // and with Tessera's gang-fit admission check.
 const ModeQueue = "queue"
 

@@ -19,10 +19,10 @@ type quiet struct {
 	max time.Duration
 }
 
-// settled is what the scale mode waits for before its probes.
+// Settled is what the scale mode waits for before its probes.
 var Settled = quiet{share: 0.1, interval: 2 * time.Second, max: time.Minute}
 
-// wait returns once the processes the run started in dir (the control
+// Wait returns once the processes the run started in dir (the control
 // plane and the extender) together use less than q.share of a CPU over
 // q.interval, or q.max has passed: how long it waited, and whether they
 // were idle by then.

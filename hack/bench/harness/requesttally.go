@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 )
 
-// requestTally counts the requests a client sends, in all and by verb
+// RequestTally counts the requests a client sends, in all and by verb
 // and resource as RequestCount keys them, read from each request's URL.
 type RequestTally struct {
 	total atomic.Int64
@@ -29,7 +29,7 @@ func (t *RequestTally) add(r *http.Request) {
 // Load is how many requests were sent so far.
 func (t *RequestTally) Load() int64 { return t.total.Load() }
 
-// count is what was sent so far.
+// Count is what was sent so far.
 func (t *RequestTally) Count() RequestCount {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -41,7 +41,7 @@ func (t *RequestTally) Count() RequestCount {
 	return c
 }
 
-// since is what was sent from before to c.
+// Since is what was sent from before to c.
 func (c RequestCount) Since(before RequestCount) RequestCount {
 	out := RequestCount{Total: c.Total - before.Total, ByKind: map[string]int{}}
 	for k, v := range c.ByKind {

@@ -12,24 +12,24 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// rowScheduler is what schedules a row: kube-scheduler or
-// tessera-scheduler with the row's configuration, and the extender it
+// RowScheduler is what schedules a row: kube-scheduler or
+// Tessera-scheduler with the row's configuration, and the extender it
 // calls, if any.
 type RowScheduler struct {
-	// config is the KubeSchedulerConfiguration, its extender's URL set.
+	// Config is the KubeSchedulerConfiguration, its extender's URL set.
 	Config SchedulerConfig
 	// bin is tessera-scheduler's binary; empty for stock kube-scheduler.
 	bin string
-	// name is the scheduler's program name, for messages.
+	// Name is the scheduler's program name, for messages.
 	Name string
-	// noop and extender are the row's extender, at most one of them.
+	// Noop and extender are the row's extender, at most one of them.
 	Noop     *noopExtender
 	Extender *extenderProcess
-	// proc is the scheduler's process once started.
+	// Proc is the scheduler's process once started.
 	Proc *framework.Process
 }
 
-// prepareScheduler starts the row's extender, if it has one, and decides
+// PrepareScheduler starts the row's extender, if it has one, and decides
 // the scheduler's configuration; start starts the scheduler. The caller
 // stops the extender with stopExtender; the control plane stops the
 // scheduler.
@@ -78,7 +78,7 @@ func (r *Runner) PrepareScheduler(ctx context.Context, env *ClusterEnv, row stri
 // of thousands of pods, which takes minutes on a loaded 2-CPU machine.
 const readyMax = 10 * time.Minute
 
-// start runs the scheduler on the control plane and waits until it is
+// Start runs the scheduler on the control plane and waits until it is
 // ready.
 func (s *RowScheduler) Start(ctx context.Context, env *ClusterEnv) error {
 	logger := klog.FromContext(ctx)
@@ -98,7 +98,7 @@ func (s *RowScheduler) Start(ctx context.Context, env *ClusterEnv) error {
 	return err
 }
 
-// check reports the scheduler or the extender gone.
+// Check reports the scheduler or the extender gone.
 func (s *RowScheduler) Check() error {
 	if exited, err := s.Proc.Exited(); exited {
 		return fmt.Errorf("%s exited: %v", s.Name, err)
@@ -111,7 +111,7 @@ func (s *RowScheduler) Check() error {
 	return nil
 }
 
-// stopExtender stops Tessera's extender, if the row runs one.
+// StopExtender stops Tessera's extender, if the row runs one.
 func (s *RowScheduler) StopExtender() {
 	if s.Extender != nil {
 		s.Extender.Stop()

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// rowNames say what each row runs.
+// RowName says what each row runs.
 func RowName(row string) string {
 	switch row {
 	case RowKubeScheduler:
@@ -26,7 +26,7 @@ func RowName(row string) string {
 	}
 }
 
-// hasExtender reports whether the row runs an extender, whose API
+// HasExtender reports whether the row runs an extender, whose API
 // requests the audit log counts.
 func HasExtender(row string) bool { return row == RowNoop || row == RowTessera }
 
@@ -34,24 +34,24 @@ func HasExtender(row string) bool { return row == RowNoop || row == RowTessera }
 // simulated kubelet completes.
 func allocatesGPUs(row string) bool { return row == RowTessera || row == RowPlugin }
 
-// runner runs the rows of the throughput table.
+// Runner runs the rows of the throughput table.
 type Runner struct {
 	Options *Options
-	// base holds one directory per row.
+	// Base holds one directory per row.
 	Base string
-	// extenderConfig is the KubeSchedulerConfiguration of rows b and c.
+	// ExtenderConfig is the KubeSchedulerConfiguration of rows b and c.
 	ExtenderConfig SchedulerConfig
-	// extenderBin is Tessera's extender, for row c.
+	// ExtenderBin is Tessera's extender, for row c.
 	ExtenderBin string
-	// pluginConfig and schedulerBin are tessera-scheduler's configuration
+	// PluginConfig and schedulerBin are tessera-scheduler's configuration
 	// and binary, for row d.
 	PluginConfig SchedulerConfig
 	SchedulerBin string
-	// pin, if set, puts the control plane on a CPU of its own.
+	// Pin, if set, puts the control plane on a CPU of its own.
 	Pin *Pinning
 }
 
-// startCluster starts a fresh control plane for the row, its processes
+// StartCluster starts a fresh control plane for the row, its processes
 // pinned if asked to, with the row's nodes (and in DRA mode Tessera's
 // DeviceClass). The caller stops it.
 func (r *Runner) StartCluster(ctx context.Context, row string) (*ClusterEnv, error) {
@@ -79,7 +79,7 @@ func (r *Runner) setUpCluster(ctx context.Context, env *ClusterEnv, row string) 
 	return CreateNodes(ctx, env, r.Options, form)
 }
 
-// pinRow puts the row's processes on their CPUs, if asked to.
+// PinRow puts the row's processes on their CPUs, if asked to.
 func (r *Runner) PinRow(env *ClusterEnv) error {
 	if r.Pin == nil {
 		return nil
@@ -94,7 +94,7 @@ func (r *Runner) PinRow(env *ClusterEnv) error {
 	return nil
 }
 
-// waitAllBound waits until every pod is bound, the timeout passes, ctx
+// WaitAllBound waits until every pod is bound, the timeout passes, ctx
 // ends, or check, called every second, reports a failure.
 func WaitAllBound(ctx context.Context, binds *bindRecorder, timeout time.Duration, check func() error) error {
 	deadline := time.NewTimer(timeout)

@@ -43,7 +43,7 @@ extenders:
     ignoredByScheduler: true
 `
 
-// schedulerConfig is a KubeSchedulerConfiguration for one row.
+// SchedulerConfig is a KubeSchedulerConfiguration for one row.
 type SchedulerConfig struct {
 	// YAML is the configuration, for framework.StartSchedulerProcess.
 	YAML string
@@ -53,7 +53,7 @@ type SchedulerConfig struct {
 	Source string
 }
 
-// loadExtenderConfig reads the KubeSchedulerConfiguration at path, or the
+// LoadExtenderConfig reads the KubeSchedulerConfiguration at path, or the
 // built-in one if there is no such file.
 func LoadExtenderConfig(path string) (SchedulerConfig, error) {
 	data, err := os.ReadFile(path)
@@ -80,7 +80,7 @@ func parseExtenderConfig(data []byte, source string) (SchedulerConfig, error) {
 	return SchedulerConfig{YAML: string(data), SchedulerName: name, Source: source}, nil
 }
 
-// withExtenderURL returns the configuration with every extender's
+// WithExtenderURL returns the configuration with every extender's
 // urlPrefix set to url, where the bench's extender listens.
 func (c SchedulerConfig) WithExtenderURL(url string) (SchedulerConfig, error) {
 	config := map[string]any{}
@@ -104,7 +104,7 @@ func (c SchedulerConfig) WithExtenderURL(url string) (SchedulerConfig, error) {
 }
 
 // withoutExtenders returns the configuration with its extenders removed:
-// kube-scheduler alone, with everything else (profile, percentage of nodes
+// Kube-scheduler alone, with everything else (profile, percentage of nodes
 // to score) as in the extender rows, so that only the extender differs.
 func (c SchedulerConfig) withoutExtenders() (SchedulerConfig, error) {
 	config := map[string]any{}
@@ -121,7 +121,7 @@ func (c SchedulerConfig) withoutExtenders() (SchedulerConfig, error) {
 	return c, nil
 }
 
-// loadPluginConfig reads tessera-scheduler's KubeSchedulerConfiguration at
+// LoadPluginConfig reads tessera-scheduler's KubeSchedulerConfiguration at
 // path for row d: one profile, named schedulerName as in the other rows,
 // whose Tessera plugin args accept a Lease renewed once (heartbeatMaxAge
 // 24h, as the extender gets in row c).

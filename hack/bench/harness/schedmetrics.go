@@ -16,15 +16,15 @@ import (
 
 // Metrics the bench reads from kube-scheduler (and tessera-scheduler).
 const (
-	// scheduleAttemptsMetric counts scheduling attempts by result
+	// ScheduleAttemptsMetric counts scheduling attempts by result
 	// (scheduled, unschedulable, error) and profile.
 	ScheduleAttemptsMetric = "scheduler_schedule_attempts_total"
-	// pendingPodsMetric is the pods in each of the scheduler's queues
+	// PendingPodsMetric is the pods in each of the scheduler's queues
 	// (active, backoff, unschedulable, gated).
 	PendingPodsMetric = "scheduler_pending_pods"
 )
 
-// schedulerScraper reads a running scheduler's /metrics on its secure
+// SchedulerScraper reads a running scheduler's /metrics on its secure
 // port as the control plane's admin, whose client certificate the
 // scheduler checks through kube-apiserver like any delegated
 // authentication.
@@ -34,7 +34,7 @@ type SchedulerScraper struct {
 	base string
 }
 
-// newSchedulerScraper finds the secure port of the scheduler process pid
+// NewSchedulerScraper finds the secure port of the scheduler process pid
 // on its command line, where the framework gave it.
 func NewSchedulerScraper(cp *framework.ControlPlane, pid int) (*SchedulerScraper, error) {
 	port, err := securePort(pid)
@@ -67,7 +67,7 @@ func securePort(pid int) (int, error) {
 	return 0, fmt.Errorf("process %d has no %s flag", pid, flag)
 }
 
-// scrape reads the scheduler's metrics.
+// Scrape reads the scheduler's metrics.
 func (s *SchedulerScraper) Scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	families, _, err := scrapeWith(ctx, s.client, s.base+"/metrics")
 	return families, err

@@ -7,4 +7,5 @@ const (
 	VerbBind       = "bind"
 )
 
+// ExtenderVerbs are the verbs in the order of the tables.
 func ExtenderVerbs() []string { return []string{VerbFilter, VerbPrioritize, VerbBind} }

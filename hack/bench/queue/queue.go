@@ -56,7 +56,7 @@ func runQueue(ctx context.Context, r *harness.Runner) []QueueRun {
 }
 
 // measureQueue fragments a fresh cluster, starts Kueue, Tessera's
-// extender (serving the gang-fit check when gangFit) and kube-scheduler,
+// Extender (serving the gang-fit check when gangFit) and kube-scheduler,
 // submits every Job at once and follows them until all are done, nothing
 // progresses for --stall, or --timeout passes.
 func measureQueue(ctx context.Context, r *harness.Runner, gangFit bool, res *QueueRun) error {
@@ -159,8 +159,8 @@ func setUpQueueCluster(ctx context.Context, r *harness.Runner, env *harness.Clus
 }
 
 // startQueueScheduler starts Tessera's extender, serving the gang-fit
-// check when gangFit (--gang-fit, options gangFit.enabled), and
-// kube-scheduler calling it.
+// Check when gangFit (--gang-fit, options gangFit.enabled), and
+// Kube-scheduler calling it.
 func startQueueScheduler(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, gangFit bool) (*harness.RowScheduler, error) {
 	args := slices.Clone(r.Options.ExtenderFlags())
 	if gangFit {
@@ -208,7 +208,7 @@ func submitJobs(ctx context.Context, env *harness.ClusterEnv, tracker *queueTrac
 
 // followQueue samples the tracker every second until every Job is done
 // or a stall is declared (both nil), the timeout passes, ctx ends, or
-// check reports the scheduler gone.
+// Check reports the scheduler gone.
 func followQueue(ctx context.Context, tracker *queueTracker, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(time.Second)
@@ -238,7 +238,7 @@ func followQueue(ctx context.Context, tracker *queueTracker, timeout time.Durati
 	}
 }
 
-// queueTable runs queue mode and reports it.
+// Run runs queue mode and reports it.
 func Run(ctx context.Context, r *harness.Runner, where string) QueueTable {
 	q := r.Options.Queue
 	f := newFragments(r.Options.Nodes, r.Options.GPUsPerNode, q.Seed)

@@ -106,7 +106,7 @@ func (t QueueTable) notes() []string {
 	return notes
 }
 
-// failed reports the first run that did not finish.
+// Failed reports the first run that did not finish.
 func (t QueueTable) Failed() error {
 	for _, r := range t.Runs {
 		if r.Err != nil {

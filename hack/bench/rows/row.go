@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// runRow runs one row on a fresh control plane. A row that fails says why
+// Run runs one row on a fresh control plane. A row that fails says why
 // in its Err, with what it measured until then.
 func Run(ctx context.Context, r *harness.Runner, row string) RowResult {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)

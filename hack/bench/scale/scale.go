@@ -67,7 +67,7 @@ type ScaleResult struct {
 	Heartbeats *harness.Heartbeats
 }
 
-// runScale places o.Pods pods with their allocations directly through the
+// Run places o.Pods pods with their allocations directly through the
 // API, then starts the extender and measures its memory and its filter
 // latency for one more pod over every node.
 func Run(ctx context.Context, o *harness.Options, base, bin string, config harness.SchedulerConfig) (*ScaleResult, error) {
@@ -113,7 +113,7 @@ func Run(ctx context.Context, o *harness.Options, base, bin string, config harne
 	for i := range names {
 		names[i] = harness.NodeName(i)
 	}
-	// kube-scheduler lists the nodes in the order of its cache, which is
+	// Kube-scheduler lists the nodes in the order of its cache, which is
 	// the order its informer delivered them in, then gathers them in a
 	// different interleaving on every call.
 	rng := rand.New(rand.NewPCG(uint64(o.Nodes), uint64(o.Pods)))
@@ -223,7 +223,7 @@ func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, lists [][
 // when it differs from the one before for the same list: decoding
 // thousands of names made the bench collect garbage after every call, on
 // the CPUs it shares with the extender it times, and that showed in the
-// extender's 99th percentile.
+// Extender's 99th percentile.
 func probe(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int, check func(answer []byte) error) (harness.Quantiles, error) {
 	bodies := make([][]byte, len(lists))
 	for i := range lists {

@@ -48,9 +48,9 @@ type ScaleDRAResult struct {
 	Pinning *harness.Pinning
 }
 
-// runScaleDRA places --pods pods with their claims allocated, starts
-// kube-scheduler over them, schedules --new-pods more and measures the
-// node daemons' steady state.
+// Run places --pods pods with their claims allocated, starts
+// Kube-scheduler over them, schedules --new-pods more and measures the
+// Node daemons' steady state.
 func Run(ctx context.Context, r *harness.Runner) (*ScaleDRAResult, error) {
 	logger := klog.FromContext(ctx)
 	o := r.Options
@@ -68,7 +68,7 @@ func Run(ctx context.Context, r *harness.Runner) (*ScaleDRAResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	// kube-scheduler's start is timed on a control plane done with the
+	// Kube-scheduler's start is timed on a control plane done with the
 	// bench's writes, as the extender's probes are.
 	if res.QuietAfter, res.Quiet, err = harness.Settled.Wait(ctx, env.Dir); err != nil {
 		return nil, err

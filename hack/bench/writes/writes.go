@@ -39,7 +39,7 @@ type WritesResult struct {
 	Costs         []WriteCost
 }
 
-// runWrites measures, one kind after another, the writes that scheduling
+// Run measures, one kind after another, the writes that scheduling
 // a pod makes: the pod's create (before any row is timed), its binding
 // (every row), and the two Tessera adds (row c): the extender's
 // GPUAllocation create and the device plugin's status update marking it
