@@ -37,9 +37,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
+
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/backlog"
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
@@ -48,12 +50,6 @@ import (
 	"github.com/tessera-gpu/tessera/hack/bench/scale"
 	"github.com/tessera-gpu/tessera/hack/bench/scaledra"
 	"github.com/tessera-gpu/tessera/hack/bench/writes"
-
-	"github.com/spf13/pflag"
-	logsapi "k8s.io/component-base/logs/api/v1"
-	"k8s.io/klog/v2"
-
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 func main() {
@@ -83,141 +79,83 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := harness.DefaultMix().Validate(o.GPUsPerNode); err != nil {
 		return err
 	}
-	logger := klog.Background().WithName("bench")
-	ctx = klog.NewContext(ctx, logger)
-
-	base := o.Dir
-	if base == "" {
-		dir, err := os.MkdirTemp("", "tessera-bench-")
-		if err != nil {
-			return err
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		base = dir
-	} else if err := os.MkdirAll(base, 0o755); err != nil {
-		return fmt.Errorf("--dir=%s: %w", base, err)
-	}
-
-	configPath := o.SchedulerConfig
-	if !filepath.IsAbs(configPath) {
-		configPath = filepath.Join(framework.RepoRoot(), configPath)
-	}
-	config, err := harness.LoadExtenderConfig(configPath)
+	ctx = klog.NewContext(ctx, klog.Background().WithName("bench"))
+	base, cleanup, err := workDir(o.Dir)
 	if err != nil {
 		return err
 	}
-	logger.Info("Scheduler configuration for the extender rows", "source", config.Source, "schedulerName", config.SchedulerName)
-
-	bin := o.ExtenderBin
-	if bin == "" && !o.ScaleDRA() && (o.Mode == harness.ModeScale || o.Wants(harness.RowTessera)) {
-		if bin, err = harness.BuildExtender(ctx, base); err != nil {
-			return err
-		}
-	}
-
-	if o.Mode == harness.ModeScale && !o.ScaleDRA() {
-		res, err := scale.Run(ctx, o, base, bin, config)
-		if err != nil {
-			return err
-		}
-		return emit(out, o.Out, res)
-	}
-	if o.Mode == harness.ModeWrites {
-		res, err := writes.Run(ctx, o, base, config.SchedulerName)
-		if err != nil {
-			return err
-		}
-		return emit(out, o.Out, res)
-	}
-
-	r := &harness.Runner{Options: o, Base: base, ExtenderConfig: config, ExtenderBin: bin}
-	if o.Wants(harness.RowPlugin) {
-		if r.SchedulerBin, r.PluginConfig, err = pluginScheduler(o, config.SchedulerName); err != nil {
-			return err
-		}
-		logger.Info("tessera-scheduler for row d", "binary", r.SchedulerBin, "config", r.PluginConfig.Source)
-	}
-	where := fmt.Sprintf("%d CPUs shared by every process", harness.NumCPU())
-	if o.PinControlPlane {
-		if r.Pin, err = harness.NewPinning(); err != nil {
-			return err
-		}
-		if err := r.Pin.PinBench(); err != nil {
-			return err
-		}
-		where = r.Pin.String()
-	}
-	if o.ScaleDRA() {
-		res, err := scaledra.Run(ctx, r)
-		if err != nil {
-			return err
-		}
-		return emit(out, o.Out, res)
-	}
-	if o.Mode == harness.ModeQueue {
-		table := queue.Run(ctx, r, where)
-		if err := emit(out, o.Out, table); err != nil {
-			return err
-		}
-		return table.Failed()
-	}
-	if o.Mode == harness.ModeBacklog {
-		table := backlog.BacklogTable{
-			Title: fmt.Sprintf("Backlog: %d nodes × %d GPUs (split %d) filled, %d× as many pods waiting (%s), %g pods ending a second for %s; %s",
-				o.Nodes, o.GPUsPerNode, o.Split, backlog.BacklogFactor, harness.DefaultMix(), o.FinishRate, o.BacklogDuration, where),
-			Rows: backlog.Run(ctx, r),
-		}
-		if err := emit(out, o.Out, table); err != nil {
-			return err
-		}
-		return table.Failed()
-	}
-	table := rows.Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
-		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, harness.DefaultMix(), where)}
-	var loads []string
-	for _, row := range harness.AllRows() {
-		if !o.Wants(row) {
-			continue
-		}
-		loads = append(loads, fmt.Sprintf("%s: %s", row, harness.LoadAverage()))
-		table.Rows = append(table.Rows, rows.Run(ctx, r, row))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	table.Notes = append(table.Notes, "load average (1, 5, 15 min) before each row: "+strings.Join(loads, "; "))
-	if err := emit(out, o.Out, table); err != nil {
+	defer cleanup()
+	r, err := harness.NewRunner(ctx, o, base)
+	if err != nil {
 		return err
 	}
-	for _, row := range table.Rows {
-		if row.Err != nil {
-			return fmt.Errorf("row %s did not finish", row.Row)
-		}
-	}
-	return nil
+	return runMode(ctx, r, out)
 }
 
-// pluginScheduler finds tessera-scheduler and its configuration for row d.
-func pluginScheduler(o *harness.Options, schedulerName string) (string, harness.SchedulerConfig, error) {
-	bin := o.SchedulerBin
-	if bin == "" {
-		var err error
-		if bin, err = framework.SchedulerPluginBinary(); err != nil {
-			return "", harness.SchedulerConfig{}, err
+// runMode runs the mode the flags ask for and prints its table.
+func runMode(ctx context.Context, r *harness.Runner, out io.Writer) error {
+	o := r.Options
+	switch {
+	case o.Mode == harness.ModeScale && !o.ScaleDRA():
+		res, err := scale.Run(ctx, r)
+		return emitResult(out, o.Out, res, err)
+	case o.ScaleDRA():
+		res, err := scaledra.Run(ctx, r)
+		return emitResult(out, o.Out, res, err)
+	case o.Mode == harness.ModeWrites:
+		res, err := writes.Run(ctx, r)
+		return emitResult(out, o.Out, res, err)
+	case o.Mode == harness.ModeQueue:
+		return emitTable(out, o.Out, queue.Run(ctx, r))
+	case o.Mode == harness.ModeBacklog:
+		return emitTable(out, o.Out, backlog.Run(ctx, r))
+	default:
+		return emitTable(out, o.Out, rows.Run(ctx, r))
+	}
+}
+
+// workDir is where the control planes keep their data and logs: dir, or
+// a temporary directory that cleanup removes.
+func workDir(dir string) (string, func(), error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, fmt.Errorf("--dir=%s: %w", dir, err)
 		}
+		return dir, func() {}, nil
 	}
-	path := o.PluginConfig
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(framework.RepoRoot(), path)
+	tmp, err := os.MkdirTemp("", "tessera-bench-")
+	if err != nil {
+		return "", nil, err
 	}
-	config, err := harness.LoadPluginConfig(path, schedulerName)
-	return bin, config, err
+	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
 }
 
 // report is a table the bench prints.
 type report interface {
 	WriteText(io.Writer) error
 	WriteMarkdown(io.Writer) error
+}
+
+// table is a report of rows that each may have failed.
+type table interface {
+	report
+	Failed() error
+}
+
+// emitTable prints the table, then says which of its rows failed, if one did.
+func emitTable(out io.Writer, path string, t table) error {
+	if err := emit(out, path, t); err != nil {
+		return err
+	}
+	return t.Failed()
+}
+
+// emitResult prints what a mode measured, if it finished.
+func emitResult(out io.Writer, path string, r report, err error) error {
+	if err != nil {
+		return err
+	}
+	return emit(out, path, r)
 }
 
 // emit prints the report and, if path is set, writes it there in Markdown.

@@ -7,10 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
@@ -52,8 +51,18 @@ type BacklogRow struct {
 	Err error
 }
 
-// Run runs each backlog row on a fresh control plane.
-func Run(ctx context.Context, r *harness.Runner) []BacklogRow {
+// Run runs each backlog row on a fresh control plane and reports them.
+func Run(ctx context.Context, r *harness.Runner) BacklogTable {
+	o := r.Options
+	return BacklogTable{
+		Title: fmt.Sprintf("Backlog: %d nodes × %d GPUs (split %d) filled, %d× as many pods waiting (%s), %g pods ending a second for %s; %s",
+			o.Nodes, o.GPUsPerNode, o.Split, BacklogFactor, harness.DefaultMix(), o.FinishRate, o.BacklogDuration, r.Where()),
+		Rows: runRows(ctx, r),
+	}
+}
+
+// runRows runs each backlog row on a fresh control plane.
+func runRows(ctx context.Context, r *harness.Runner) []BacklogRow {
 	var rows []BacklogRow
 	for _, row := range harness.AllBacklogRows() {
 		if !r.Options.Wants(row) {

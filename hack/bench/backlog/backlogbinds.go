@@ -4,14 +4,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	corev1 "k8s.io/api/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	"k8s.io/client-go/tools/cache"
 
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
-	resourcelisters "k8s.io/client-go/listers/resource/v1"
 )
 
 // backlogBinds tells the tracker of each pod bound, with the GPUs it got:

@@ -3,12 +3,11 @@ package backlog
 import (
 	"fmt"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 

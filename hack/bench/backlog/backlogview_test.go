@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // fillCluster places pods on the view until no shape of its mix fits any

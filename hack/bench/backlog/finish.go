@@ -6,17 +6,15 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // finishPods ends a running pod picked at random, rate times a second,

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 

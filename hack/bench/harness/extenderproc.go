@@ -29,9 +29,9 @@ func BuildExtender(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// extenderProcess is Tessera's extender running as its own process, as
+// ExtenderProcess is Tessera's extender running as its own process, as
 // in a cluster, so that its memory is its own.
-type extenderProcess struct {
+type ExtenderProcess struct {
 	*framework.Process
 	URL     string
 	logFile string
@@ -40,7 +40,7 @@ type extenderProcess struct {
 // StartExtender runs the extender binary against the kubeconfig on a free
 // loopback port, logging to dir, and waits until it is ready (its view
 // synced with the API server).
-func StartExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir string, extra, env []string) (*extenderProcess, error) {
+func StartExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir string, extra, env []string) (*ExtenderProcess, error) {
 	port, err := freeLoopbackPort()
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func StartExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir stri
 	if err != nil {
 		return nil, fmt.Errorf("starting the extender %s: %w", bin, err)
 	}
-	p := &extenderProcess{Process: proc, URL: "http://" + address, logFile: filepath.Join(dir, "tessera-scheduler.log")}
+	p := &ExtenderProcess{Process: proc, URL: "http://" + address, logFile: filepath.Join(dir, "tessera-scheduler.log")}
 	klog.FromContext(ctx).Info("Started the extender", "pid", p.Pid(), "url", p.URL, "log", p.logFile)
 	if err := p.WaitOK(ctx, p.URL+"/readyz", readyMax); err != nil {
 		p.Stop()
@@ -72,12 +72,12 @@ func StartExtender(ctx context.Context, bin, kubeconfig, schedulerName, dir stri
 
 // Memory returns the process's resident memory now and at its peak, from
 // /proc/<pid>/status (VmRSS and VmHWM).
-func (p *extenderProcess) Memory() (rss, peak int64, err error) {
+func (p *ExtenderProcess) Memory() (rss, peak int64, err error) {
 	return ProcMemory(p.Pid())
 }
 
 // CPU returns the process's CPU time (user and system) so far.
-func (p *extenderProcess) CPU() (time.Duration, error) {
+func (p *ExtenderProcess) CPU() (time.Duration, error) {
 	return processCPU(p.Pid())
 }
 

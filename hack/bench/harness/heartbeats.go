@@ -37,7 +37,7 @@ func (h *Heartbeats) PerSecond(v float64) float64 { return v / h.Window.Seconds(
 // RunHeartbeats runs one device plugin heartbeat per node, each at the
 // period, their starts spread over one period as a fleet's are, and
 // measures the steady state for window once every node has beaten.
-func RunHeartbeats(ctx context.Context, env *ClusterEnv, o *Options, extender *extenderProcess) (*Heartbeats, error) {
+func RunHeartbeats(ctx context.Context, env *ClusterEnv, o *Options, extender *ExtenderProcess) (*Heartbeats, error) {
 	logger := klog.FromContext(ctx)
 	kube, requests, err := CountingClient(env, o.Nodes)
 	if err != nil {

@@ -317,3 +317,10 @@ func (o *Options) Wants(row string) bool { return slices.Contains(o.Rows, row) }
 
 // AllBacklogRows are the rows backlog mode runs: Tessera's three modes.
 func AllBacklogRows() []string { return []string{RowTessera, RowPlugin, RowDRA} }
+
+// runsKubeScheduler reports whether the mode runs kube-scheduler or
+// tessera-scheduler, whose rows may need tessera-scheduler's binary and a
+// pinned control plane; scale mode's extender and writes mode run neither.
+func (o *Options) runsKubeScheduler() bool {
+	return o.Mode != ModeWrites && (o.Mode != ModeScale || o.ScaleDRA())
+}

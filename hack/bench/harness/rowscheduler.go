@@ -24,7 +24,7 @@ type RowScheduler struct {
 	Name string
 	// Noop and extender are the row's extender, at most one of them.
 	Noop     *noopExtender
-	Extender *extenderProcess
+	Extender *ExtenderProcess
 	// Proc is the scheduler's process once started.
 	Proc *framework.Process
 }

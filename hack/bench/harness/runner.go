@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 )
 
 // RowName says what each row runs.

@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -239,7 +238,7 @@ func followQueue(ctx context.Context, tracker *queueTracker, timeout time.Durati
 }
 
 // Run runs queue mode and reports it.
-func Run(ctx context.Context, r *harness.Runner, where string) QueueTable {
+func Run(ctx context.Context, r *harness.Runner) QueueTable {
 	q := r.Options.Queue
 	f := newFragments(r.Options.Nodes, r.Options.GPUsPerNode, q.Seed)
 	quota := f.quota(r.Options.Split)
@@ -250,7 +249,7 @@ func Run(ctx context.Context, r *harness.Runner, where string) QueueTable {
 	}
 	return QueueTable{
 		Title: fmt.Sprintf("Queue: %d Jobs × %d pods (%s) through Kueue onto %d nodes × %d GPUs (split %d) fragmented by earlier pods; a Job works %s once all its pods run; %s",
-			q.Jobs, q.PodsPerJob, queueMix(), r.Options.Nodes, r.Options.GPUsPerNode, r.Options.Split, q.JobDuration, where),
+			q.Jobs, q.PodsPerJob, queueMix(), r.Options.Nodes, r.Options.GPUsPerNode, r.Options.Split, q.JobDuration, r.Where()),
 		Setup: []string{
 			fmt.Sprintf("fragments (--seed=%d, the same in both runs): %s; %d GiB free in all", q.Seed, f, f.freeMiB()/1024),
 			fmt.Sprintf("ClusterQueue %s's nominal quota: %s; deadlock: admitted Jobs with pods Pending while nothing is admitted, placed or done for --stall=%s",

@@ -8,13 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // fragmentSizesMiB are the memory an earlier pod leaves free on a GPU in

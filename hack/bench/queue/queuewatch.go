@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +15,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 

@@ -6,14 +6,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // jobWork plays the Jobs' containers: a Job works for its duration once

@@ -3,19 +3,50 @@ package rows
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
 
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
-// Run runs one row on a fresh control plane. A row that fails says why
+// Run runs each row asked for, each on a fresh control plane, and reports them.
+func Run(ctx context.Context, r *harness.Runner) Table {
+	o := r.Options
+	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
+		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, harness.DefaultMix(), r.Where())}
+	var loads []string
+	for _, row := range harness.AllRows() {
+		if !o.Wants(row) {
+			continue
+		}
+		loads = append(loads, fmt.Sprintf("%s: %s", row, harness.LoadAverage()))
+		table.Rows = append(table.Rows, runRow(ctx, r, row))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	table.Notes = append(table.Notes, "load average (1, 5, 15 min) before each row: "+strings.Join(loads, "; "))
+	return table
+}
+
+// Failed says which row did not finish, if one did not.
+func (t Table) Failed() error {
+	for _, row := range t.Rows {
+		if row.Err != nil {
+			return fmt.Errorf("row %s did not finish", row.Row)
+		}
+	}
+	return nil
+}
+
+// runRow runs one row on a fresh control plane. A row that fails says why
 // in its Err, with what it measured until then.
-func Run(ctx context.Context, r *harness.Runner, row string) RowResult {
+func runRow(ctx context.Context, r *harness.Runner, row string) RowResult {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
 	ctx = klog.NewContext(ctx, logger)
 	res := RowResult{Row: row, Name: harness.RowName(row), Pods: r.Options.Pods, APIRequests: -1, Pinning: r.Pin}

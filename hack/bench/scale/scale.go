@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // probePodName is the unscheduled pod whose filter calls the scale mode times.
@@ -70,14 +70,50 @@ type ScaleResult struct {
 // Run places o.Pods pods with their allocations directly through the
 // API, then starts the extender and measures its memory and its filter
 // latency for one more pod over every node.
-func Run(ctx context.Context, o *harness.Options, base, bin string, config harness.SchedulerConfig) (*ScaleResult, error) {
-	logger := klog.FromContext(ctx)
+func Run(ctx context.Context, r *harness.Runner) (*ScaleResult, error) {
+	o := r.Options
 	loadAtStart := harness.LoadAverage()
-	env, err := harness.StartEnv(ctx, filepath.Join(base, "scale"), config.SchedulerName)
+	env, err := harness.StartEnv(ctx, filepath.Join(r.Base, "scale"), r.ExtenderConfig.SchedulerName)
 	if err != nil {
 		return nil, err
 	}
 	defer env.Stop()
+	probe, err := placeAll(ctx, env, o)
+	if err != nil {
+		return nil, err
+	}
+	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, LoadAtStart: loadAtStart, Load: harness.LoadAverage()}
+	extender, err := startExtender(ctx, r, env, res)
+	if err != nil {
+		return nil, err
+	}
+	defer extender.Stop()
+	lists := nodeOrders(o)
+	if res.QuietAfter, res.Quiet, err = harness.Settled.Wait(ctx, env.Dir); err != nil {
+		return nil, err
+	}
+	// The profiles cover the probes, filter first: with --probes in the
+	// thousands they last for seconds.
+	profiles := &harness.Profiler{Seconds: o.ProfileSeconds}
+	profiles.Start(ctx, env, extender.URL)
+	defer profiles.Wait()
+	if err := measureProbes(ctx, o, extender, probe, lists, res); err != nil {
+		return nil, err
+	}
+	if err := measureScrape(ctx, env, extender, res); err != nil {
+		return nil, err
+	}
+	if o.HeartbeatPeriod > 0 {
+		if res.Heartbeats, err = harness.RunHeartbeats(ctx, env, o, extender); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// placeAll creates the nodes and the placed pods, and the probe pod, which
+// waits.
+func placeAll(ctx context.Context, env *harness.ClusterEnv, o *harness.Options) (*corev1.Pod, error) {
 	if err := harness.CreateNodes(ctx, env, o, harness.FormSlices); err != nil {
 		return nil, err
 	}
@@ -85,30 +121,41 @@ func Run(ctx context.Context, o *harness.Options, base, bin string, config harne
 		return nil, err
 	}
 	probe, err := env.ControlPlane.Kube.CoreV1().Pods(harness.Namespace).Create(ctx,
-		harness.NewPod(probePodName, config.SchedulerName, harness.DefaultMix()[0], harness.FormSlices), metav1.CreateOptions{FieldManager: harness.FieldManager})
+		harness.NewPod(probePodName, env.SchedulerName, harness.DefaultMix()[0], harness.FormSlices), metav1.CreateOptions{FieldManager: harness.FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("creating the probe pod: %w", err)
 	}
+	return probe, nil
+}
 
-	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, LoadAtStart: loadAtStart, Load: harness.LoadAverage()}
+// startExtender starts the extender, times its sync and measures its
+// memory once its informers' last events have settled.
+func startExtender(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, res *ScaleResult) (*harness.ExtenderProcess, error) {
+	o := r.Options
 	started := time.Now()
-	extender, err := harness.StartExtender(ctx, bin, env.ExtenderKubeconfig, config.SchedulerName, env.Dir, o.ExtenderFlags(), o.ExtenderEnv)
+	extender, err := harness.StartExtender(ctx, r.ExtenderBin, env.ExtenderKubeconfig, env.SchedulerName, env.Dir, o.ExtenderFlags(), o.ExtenderEnv)
 	if err != nil {
 		return nil, err
 	}
-	defer extender.Stop()
 	res.SyncTime = time.Since(started)
-	logger.Info("Extender ready", "after", res.SyncTime.Round(time.Millisecond), "load", res.Load)
+	klog.FromContext(ctx).Info("Extender ready", "after", res.SyncTime.Round(time.Millisecond), "load", res.Load)
 	// Let the informers' last events settle before reading memory.
 	select {
 	case <-ctx.Done():
+		extender.Stop()
 		return nil, context.Cause(ctx)
 	case <-time.After(2 * time.Second):
 	}
 	if res.RSSAfterSync, res.PeakAfterSync, err = extender.Memory(); err != nil {
+		extender.Stop()
 		return nil, err
 	}
+	return extender, nil
+}
 
+// nodeOrders are the lists of every node the probes send, in the orders
+// kube-scheduler may hand them to an extender in.
+func nodeOrders(o *harness.Options) [][]string {
 	names := make([]string, o.Nodes)
 	for i := range names {
 		names[i] = harness.NodeName(i)
@@ -118,74 +165,75 @@ func Run(ctx context.Context, o *harness.Options, base, bin string, config harne
 	// different interleaving on every call.
 	rng := rand.New(rand.NewPCG(uint64(o.Nodes), uint64(o.Pods)))
 	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	lists := schedulerOrders(names, harness.NumCPU(), probeOrders, rng)
-	if res.QuietAfter, res.Quiet, err = harness.Settled.Wait(ctx, env.Dir); err != nil {
-		return nil, err
-	}
-	var feasible []string
-	// The profiles cover the probes, filter first: with --probes in the
-	// thousands they last for seconds.
-	profiles := &harness.Profiler{Seconds: o.ProfileSeconds}
-	profiles.Start(ctx, env, extender.URL)
-	defer profiles.Wait()
+	return schedulerOrders(names, harness.NumCPU(), probeOrders, rng)
+}
+
+// measureProbes sends the filter probes, then the prioritize probes over
+// the feasible nodes, and measures the extender's CPU for each and its
+// memory after them.
+func measureProbes(ctx context.Context, o *harness.Options, extender *harness.ExtenderProcess, probe *corev1.Pod, lists [][]string, res *ScaleResult) error {
 	cpu0, err := extender.CPU()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	var feasible []string
 	res.Filter, feasible, err = probeFilter(ctx, extender.URL, probe, lists, o.Probes)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cpu1, err := extender.CPU()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Feasible = len(feasible)
 	if res.Prioritize, err = probePrioritize(ctx, extender.URL, probe, keepOrder(lists, feasible), o.Probes); err != nil {
-		return nil, err
+		return err
 	}
 	cpu2, err := extender.CPU()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.FilterCPU, res.PrioritizeCPU = (cpu1-cpu0)/time.Duration(o.Probes), (cpu2-cpu1)/time.Duration(o.Probes)
-	if _, res.PeakAfterProbes, err = extender.Memory(); err != nil {
-		return nil, err
-	}
+	_, res.PeakAfterProbes, err = extender.Memory()
+	return err
+}
 
+// measureScrape scrapes the extender's metrics, measuring their size and
+// the CPU and memory the scrape took, and counts the extender's API
+// requests.
+func measureScrape(ctx context.Context, env *harness.ClusterEnv, extender *harness.ExtenderProcess, res *ScaleResult) error {
+	before, err := extender.CPU()
+	if err != nil {
+		return err
+	}
 	families, size, err := harness.ScrapeSized(ctx, extender.URL+"/metrics")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The per-GPU state, on its own path; per-allocation series only
 	// where the extender runs with --allocation-metrics.
 	_, stateSize, err := harness.ScrapeSized(ctx, extender.URL+"/metrics/state")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	size += stateSize
-	cpu3, err := extender.CPU()
+	after, err := extender.CPU()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res.MetricsBytes, res.ScrapeCPU = size, cpu3-cpu2
+	res.MetricsBytes, res.ScrapeCPU = size, after-before
 	res.FilterServer = harness.VerbQuantiles(families, harness.ExtenderDurationMetric)[harness.VerbFilter]
 	if v, ok := harness.GaugeValue(families, harness.HeapInuseMetric); ok {
 		res.HeapInuse = int64(v)
 	}
 	if _, res.PeakAfterScrape, err = extender.Memory(); err != nil {
-		return nil, err
+		return err
 	}
 	if res.APIRequests, err = harness.CountRequestsInFile(env.AuditLog, harness.ExtenderUser); err != nil {
-		return nil, err
+		return err
 	}
-	logger.Info("Extender API requests", "total", res.APIRequests.Total, "byKind", res.APIRequests.String())
-	if o.HeartbeatPeriod > 0 {
-		if res.Heartbeats, err = harness.RunHeartbeats(ctx, env, o, extender); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
+	klog.FromContext(ctx).Info("Extender API requests", "total", res.APIRequests.Total, "byKind", res.APIRequests.String())
+	return nil
 }
 
 // probeFilter sends n filter calls for the pod, over the nodes in each of

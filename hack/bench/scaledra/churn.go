@@ -7,12 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"golang.org/x/sync/errgroup"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // claimChurn creates and deletes ResourceClaims at a rate, as pods come

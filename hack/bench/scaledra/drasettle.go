@@ -5,11 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // Settling the DRA node daemons: their steady state is measured once they

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // SteadyWindow is one window of DRA mode's steady state: with or without

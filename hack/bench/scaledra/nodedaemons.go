@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -13,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // draDaemonSettle is the least time the DRA node daemons run before their

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
 // ScaleDRAResult is what scale mode measured of DRA mode: kube-scheduler

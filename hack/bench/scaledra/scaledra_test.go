@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
-
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
