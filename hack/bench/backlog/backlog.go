@@ -86,7 +86,6 @@ func runRows(ctx context.Context, r *harness.Runner) []BacklogRow {
 // scheduler and, once it has tried every waiting pod, ends running pods
 // at --finish-rate for --backlog-duration while it watches the binds.
 func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *BacklogRow) error {
-	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer cancel()
@@ -95,29 +94,11 @@ func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *Bac
 		return err
 	}
 	defer env.Stop()
-
-	view, err := newBacklogView(r.Options.Nodes, r.Options.GPUsPerNode, r.Options.Split, harness.DefaultMix())
-	if err != nil {
-		return err
-	}
-	tracker := newBacklogTracker(view)
 	form := harness.RowForm(row)
-	filled, err := fillCluster(ctx, env, view, form, r.Options.Workers)
+	tracker, err := fill(ctx, r, env, form, res)
 	if err != nil {
 		return err
 	}
-	for i, f := range filled {
-		tracker.run(harness.PodName(i), f.node, placement.Holds(f.containers))
-	}
-	res.Filled, res.Backlog = len(filled), BacklogFactor*len(filled)
-	shapes := harness.DefaultMix().Sequence(res.Backlog)
-	for i, s := range shapes {
-		tracker.wait(harness.PodName(res.Filled+i), view.shapeIndex(s.Name))
-	}
-	if _, err := harness.CreatePods(ctx, env, r.Options.Workers, shapes, res.Filled, form); err != nil {
-		return err
-	}
-
 	watches, err := harness.NewInformers(env)
 	if err != nil {
 		return err
@@ -144,25 +125,71 @@ func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *Bac
 		return err
 	}
 	defer sched.StopExtender()
-	tracker.scan(time.Now())
-	start := time.Now()
-	if err := sched.Start(ctx, env); err != nil {
-		return err
-	}
-	if err := r.PinRow(env); err != nil {
-		return err
-	}
-	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	scraper, err := warmUp(ctx, r, env, sched, tracker, res)
 	if err != nil {
 		return err
 	}
-	if res.Settled, err = waitTried(ctx, scraper, r.Options.BacklogWarmup, sched.Check); err != nil {
+	if err := measureWindow(ctx, r, env, form, sched, scraper, tracker, res); err != nil {
 		return err
+	}
+	return sched.Check()
+}
+
+// fill fills the row's cluster with running pods and creates the backlog
+// waiting behind them, and returns the tracker that follows both.
+func fill(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, form harness.PodForm, res *BacklogRow) (*backlogTracker, error) {
+	view, err := newBacklogView(r.Options.Nodes, r.Options.GPUsPerNode, r.Options.Split, harness.DefaultMix())
+	if err != nil {
+		return nil, err
+	}
+	tracker := newBacklogTracker(view)
+	filled, err := fillCluster(ctx, env, view, form, r.Options.Workers)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range filled {
+		tracker.run(harness.PodName(i), f.node, placement.Holds(f.containers))
+	}
+	res.Filled, res.Backlog = len(filled), BacklogFactor*len(filled)
+	shapes := harness.DefaultMix().Sequence(res.Backlog)
+	for i, s := range shapes {
+		tracker.wait(harness.PodName(res.Filled+i), view.shapeIndex(s.Name))
+	}
+	if _, err := harness.CreatePods(ctx, env, r.Options.Workers, shapes, res.Filled, form); err != nil {
+		return nil, err
+	}
+	return tracker, nil
+}
+
+// warmUp starts the scheduler and waits for it to have tried every
+// waiting pod once.
+func warmUp(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sched *harness.RowScheduler, tracker *backlogTracker, res *BacklogRow) (*harness.SchedulerScraper, error) {
+	tracker.scan(time.Now())
+	start := time.Now()
+	if err := sched.Start(ctx, env); err != nil {
+		return nil, err
+	}
+	if err := r.PinRow(env); err != nil {
+		return nil, err
+	}
+	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	if err != nil {
+		return nil, err
+	}
+	if res.Settled, err = waitTried(ctx, scraper, r.Options.BacklogWarmup, sched.Check); err != nil {
+		return nil, err
 	}
 	res.Warmup = time.Since(start)
 	res.WarmupBinds = res.Backlog - tracker.waitingCount()
-	logger.Info("Warm-up over", "after", res.Warmup.Round(time.Second), "settled", res.Settled, "bound", res.WarmupBinds)
+	klog.FromContext(ctx).Info("Warm-up over", "after", res.Warmup.Round(time.Second), "settled", res.Settled, "bound", res.WarmupBinds)
+	return scraper, nil
+}
 
+// measureWindow ends running pods at --finish-rate for --backlog-duration
+// and measures how the scheduler keeps up, and what that costs.
+func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, form harness.PodForm, sched *harness.RowScheduler,
+	scraper *harness.SchedulerScraper, tracker *backlogTracker, res *BacklogRow) error {
+	logger := klog.FromContext(ctx)
 	before, err := scraper.Scrape(ctx)
 	if err != nil {
 		return err
@@ -214,7 +241,7 @@ func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *Bac
 	res.Writes = writesAfter.Since(writesBefore)
 	logger.Info("Row measured", "frees", res.Frees, "placed", res.Placed, "attempts", res.Attempts,
 		"freedToBoundP99", res.FreedToBound.P99, "longestFitWait", res.FitWait.Longest, "cpu", res.CPU.String())
-	return sched.Check()
+	return nil
 }
 
 // waitTried waits until the scheduler has tried every waiting pod once:

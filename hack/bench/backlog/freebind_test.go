@@ -7,59 +7,65 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
+// freeAt frees GPUs on a node, at ms after the test's start.
+type freeAt struct {
+	node string
+	at   int
+	gpus map[string]room
+}
+
+// bindAt binds a pod holding holds to a node, at ms after the test's start.
+type bindAt struct {
+	node  string
+	at    int
+	holds []placement.Hold
+	// want is the latency in ms, or -1 for a bind no free holds.
+	want int
+}
+
+// pod holds memory and cores of each of the GPUs.
+func pod(memory int64, cores int32, gpus ...string) []placement.Hold {
+	var holds []placement.Hold
+	for _, g := range gpus {
+		holds = append(holds, placement.Hold{UUID: g, MemoryMiB: memory, Cores: cores, Shares: 1})
+	}
+	return holds
+}
+
 func TestFreeBindMatcher(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	whole := map[string]room{"g0": {memoryMiB: 81920, cores: 100}}
 	eighth := map[string]room{"g0": {memoryMiB: 10240}}
-	pod := func(memory int64, cores int32, gpus ...string) []placement.Hold {
-		var holds []placement.Hold
-		for _, g := range gpus {
-			holds = append(holds, placement.Hold{UUID: g, MemoryMiB: memory, Cores: cores, Shares: 1})
-		}
-		return holds
-	}
-	type free struct {
-		node string
-		at   int
-		gpus map[string]room
-	}
-	type bind struct {
-		node  string
-		at    int
-		holds []placement.Hold
-		// want is the latency in ms, or -1 for a bind no free holds.
-		want int
-	}
 	tests := []struct {
 		name      string
-		frees     []free
-		binds     []bind
+		frees     []freeAt
+		binds     []bindAt
 		wantTaken int
 	}{
 		{name: "a bind takes the free on its node",
-			frees: []free{{"n1", 0, eighth}}, binds: []bind{{"n1", 300, pod(8192, 0, "g0"), 300}}, wantTaken: 1},
+			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n1", 300, pod(8192, 0, "g0"), 300}}, wantTaken: 1},
 		{name: "a bind on another node takes nothing",
-			frees: []free{{"n1", 0, eighth}}, binds: []bind{{"n2", 300, pod(8192, 0, "g0"), -1}}},
+			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n2", 300, pod(8192, 0, "g0"), -1}}},
 		{name: "a bind before the free is not its taker",
-			frees: []free{{"n1", 500, eighth}}, binds: []bind{{"n1", 300, pod(8192, 0, "g0"), -1}}},
+			frees: []freeAt{{"n1", 500, eighth}}, binds: []bindAt{{"n1", 300, pod(8192, 0, "g0"), -1}}},
 		{name: "the earliest free that holds the pod is taken first",
-			frees: []free{{"n1", 0, eighth}, {"n1", 100, eighth}},
-			binds: []bind{{"n1", 300, pod(8192, 0, "g0"), 300}, {"n1", 400, pod(8192, 0, "g0"), 300}}, wantTaken: 2},
+			frees: []freeAt{{"n1", 0, eighth}, {"n1", 100, eighth}},
+			binds: []bindAt{{"n1", 300, pod(8192, 0, "g0"), 300}, {"n1", 400, pod(8192, 0, "g0"), 300}}, wantTaken: 2},
 		{name: "a pod larger than the freed slice takes a later free that holds it",
-			frees: []free{{"n1", 0, eighth}, {"n1", 100, whole}},
-			binds: []bind{{"n1", 300, pod(20480, 30, "g0"), 200}}, wantTaken: 1},
+			frees: []freeAt{{"n1", 0, eighth}, {"n1", 100, whole}},
+			binds: []bindAt{{"n1", 300, pod(20480, 30, "g0"), 200}}, wantTaken: 1},
 		{name: "a pod asking for cores does not fit memory freed without cores",
-			frees: []free{{"n1", 0, eighth}}, binds: []bind{{"n1", 300, pod(8192, 30, "g0"), -1}}},
+			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n1", 300, pod(8192, 30, "g0"), -1}}},
 		{name: "a pod on a GPU the free did not give back is not its taker",
-			frees: []free{{"n1", 0, eighth}}, binds: []bind{{"n1", 300, pod(8192, 0, "g1"), -1}}},
+			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n1", 300, pod(8192, 0, "g1"), -1}}},
 		{name: "a freed whole GPU serves several slices, each timed from the free",
-			frees:     []free{{"n1", 0, whole}},
-			binds:     []bind{{"n1", 300, pod(40960, 50, "g0"), 300}, {"n1", 400, pod(40960, 50, "g0"), 400}, {"n1", 500, pod(8192, 0, "g0"), -1}},
+			frees:     []freeAt{{"n1", 0, whole}},
+			binds:     []bindAt{{"n1", 300, pod(40960, 50, "g0"), 300}, {"n1", 400, pod(40960, 50, "g0"), 400}, {"n1", 500, pod(8192, 0, "g0"), -1}},
 			wantTaken: 1},
 		{name: "a multi-GPU pod needs every GPU in one free",
-			frees: []free{{"n1", 0, whole}, {"n1", 0, map[string]room{"g1": {memoryMiB: 81920, cores: 100}}}},
-			binds: []bind{{"n1", 300, pod(81920, 0, "g0", "g1"), -1}}},
+			frees: []freeAt{{"n1", 0, whole}, {"n1", 0, map[string]room{"g1": {memoryMiB: 81920, cores: 100}}}},
+			binds: []bindAt{{"n1", 300, pod(81920, 0, "g0", "g1"), -1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

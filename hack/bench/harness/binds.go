@@ -8,9 +8,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// bindRecorder records when each pod was first seen bound, from a pod
+// BindRecorder records when each pod was first seen bound, from a pod
 // informer's events, and says when all expected pods are.
-type bindRecorder struct {
+type BindRecorder struct {
 	expected int
 	mu       sync.Mutex
 	at       map[string]time.Time
@@ -19,19 +19,19 @@ type bindRecorder struct {
 }
 
 // NewBindRecorder records the binds of expected pods.
-func NewBindRecorder(expected int) *bindRecorder {
-	return &bindRecorder{expected: expected, at: make(map[string]time.Time, expected), all: make(chan struct{})}
+func NewBindRecorder(expected int) *BindRecorder {
+	return &BindRecorder{expected: expected, at: make(map[string]time.Time, expected), all: make(chan struct{})}
 }
 
 // Handler is the informer event handler that records binds.
-func (b *bindRecorder) Handler() cache.ResourceEventHandler {
+func (b *BindRecorder) Handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { b.observe(obj) },
 		UpdateFunc: func(_, obj any) { b.observe(obj) },
 	}
 }
 
-func (b *bindRecorder) observe(obj any) {
+func (b *BindRecorder) observe(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || pod.Spec.NodeName == "" {
 		return
@@ -50,11 +50,11 @@ func (b *bindRecorder) observe(obj any) {
 }
 
 // allBound is closed once every expected pod is bound.
-func (b *bindRecorder) allBound() <-chan struct{} { return b.all }
+func (b *BindRecorder) allBound() <-chan struct{} { return b.all }
 
 // Snapshot returns how many pods are bound, when the last was, and the
 // latency of each from its creation, or from start if it was created before.
-func (b *bindRecorder) Snapshot(created *createTimes, start time.Time) (bound int, last time.Time, latencies []time.Duration) {
+func (b *BindRecorder) Snapshot(created *CreateTimes, start time.Time) (bound int, last time.Time, latencies []time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	latencies = make([]time.Duration, 0, len(b.at))

@@ -96,20 +96,20 @@ func NewPod(name, schedulerName string, s Shape, form PodForm) *corev1.Pod {
 	return pod
 }
 
-// createTimes records when each pod was created, by name. A pod's
+// CreateTimes records when each pod was created, by name. A pod's
 // creationTimestamp has only second precision, too coarse for latencies.
-type createTimes struct {
+type CreateTimes struct {
 	mu sync.Mutex
 	at map[string]time.Time
 }
 
-func (c *createTimes) set(name string, t time.Time) {
+func (c *CreateTimes) set(name string, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.at[name] = t
 }
 
-func (c *createTimes) get(name string) (time.Time, bool) {
+func (c *CreateTimes) get(name string) (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, ok := c.at[name]
@@ -119,8 +119,8 @@ func (c *createTimes) get(name string) (time.Time, bool) {
 // CreatePods creates a pod of each shape, unscheduled, named from the
 // first-th pod on, each in formClaim after its claim, and returns when
 // each was created.
-func CreatePods(ctx context.Context, env *ClusterEnv, workers int, shapes []Shape, first int, form PodForm) (*createTimes, error) {
-	times := &createTimes{at: make(map[string]time.Time, len(shapes))}
+func CreatePods(ctx context.Context, env *ClusterEnv, workers int, shapes []Shape, first int, form PodForm) (*CreateTimes, error) {
+	times := &CreateTimes{at: make(map[string]time.Time, len(shapes))}
 	start := time.Now()
 	err := ForEach(ctx, len(shapes), workers, func(ctx context.Context, i int) error {
 		pod := NewPod(PodName(first+i), env.SchedulerName, shapes[i], form)

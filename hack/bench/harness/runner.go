@@ -97,7 +97,7 @@ func (r *Runner) PinRow(env *ClusterEnv) error {
 
 // WaitAllBound waits until every pod is bound, the timeout passes, ctx
 // ends, or check, called every second, reports a failure.
-func WaitAllBound(ctx context.Context, binds *bindRecorder, timeout time.Duration, check func() error) error {
+func WaitAllBound(ctx context.Context, binds *BindRecorder, timeout time.Duration, check func() error) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(time.Second)

@@ -5,22 +5,24 @@ import (
 	"time"
 )
 
-func TestQueueTrackerStall(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	tests := []struct {
-		name string
-		// events run on a tracker of Jobs of 2 pods, stall 30 s, from t0.
-		events         func(tr *queueTracker)
-		sampleAt       int
-		wantDone       bool
-		wantStall      bool
-		wantDeadlock   bool
-		wantJobs       int
-		wantPending    int
-		wantUnadmitted int
-		wantHeldMiB    int64
-	}{
+// stallCase is a case of TestQueueTrackerStall.
+type stallCase struct {
+	name string
+	// events run on a tracker of Jobs of 2 pods, stall 30 s, from t0.
+	events         func(tr *queueTracker)
+	sampleAt       int
+	wantDone       bool
+	wantStall      bool
+	wantDeadlock   bool
+	wantJobs       int
+	wantPending    int
+	wantUnadmitted int
+	wantHeldMiB    int64
+}
+
+// stallCases are the cases of TestQueueTrackerStall.
+func stallCases(at func(int) time.Time) []stallCase {
+	return []stallCase{
 		{
 			name: "an admitted Job with a pod Pending and nothing moving for the stall is a deadlock",
 			events: func(tr *queueTracker) {
@@ -71,7 +73,12 @@ func TestQueueTrackerStall(t *testing.T) {
 			sampleAt: 11, wantDone: true,
 		},
 	}
-	for _, tt := range tests {
+}
+
+func TestQueueTrackerStall(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	for _, tt := range stallCases(at) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := newQueueTracker(2, 30*time.Second, t0)
 			tt.events(tr)

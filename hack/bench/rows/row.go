@@ -60,8 +60,9 @@ func runRow(ctx context.Context, r *harness.Runner, row string) RowResult {
 	return res
 }
 
+// measureRow creates the row's pods on a fresh control plane, starts its
+// scheduler and measures until every pod is bound.
 func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResult) error {
-	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	// Everything the row started in the background ends before the control plane.
@@ -105,8 +106,15 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 		return err
 	}
 	defer sched.StopExtender()
-	noop, extender := sched.Noop, sched.Extender
+	return measureBinds(ctx, r, row, env, sched, created, binds, pods.Lister(), kubelet, res)
+}
 
+// measureBinds starts the row's scheduler, waits for every pod to be bound
+// and measures what the binds cost.
+func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harness.ClusterEnv, sched *harness.RowScheduler,
+	created *harness.CreateTimes, binds *harness.BindRecorder, pods corelisters.PodLister, kubelet *harness.KubeletSim, res *RowResult) error {
+	logger := klog.FromContext(ctx)
+	extender := sched.Extender
 	writesBefore, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
@@ -145,8 +153,24 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 		logger.Info("Allocations completed by the simulated kubelet", "count", kubelet.Completed.Load())
 	}
 
-	// A bind is observed in the histogram just after the pod is bound, so
-	// the last ones may not be in it yet when the watch reports the bind.
+	if err := waitVerbs(ctx, sched, bound, res); err != nil {
+		return err
+	}
+	if err := measureCosts(ctx, r, row, env, sched, pods, kubelet, writesBefore, res); err != nil {
+		return err
+	}
+	if waitErr != nil {
+		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.Options.Pods, waitErr, env.Dir)
+	}
+	return nil
+}
+
+// waitVerbs reads the extender's latencies by verb, waiting up to five
+// seconds for its histograms to hold every bind: a bind is observed in the
+// histogram just after the pod is bound, so the last ones may not be in it
+// yet when the watch reports the bind.
+func waitVerbs(ctx context.Context, sched *harness.RowScheduler, bound int, res *RowResult) error {
+	noop, extender := sched.Noop, sched.Extender
 	verbs := func() (map[string]harness.Quantiles, error) { return nil, nil }
 	switch {
 	case noop != nil:
@@ -162,11 +186,12 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 		}
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
+		var err error
 		if res.Verbs, err = verbs(); err != nil {
 			return err
 		}
 		if res.Verbs == nil || res.Verbs[harness.VerbBind].Count >= uint64(bound) || time.Now().After(deadline) {
-			break
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -174,7 +199,15 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if extender != nil {
+}
+
+// measureCosts measures the extender's peak memory, the API writes since
+// writesBefore, the extender's API requests and, in row c, the bind cycle.
+func measureCosts(ctx context.Context, r *harness.Runner, row string, env *harness.ClusterEnv, sched *harness.RowScheduler,
+	pods corelisters.PodLister, kubelet *harness.KubeletSim, writesBefore harness.APIWrites, res *RowResult) error {
+	logger := klog.FromContext(ctx)
+	if extender := sched.Extender; extender != nil {
+		var err error
 		if _, res.PeakRSSBytes, err = extender.Memory(); err != nil {
 			return err
 		}
@@ -184,7 +217,7 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 		return err
 	}
 	res.Writes = writesAfter.Since(writesBefore)
-	logger.Info("API writes while scheduling", "total", res.Writes.Total(), "perPod", res.Writes.PerPod(max(bound, 1)))
+	logger.Info("API writes while scheduling", "total", res.Writes.Total(), "perPod", res.Writes.PerPod(max(res.Bound, 1)))
 	if harness.HasExtender(row) {
 		count, err := harness.CountRequestsInFile(env.AuditLog, harness.ExtenderUser)
 		if err != nil {
@@ -194,15 +227,12 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 		logger.Info("Extender API requests", "total", count.Total, "byKind", count.String())
 	}
 	if row == harness.RowTessera {
-		cycle, err := auditBindCycle(ctx, r, env, pods.Lister(), kubelet)
+		cycle, err := auditBindCycle(ctx, r, env, pods, kubelet)
 		if err != nil {
 			return err
 		}
 		res.Cycle = &cycle
 		logger.Info("Bind cycle on a node", "cycle", cycle.String())
-	}
-	if waitErr != nil {
-		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.Options.Pods, waitErr, env.Dir)
 	}
 	return nil
 }
