@@ -9,7 +9,9 @@ import (
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
-// Issue 19's targets for extender and plugin mode under a backlog.
+// Targets for extender and plugin mode under a backlog: how soon a freed
+// GPU is bound again, how often a pod is tried, and how long a pod waits
+// while a GPU could hold it.
 const (
 	targetFreedToBoundP99 = time.Second
 	targetAttempts        = 3.0
@@ -124,7 +126,7 @@ func (t BacklogTable) notes() []string {
 	return notes
 }
 
-// targets measures issue 19's targets for extender and plugin mode.
+// targets measures the backlog targets for extender and plugin mode.
 func (r BacklogRow) targets() []string {
 	if r.Row != harness.RowTessera && r.Row != harness.RowPlugin {
 		return nil

@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// builtinExtenderConfig is Tessera's KubeSchedulerConfiguration as issue 3
-// asks for it, used when deploy/ has none yet: one profile, the extender
+// builtinExtenderConfig is Tessera's KubeSchedulerConfiguration for the
+// extender, used when deploy/ has none yet: one profile, the extender
 // for filter, prioritize and bind with node names only, GPU memory and
 // cores left to the extender, the GPU count checked by kube-scheduler too,
 // and the GPU quota's totals left to ResourceQuota.

@@ -159,14 +159,15 @@ func (t Table) notes() []string {
 	return notes
 }
 
-// target is a throughput ratio between two rows that issue 14 sets, for a
-// control plane on a CPU of its own.
+// target is a throughput ratio between two rows that Tessera aims for,
+// with the control plane on a CPU of its own.
 type target struct {
 	what     string
 	row, per string
 	min      float64
 }
 
+// targets are the ratios the table reports, with their targets.
 func targets() []target {
 	return []target{
 		{what: "plugin mode ÷ kube-scheduler alone", row: harness.RowPlugin, per: harness.RowKubeScheduler, min: 0.75},
