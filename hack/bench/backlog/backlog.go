@@ -1,10 +1,11 @@
+// Package backlog is the bench's backlog mode: rows c, d and e on a full
+// cluster with pods waiting, while running pods end.
 package backlog
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -87,7 +88,6 @@ func runRows(ctx context.Context, r *harness.Runner) []BacklogRow {
 // at --finish-rate for --backlog-duration while it watches the binds.
 func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *BacklogRow) error {
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	defer cancel()
 	env, err := r.StartCluster(ctx, row)
 	if err != nil {
@@ -99,26 +99,16 @@ func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *Bac
 	if err != nil {
 		return err
 	}
-	watches, err := harness.NewInformers(env)
-	if err != nil {
-		return err
-	}
-	if err := watchBacklogBinds(watches, tracker, form, r.Options.GPUsPerNode); err != nil {
-		return err
-	}
-	kubelet, err := harness.WatchForKubelet(row, watches, env.ControlPlane.Tessera)
+	_, _, stopWatches, err := harness.StartWatches(ctx, env, row, func(watches *harness.Informers) error {
+		return watchBacklogBinds(watches, tracker, form, r.Options.GPUsPerNode)
+	})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		cancel()
-		watches.Shutdown()
-		wg.Wait()
+		stopWatches()
 	}()
-	if err := watches.Start(ctx); err != nil {
-		return err
-	}
-	kubelet.Start(ctx, &wg)
 
 	sched, err := r.PrepareScheduler(ctx, env, row)
 	if err != nil {

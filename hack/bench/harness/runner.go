@@ -1,3 +1,7 @@
+// Package harness is what every mode of the bench shares: the flags, a
+// control plane on loopback with simulated GPU nodes, the schedulers each
+// row runs, the pods and their placements, CPU pinning, CPU, memory and
+// request accounting, percentiles, and the grid the tables print in.
 package harness
 
 import (

@@ -1,3 +1,5 @@
+// Package queue is the bench's queue mode: Jobs through Kueue onto a
+// fragmented cluster, without and with Tessera's gang-fit admission check.
 package queue
 
 import (

@@ -1,10 +1,12 @@
+// Package rows is the bench's default mode: rows a to e schedule one
+// workload on a fresh control plane each, and the table compares their
+// throughput, latency and costs.
 package rows
 
 import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -64,7 +66,6 @@ func runRow(ctx context.Context, r *harness.Runner, row string) RowResult {
 // scheduler and measures until every pod is bound.
 func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResult) error {
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	// Everything the row started in the background ends before the control plane.
 	defer cancel()
 	env, err := r.StartCluster(ctx, row)
@@ -78,35 +79,25 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 	}
 
 	binds := harness.NewBindRecorder(r.Options.Pods)
-	watches, err := harness.NewInformers(env)
-	if err != nil {
+	watches, kubelet, stopWatches, err := harness.StartWatches(ctx, env, row, func(watches *harness.Informers) error {
+		_, err := watches.Kube.Core().V1().Pods().Informer().AddEventHandler(binds.Handler())
 		return err
-	}
-	pods := watches.Kube.Core().V1().Pods()
-	if _, err := pods.Informer().AddEventHandler(binds.Handler()); err != nil {
-		return err
-	}
-	kubelet, err := harness.WatchForKubelet(row, watches, env.ControlPlane.Tessera)
+	})
 	if err != nil {
 		return err
 	}
 	// Informers and workers end with ctx, and before the control plane.
 	defer func() {
 		cancel()
-		watches.Shutdown()
-		wg.Wait()
+		stopWatches()
 	}()
-	if err := watches.Start(ctx); err != nil {
-		return err
-	}
-	kubelet.Start(ctx, &wg)
 
 	sched, err := r.PrepareScheduler(ctx, env, row)
 	if err != nil {
 		return err
 	}
 	defer sched.StopExtender()
-	return measureBinds(ctx, r, row, env, sched, created, binds, pods.Lister(), kubelet, res)
+	return measureBinds(ctx, r, row, env, sched, created, binds, watches.Kube.Core().V1().Pods().Lister(), kubelet, res)
 }
 
 // measureBinds starts the row's scheduler, waits for every pod to be bound

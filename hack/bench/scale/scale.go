@@ -1,3 +1,5 @@
+// Package scale is the bench's scale mode for the extender: its memory and
+// its filter latency with many pods already placed.
 package scale
 
 import (

@@ -1,3 +1,6 @@
+// Package scaledra is the bench's scale mode for DRA (--rows=e):
+// kube-scheduler with many claims allocated, and the node daemons' steady
+// state while claims churn.
 package scaledra
 
 import (

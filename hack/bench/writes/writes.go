@@ -1,3 +1,5 @@
+// Package writes is the bench's writes mode: what each write of a pod's
+// scheduling costs the control plane.
 package writes
 
 import (
