@@ -38,25 +38,25 @@ func PlacePods(ctx context.Context, env *ClusterEnv, o *Options, form PodForm) e
 	return nil
 }
 
-// scalePlacement is where the placer put one of scale mode's pods: the
+// ScalePlacement is where the placer put one of scale mode's pods: the
 // Node's index and the devices its container got.
-type scalePlacement struct {
+type ScalePlacement struct {
 	Node    int
 	Devices []gpuv1alpha1.DeviceAllocation
 }
 
 // ScalePlacements are the shapes of scale mode's pods, in the workload's
 // mix, and where the placer's first fit puts each.
-func ScalePlacements(nodes, gpusPerNode, split, pods int) ([]Shape, []scalePlacement, error) {
+func ScalePlacements(nodes, gpusPerNode, split, pods int) ([]Shape, []ScalePlacement, error) {
 	shapes := DefaultMix().Sequence(pods)
 	p := NewPlacer(nodes, gpusPerNode, split)
-	placements := make([]scalePlacement, pods)
+	placements := make([]ScalePlacement, pods)
 	for i, s := range shapes {
 		node, devices, err := p.Place(i, s)
 		if err != nil {
 			return nil, nil, err
 		}
-		placements[i] = scalePlacement{node, devices}
+		placements[i] = ScalePlacement{node, devices}
 	}
 	return shapes, placements, nil
 }

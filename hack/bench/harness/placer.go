@@ -6,12 +6,12 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
-// placer places pods on the simulated cluster without a scheduler, for the
+// Placer places pods on the simulated cluster without a scheduler, for the
 // scale mode, keeping every GPU within its memory, cores and share limit by
 // the rules of DESIGN.md. It is simple, not clever: pods go round-robin
 // over the nodes, each on the first node from its turn that fits it, and
 // on the first GPUs of that node that do.
-type placer struct {
+type Placer struct {
 	split int
 	nodes [][]gpuUse
 }
@@ -25,8 +25,8 @@ type gpuUse struct {
 
 // NewPlacer is a placer over nodes empty nodes of gpusPerNode GPUs, each
 // shared by at most split containers.
-func NewPlacer(nodes, gpusPerNode, split int) *placer {
-	p := &placer{split: split, nodes: make([][]gpuUse, nodes)}
+func NewPlacer(nodes, gpusPerNode, split int) *Placer {
+	p := &Placer{split: split, nodes: make([][]gpuUse, nodes)}
 	for i := range p.nodes {
 		p.nodes[i] = make([]gpuUse, gpusPerNode)
 	}
@@ -35,7 +35,7 @@ func NewPlacer(nodes, gpusPerNode, split int) *placer {
 
 // Place puts the i-th pod, of shape s, on a node and returns the node's
 // index and the devices the pod's container gets.
-func (p *placer) Place(i int, s Shape) (int, []gpuv1alpha1.DeviceAllocation, error) {
+func (p *Placer) Place(i int, s Shape) (int, []gpuv1alpha1.DeviceAllocation, error) {
 	for k := range p.nodes {
 		node := (i + k) % len(p.nodes)
 		if devices, ok := p.fit(node, s); ok {
@@ -46,7 +46,7 @@ func (p *placer) Place(i int, s Shape) (int, []gpuv1alpha1.DeviceAllocation, err
 }
 
 // fit takes the shape's GPUs on the node if it has enough that fit.
-func (p *placer) fit(node int, s Shape) ([]gpuv1alpha1.DeviceAllocation, bool) {
+func (p *Placer) fit(node int, s Shape) ([]gpuv1alpha1.DeviceAllocation, bool) {
 	memory := s.MemoryMiB
 	if memory == 0 {
 		memory = GPUMemoryMiB
