@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
@@ -43,9 +44,9 @@ type BacklogRow struct {
 	// Attempts are the scheduler's scheduling attempts in the window.
 	Attempts float64
 	// CPU is every process's CPU time in the window.
-	CPU harness.CPUUsage
+	CPU meter.CPUUsage
 	// Writes are the write requests kube-apiserver served in the window.
-	Writes harness.APIWrites
+	Writes meter.APIWrites
 	// Pinning is where the control plane and the rest ran; nil when shared.
 	Pinning *harness.Pinning
 	// Err is why the row did not finish, if it did not.
@@ -184,11 +185,11 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 	if err != nil {
 		return err
 	}
-	writesBefore, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	writesBefore, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}
-	cpuBefore := harness.SampleCPU(env.Dir)
+	cpuBefore := meter.SampleCPU(env.Dir)
 	windowStart := time.Now()
 	tracker.start(windowStart)
 	profiles := &harness.Profiler{Seconds: r.Options.ProfileSeconds}
@@ -218,13 +219,13 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 	end := time.Now()
 	res.backlogMeasures = tracker.finish(end)
 	res.Window = end.Sub(windowStart)
-	res.CPU = harness.SampleCPU(env.Dir).Since(cpuBefore)
+	res.CPU = meter.SampleCPU(env.Dir).Since(cpuBefore)
 	after, err := scraper.Scrape(ctx)
 	if err != nil {
 		return err
 	}
-	res.Attempts = harness.CounterSum(after, harness.ScheduleAttemptsMetric) - harness.CounterSum(before, harness.ScheduleAttemptsMetric)
-	writesAfter, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	res.Attempts = meter.CounterSum(after, harness.ScheduleAttemptsMetric) - meter.CounterSum(before, harness.ScheduleAttemptsMetric)
+	writesAfter, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}
@@ -255,7 +256,7 @@ func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, limit tim
 		if err != nil {
 			return false, err
 		}
-		queues := harness.ValuesBy(families, harness.PendingPodsMetric, "queue")
+		queues := meter.ValuesBy(families, harness.PendingPodsMetric, "queue")
 		if len(queues) > 0 && queues["active"]+queues["backoff"] == 0 {
 			return true, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // Targets for extender and plugin mode under a backlog: how soon a freed
@@ -37,7 +38,7 @@ func backlogHeader() []string {
 // schedulerCPU is the CPU time of the scheduler's side: every process but
 // the control plane's and the bench's (kube-scheduler or
 // Tessera-scheduler, and the extender).
-func schedulerCPU(u harness.CPUUsage) time.Duration {
+func schedulerCPU(u meter.CPUUsage) time.Duration {
 	var total time.Duration
 	for name, t := range u {
 		if name != "bench" && !slices.Contains(harness.ControlPlaneProcesses(), name) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 func TestVerdict(t *testing.T) {
@@ -38,7 +39,7 @@ func TestBacklogTableTargets(t *testing.T) {
 	row := func(name string) BacklogRow {
 		r := BacklogRow{Row: name, Name: harness.RowName(name), Filled: 10, Backlog: 30, Settled: true, Attempts: 20, Ending: time.Second, Window: 11 * time.Second}
 		r.Frees, r.Placed, r.Taken = 10, 10, 10
-		r.FreedToBound = censored{Quantiles: harness.Quantiles{P50: 100 * time.Millisecond, P99: 800 * time.Millisecond, Count: 10}}
+		r.FreedToBound = censored{Quantiles: meter.Quantiles{P50: 100 * time.Millisecond, P99: 800 * time.Millisecond, Count: 10}}
 		r.FitWait = fitWaits{Longest: 6 * time.Second, LongestNode: "n1", Waits: 3}
 		return r
 	}

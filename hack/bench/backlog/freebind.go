@@ -3,7 +3,7 @@ package backlog
 import (
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
@@ -122,7 +122,7 @@ func censoredQuantiles(taken, untaken []time.Duration) censored {
 	all := make([]time.Duration, 0, len(taken)+len(untaken))
 	all = append(all, taken...)
 	all = append(all, untaken...)
-	c := censored{Quantiles: harness.SampleQuantiles(all)}
+	c := censored{Quantiles: meter.SampleQuantiles(all)}
 	for _, u := range untaken {
 		c.P50AtLeast = c.P50AtLeast || u <= c.P50
 		c.P99AtLeast = c.P99AtLeast || u <= c.P99
@@ -132,7 +132,7 @@ func censoredQuantiles(taken, untaken []time.Duration) censored {
 
 // censored are quantiles of which some samples were cut short.
 type censored struct {
-	harness.Quantiles
+	meter.Quantiles
 	// P50AtLeast and P99AtLeast say that the quantile is a lower bound.
 	P50AtLeast, P99AtLeast bool
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -37,7 +38,7 @@ func StartEnv(ctx context.Context, dir, schedulerName string) (*ClusterEnv, erro
 // the controllers queue mode needs; opts.Dir must be set.
 func StartEnvWith(ctx context.Context, opts framework.Options, schedulerName string) (*ClusterEnv, error) {
 	dir := opts.Dir
-	flags, auditLog, err := auditFlags(dir)
+	flags, auditLog, err := meter.AuditFlags(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func StartEnvWith(ctx context.Context, opts framework.Options, schedulerName str
 		return nil, fmt.Errorf("starting the control plane in %s: %w", dir, err)
 	}
 	env := &ClusterEnv{ControlPlane: cp, Dir: dir, SchedulerName: schedulerName, AuditLog: auditLog}
-	env.ExtenderKubeconfig, env.extenderConfig, err = cp.NewUserKubeconfig(ExtenderUser, []string{"system:masters"})
+	env.ExtenderKubeconfig, env.extenderConfig, err = cp.NewUserKubeconfig(meter.ExtenderUser, []string{"system:masters"})
 	if err != nil {
 		cp.Stop()
 		return nil, fmt.Errorf("creating the extender's identity: %w", err)

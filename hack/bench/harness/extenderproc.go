@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -78,7 +79,7 @@ func (p *ExtenderProcess) Memory() (rss, peak int64, err error) {
 
 // CPU returns the process's CPU time (user and system) so far.
 func (p *ExtenderProcess) CPU() (time.Duration, error) {
-	return processCPU(p.Pid())
+	return meter.ProcessCPU(p.Pid())
 }
 
 // ProcMemory reads VmRSS and VmHWM, in bytes, of a process.

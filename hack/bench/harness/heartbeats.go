@@ -14,6 +14,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // Heartbeats is what every node's device plugin heartbeating at its
@@ -59,8 +60,8 @@ func RunHeartbeats(ctx context.Context, env *ClusterEnv, o *Options, extender *E
 		return nil, context.Cause(ctx)
 	case <-time.After(o.HeartbeatPeriod * 3 / 2):
 	}
-	res := &Heartbeats{Period: o.HeartbeatPeriod, Window: o.SteadyWindow, Load: LoadAverage()}
-	before, writes := SampleCPU(env.Dir), requests.Load()
+	res := &Heartbeats{Period: o.HeartbeatPeriod, Window: o.SteadyWindow, Load: meter.LoadAverage()}
+	before, writes := meter.SampleCPU(env.Dir), requests.Load()
 	extenderBefore, err := extender.CPU()
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func RunHeartbeats(ctx context.Context, env *ClusterEnv, o *Options, extender *E
 		return nil, context.Cause(ctx)
 	case <-time.After(o.SteadyWindow):
 	}
-	used := SampleCPU(env.Dir).Since(before)
+	used := meter.SampleCPU(env.Dir).Since(before)
 	res.Writes = requests.Load() - writes
 	extenderAfter, err := extender.CPU()
 	if err != nil {
@@ -83,13 +84,13 @@ func RunHeartbeats(ctx context.Context, env *ClusterEnv, o *Options, extender *E
 
 // CountingClient is a client for n simulated node daemons, its rate
 // limits lifted, with a tally of every request it sends.
-func CountingClient(env *ClusterEnv, n int) (kubernetes.Interface, *RequestTally, error) {
-	requests := newRequestTally()
+func CountingClient(env *ClusterEnv, n int) (kubernetes.Interface, *meter.RequestTally, error) {
+	requests := meter.NewRequestTally()
 	cfg := rest.CopyConfig(env.ControlPlane.Config)
 	cfg.QPS, cfg.Burst = float32(n), n
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			requests.add(r)
+			requests.Add(r)
 			return rt.RoundTrip(r)
 		})
 	})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 )
 
@@ -80,7 +81,7 @@ func (e *noopExtender) serve(ctx context.Context) (string, error) {
 }
 
 // Quantiles are the latencies of the requests so far, by verb.
-func (e *noopExtender) Quantiles() (map[string]Quantiles, error) {
+func (e *noopExtender) Quantiles() (map[string]meter.Quantiles, error) {
 	families, err := e.registry.Gather()
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func (e *noopExtender) Quantiles() (map[string]Quantiles, error) {
 	for _, f := range families {
 		byName[f.GetName()] = f
 	}
-	return VerbQuantiles(byName, noopDurationMetric), nil
+	return meter.VerbQuantiles(byName, noopDurationMetric), nil
 }
 
 // handler answers one decoded request; its error goes in the reply.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // Row names, the values of --rows.
@@ -260,8 +262,8 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
-	if o.PinControlPlane && NumCPU() < 2 {
-		return fmt.Errorf("--pin-control-plane: needs at least 2 CPUs, the bench may use %d", NumCPU())
+	if o.PinControlPlane && meter.NumCPU() < 2 {
+		return fmt.Errorf("--pin-control-plane: needs at least 2 CPUs, the bench may use %d", meter.NumCPU())
 	}
 	if capacity := o.Nodes * o.GPUsPerNode; o.Mode != ModeBacklog && o.Mode != ModeQueue && o.Pods > capacity*o.Split {
 		return fmt.Errorf("--pods=%d: must be at most --nodes × --gpus-per-node × --split = %d, the cluster's share capacity", o.Pods, capacity*o.Split)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // ControlPlaneProcesses are the programs --pin-control-plane puts on the
@@ -87,21 +89,21 @@ func (p *Pinning) PinBench() error {
 // pinRow puts every process of the row in dir on its side's CPUs, and
 // returns how many of the control plane's it found.
 func (p *Pinning) pinRow(dir string) (controlPlane int, err error) {
-	for _, proc := range processesOf(dir) {
+	for _, proc := range meter.ProcessesOf(dir) {
 		set := p.rest
-		if slices.Contains(ControlPlaneProcesses(), proc.name) {
+		if slices.Contains(ControlPlaneProcesses(), proc.Name) {
 			set = p.controlPlane
 			controlPlane++
 		}
-		if err := pinProcess(proc.pid, set); err != nil {
-			return controlPlane, fmt.Errorf("pinning %s (pid %d): %w", proc.name, proc.pid, err)
+		if err := pinProcess(proc.Pid, set); err != nil {
+			return controlPlane, fmt.Errorf("pinning %s (pid %d): %w", proc.Name, proc.Pid, err)
 		}
 	}
 	return controlPlane, nil
 }
 
 // Split sums the CPU time of each side.
-func (p *Pinning) Split(u CPUUsage) (controlPlane, rest float64) {
+func (p *Pinning) Split(u meter.CPUUsage) (controlPlane, rest float64) {
 	for name, t := range u {
 		if slices.Contains(ControlPlaneProcesses(), name) {
 			controlPlane += t.Seconds()

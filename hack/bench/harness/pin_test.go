@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // TestPinRow starts stand-ins for etcd and kube-scheduler and checks that
@@ -91,7 +93,7 @@ func TestPinningSplitsTheCPUs(t *testing.T) {
 			t.Errorf("CPU %d of the rest is the control plane's, or not the bench's", cpu)
 		}
 	}
-	cp, rest := p.Split(CPUUsage{"etcd": 2e9, "kube-apiserver": 3e9, "kube-controller-manager": 1e9, "kube-scheduler": 4e9, "bench": 1e9})
+	cp, rest := p.Split(meter.CPUUsage{"etcd": 2e9, "kube-apiserver": 3e9, "kube-controller-manager": 1e9, "kube-scheduler": 4e9, "bench": 1e9})
 	if cp != 6 || rest != 5 {
 		t.Errorf("split = %.1f s control plane, %.1f s rest; want 6 and 5", cp, rest)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // Profiler takes CPU profiles of kube-apiserver and, in row c, of the
@@ -46,10 +48,10 @@ func (p *Profiler) Start(ctx context.Context, env *ClusterEnv, extenderURL strin
 	if extenderURL != "" {
 		p.wg.Add(2)
 		go p.fetch(ctx, env, "tessera-scheduler.cpu.pprof", func(ctx context.Context) ([]byte, error) {
-			return httpGet(ctx, extenderURL+"/debug/pprof/profile?seconds="+seconds)
+			return meter.HTTPGet(ctx, extenderURL+"/debug/pprof/profile?seconds="+seconds)
 		})
 		go p.fetch(ctx, env, "tessera-scheduler.trace", func(ctx context.Context) ([]byte, error) {
-			return httpGet(ctx, extenderURL+"/debug/pprof/trace?seconds="+seconds)
+			return meter.HTTPGet(ctx, extenderURL+"/debug/pprof/trace?seconds="+seconds)
 		})
 	}
 }
@@ -62,7 +64,7 @@ func (p *Profiler) StartScheduler(ctx context.Context, env *ClusterEnv, scraper 
 	}
 	p.wg.Add(1)
 	go p.fetch(ctx, env, name+".cpu.pprof", func(ctx context.Context) ([]byte, error) {
-		return httpGetWith(ctx, scraper.client, scraper.base+"/debug/pprof/profile?seconds="+strconv.Itoa(p.Seconds))
+		return meter.HTTPGetWith(ctx, scraper.client, scraper.base+"/debug/pprof/profile?seconds="+strconv.Itoa(p.Seconds))
 	})
 }
 

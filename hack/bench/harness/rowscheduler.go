@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -82,7 +83,7 @@ const readyMax = 10 * time.Minute
 // ready.
 func (s *RowScheduler) Start(ctx context.Context, env *ClusterEnv) error {
 	logger := klog.FromContext(ctx)
-	logger.Info("Starting the scheduler", "scheduler", s.Name, "config", s.Config.Source, "load", LoadAverage())
+	logger.Info("Starting the scheduler", "scheduler", s.Name, "config", s.Config.Source, "load", meter.LoadAverage())
 	started := time.Now()
 	readyCtx, cancel := context.WithTimeout(ctx, readyMax)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/rest"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -69,6 +70,6 @@ func securePort(pid int) (int, error) {
 
 // Scrape reads the scheduler's metrics.
 func (s *SchedulerScraper) Scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	families, _, err := scrapeWith(ctx, s.client, s.base+"/metrics")
+	families, _, err := meter.ScrapeWith(ctx, s.client, s.base+"/metrics")
 	return families, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -74,5 +75,5 @@ func (r *Runner) Where() string {
 	if r.Pin != nil {
 		return r.Pin.String()
 	}
-	return fmt.Sprintf("%d CPUs shared by every process", NumCPU())
+	return fmt.Sprintf("%d CPUs shared by every process", meter.NumCPU())
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -43,7 +44,7 @@ func runQueue(ctx context.Context, r *harness.Runner) []QueueRun {
 	var runs []QueueRun
 	for _, gangFit := range []bool{false, true} {
 		logger := klog.LoggerWithValues(klog.FromContext(ctx), "run", runName(gangFit))
-		res := QueueRun{GangFit: gangFit, Load: harness.LoadAverage()}
+		res := QueueRun{GangFit: gangFit, Load: meter.LoadAverage()}
 		res.Err = measureQueue(klog.NewContext(ctx, logger), r, gangFit, &res)
 		if res.Err != nil {
 			logger.Error(res.Err, "Run failed")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // queueSeriesPoints is how many points the memory series of the report has.
@@ -18,15 +18,15 @@ type queueMeasures struct {
 	Jobs, Admitted, Running, Done int
 	// ToAdmitted is from a Job's creation to its admission, ToRunning to
 	// all its pods running, over the Jobs that got there.
-	ToAdmitted, ToRunning harness.Quantiles
+	ToAdmitted, ToRunning meter.Quantiles
 	// FreeToAdmitted is, over the Jobs admitted after room freed while
 	// they waited, from the last free before each admission to it.
-	FreeToAdmitted harness.Quantiles
+	FreeToAdmitted meter.Quantiles
 	// Waited are the admitted Jobs a pod of which the scheduler found no
 	// room for; WaitedFor is from their admission until all their pods
 	// ran, or the end for the Open ones, which never did.
 	Waited, Open int
-	WaitedFor    harness.Quantiles
+	WaitedFor    meter.Quantiles
 	// LastDone is from the run's start to the last Job done.
 	LastDone time.Duration
 	// Memory is the GPU memory the Jobs' pods held over time.
@@ -78,8 +78,8 @@ func (t *queueTracker) measures(start, end time.Time, freeMiB int64) queueMeasur
 			waitedFor = append(waitedFor, j.running.Sub(j.admitted))
 		}
 	}
-	m.ToAdmitted, m.ToRunning, m.WaitedFor = harness.SampleQuantiles(toAdmitted), harness.SampleQuantiles(toRunning), harness.SampleQuantiles(waitedFor)
-	m.FreeToAdmitted = harness.SampleQuantiles(freeToAdmitted)
+	m.ToAdmitted, m.ToRunning, m.WaitedFor = meter.SampleQuantiles(toAdmitted), meter.SampleQuantiles(toRunning), meter.SampleQuantiles(waitedFor)
+	m.FreeToAdmitted = meter.SampleQuantiles(freeToAdmitted)
 	if m.Done > 0 {
 		m.LastDone = lastDone.Sub(start)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // QueueTable is queue mode's report: the run without the gang-fit check
@@ -51,7 +52,7 @@ func (t QueueTable) cells() [][]string {
 }
 
 // pair writes a median and 99th percentile in seconds.
-func pair(q harness.Quantiles) string {
+func pair(q meter.Quantiles) string {
 	if q.Count == 0 {
 		return "—"
 	}

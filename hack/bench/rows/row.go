@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // Run runs each row asked for, each on a fresh control plane, and reports them.
@@ -26,7 +27,7 @@ func Run(ctx context.Context, r *harness.Runner) Table {
 		if !o.Wants(row) {
 			continue
 		}
-		loads = append(loads, fmt.Sprintf("%s: %s", row, harness.LoadAverage()))
+		loads = append(loads, fmt.Sprintf("%s: %s", row, meter.LoadAverage()))
 		table.Rows = append(table.Rows, runRow(ctx, r, row))
 		if ctx.Err() != nil {
 			break
@@ -106,11 +107,11 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 	created *harness.CreateTimes, binds *harness.BindRecorder, pods corelisters.PodLister, kubelet *harness.KubeletSim, res *RowResult) error {
 	logger := klog.FromContext(ctx)
 	extender := sched.Extender
-	writesBefore, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	writesBefore, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}
-	cpuBefore := harness.SampleCPU(env.Dir)
+	cpuBefore := meter.SampleCPU(env.Dir)
 	start := time.Now()
 	if err := sched.Start(ctx, env); err != nil {
 		return err
@@ -127,15 +128,15 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 	defer profiles.Wait()
 	waitErr := harness.WaitAllBound(ctx, binds, r.Options.Timeout, sched.Check)
 
-	res.CPU = harness.SampleCPU(env.Dir).Since(cpuBefore)
+	res.CPU = meter.SampleCPU(env.Dir).Since(cpuBefore)
 	bound, last, latencies := binds.Snapshot(created, start)
 	res.Bound = bound
 	if bound > 0 {
 		res.Duration = last.Sub(start)
 	}
-	res.Latency = harness.SampleQuantiles(latencies)
+	res.Latency = meter.SampleQuantiles(latencies)
 	_, _, rawLatencies := binds.Snapshot(created, time.Time{})
-	rawQ := harness.SampleQuantiles(rawLatencies)
+	rawQ := meter.SampleQuantiles(rawLatencies)
 	logger.Info("Row measured", "bound", bound, "pods", r.Options.Pods, "duration", res.Duration.Round(time.Millisecond),
 		"podsPerSecond", fmt.Sprintf("%.1f", res.Throughput()),
 		"createToBoundP50", rawQ.P50.Round(time.Millisecond), "createToBoundP99", rawQ.P99.Round(time.Millisecond))
@@ -162,18 +163,18 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 // yet when the watch reports the bind.
 func waitVerbs(ctx context.Context, sched *harness.RowScheduler, bound int, res *RowResult) error {
 	noop, extender := sched.Noop, sched.Extender
-	verbs := func() (map[string]harness.Quantiles, error) { return nil, nil }
+	verbs := func() (map[string]meter.Quantiles, error) { return nil, nil }
 	switch {
 	case noop != nil:
 		verbs = noop.Quantiles
 	case extender != nil:
-		verbs = func() (map[string]harness.Quantiles, error) {
-			families, err := harness.Scrape(ctx, extender.URL+"/metrics")
+		verbs = func() (map[string]meter.Quantiles, error) {
+			families, err := meter.Scrape(ctx, extender.URL+"/metrics")
 			if err != nil {
 				return nil, err
 			}
-			res.BindQueueWait = harness.HistogramOf(families, harness.BindQueueWaitMetric)
-			return harness.VerbQuantiles(families, harness.ExtenderDurationMetric), nil
+			res.BindQueueWait = meter.HistogramOf(families, meter.BindQueueWaitMetric)
+			return meter.VerbQuantiles(families, meter.ExtenderDurationMetric), nil
 		}
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -195,7 +196,7 @@ func waitVerbs(ctx context.Context, sched *harness.RowScheduler, bound int, res 
 // measureCosts measures the extender's peak memory, the API writes since
 // writesBefore, the extender's API requests and, in row c, the bind cycle.
 func measureCosts(ctx context.Context, r *harness.Runner, row string, env *harness.ClusterEnv, sched *harness.RowScheduler,
-	pods corelisters.PodLister, kubelet *harness.KubeletSim, writesBefore harness.APIWrites, res *RowResult) error {
+	pods corelisters.PodLister, kubelet *harness.KubeletSim, writesBefore meter.APIWrites, res *RowResult) error {
 	logger := klog.FromContext(ctx)
 	if extender := sched.Extender; extender != nil {
 		var err error
@@ -203,14 +204,14 @@ func measureCosts(ctx context.Context, r *harness.Runner, row string, env *harne
 			return err
 		}
 	}
-	writesAfter, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	writesAfter, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}
 	res.Writes = writesAfter.Since(writesBefore)
 	logger.Info("API writes while scheduling", "total", res.Writes.Total(), "perPod", res.Writes.PerPod(max(res.Bound, 1)))
 	if harness.HasExtender(row) {
-		count, err := harness.CountRequestsInFile(env.AuditLog, harness.ExtenderUser)
+		count, err := meter.CountRequestsInFile(env.AuditLog, meter.ExtenderUser)
 		if err != nil {
 			return err
 		}
@@ -244,7 +245,7 @@ func auditBindCycle(ctx context.Context, r *harness.Runner, env *harness.Cluster
 			p.allocated = at
 		}
 	}
-	if err := timelinesFromAudit(env.AuditLog, harness.ExtenderUser, timelines); err != nil {
+	if err := timelinesFromAudit(env.AuditLog, meter.ExtenderUser, timelines); err != nil {
 		return BindCycle{}, err
 	}
 	return bindCycle(timelines), nil

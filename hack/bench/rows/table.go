@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // RowResult is what one row of the throughput table measured.
@@ -18,15 +19,15 @@ type RowResult struct {
 	Duration time.Duration
 	// Latency is from each pod's creation, or the scheduler's start if
 	// later, to its bind.
-	Latency harness.Quantiles
+	Latency meter.Quantiles
 	// Verbs are the extender's latencies by verb; nil without an extender.
-	Verbs map[string]harness.Quantiles
+	Verbs map[string]meter.Quantiles
 	// BindQueueWait is how long Tessera's binds waited for the allocation
 	// ahead of them on their node; zero for other rows.
-	BindQueueWait harness.Quantiles
+	BindQueueWait meter.Quantiles
 	// CPU is the CPU time each process used from the scheduler's start to
 	// the end of the row.
-	CPU harness.CPUUsage
+	CPU meter.CPUUsage
 	// Cycle is where the time between two binds to one node goes; nil
 	// for other rows.
 	Cycle *BindCycle
@@ -38,7 +39,7 @@ type RowResult struct {
 	APIRequests int
 	// Writes are the write requests kube-apiserver served while the row
 	// scheduled, from every client, by resource.
-	Writes harness.APIWrites
+	Writes meter.APIWrites
 	// Pinning is where the control plane and the rest ran; nil when they
 	// shared every CPU.
 	Pinning *harness.Pinning

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 func sampleTable() Table {
-	verbs := map[string]harness.Quantiles{
+	verbs := map[string]meter.Quantiles{
 		harness.VerbFilter:     {P50: 500 * time.Microsecond, P99: 2 * time.Millisecond, Count: 10},
 		harness.VerbPrioritize: {P50: 300 * time.Microsecond, P99: 900 * time.Microsecond, Count: 10},
 		harness.VerbBind:       {P50: 12 * time.Millisecond, P99: 150 * time.Millisecond, Count: 10},
@@ -19,16 +20,16 @@ func sampleTable() Table {
 		Title: "2 nodes",
 		Rows: []RowResult{
 			{Row: "a", Name: "kube-scheduler alone", Pods: 100, Bound: 100, Duration: 500 * time.Millisecond,
-				Latency: harness.Quantiles{P50: 200 * time.Millisecond, P99: 480 * time.Millisecond, Count: 100}, APIRequests: -1},
+				Latency: meter.Quantiles{P50: 200 * time.Millisecond, P99: 480 * time.Millisecond, Count: 100}, APIRequests: -1},
 			{Row: "b", Name: "kube-scheduler + no-op extender", Pods: 100, Bound: 100, Duration: time.Second,
-				Latency: harness.Quantiles{P50: 400 * time.Millisecond, P99: 990 * time.Millisecond, Count: 100}, Verbs: verbs, APIRequests: 100},
+				Latency: meter.Quantiles{P50: 400 * time.Millisecond, P99: 990 * time.Millisecond, Count: 100}, Verbs: verbs, APIRequests: 100},
 			{Row: "c", Name: "kube-scheduler + Tessera", Pods: 100, Bound: 100, Duration: 2 * time.Second,
-				Latency: harness.Quantiles{P50: time.Second, P99: 12 * time.Second, Count: 100}, Verbs: verbs,
+				Latency: meter.Quantiles{P50: time.Second, P99: 12 * time.Second, Count: 100}, Verbs: verbs,
 				PeakRSSBytes: 60 << 20, APIRequests: 401,
-				Writes: harness.APIWrites{"gpuallocations": 100, "gpuallocations/status": 100, "pods/binding": 100, "leases": 1}},
+				Writes: meter.APIWrites{"gpuallocations": 100, "gpuallocations/status": 100, "pods/binding": 100, "leases": 1}},
 			{Row: "d", Name: "tessera-scheduler (plugin mode)", Pods: 100, Bound: 100, Duration: time.Second,
-				Latency: harness.Quantiles{P50: 400 * time.Millisecond, P99: 900 * time.Millisecond, Count: 100}, APIRequests: -1,
-				Writes: harness.APIWrites{"gpuallocations": 100, "gpuallocations/status": 100, "pods/binding": 100}},
+				Latency: meter.Quantiles{P50: 400 * time.Millisecond, P99: 900 * time.Millisecond, Count: 100}, APIRequests: -1,
+				Writes: meter.APIWrites{"gpuallocations": 100, "gpuallocations/status": 100, "pods/binding": 100}},
 		},
 		Notes: []string{"load average: 0.5"},
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // podTimeline is when the steps of one pod's bind by Tessera happened.
@@ -27,15 +28,15 @@ type BindCycle struct {
 	// Writes is from the allocation's create reaching the API server to
 	// the binding completing: create, anything else the extender writes
 	// before binding, and the binding.
-	Writes harness.Quantiles
+	Writes meter.Quantiles
 	// Kubelet is from the binding completing to the allocation being Allocated.
-	Kubelet harness.Quantiles
+	Kubelet meter.Quantiles
 	// Handoff is from Allocated to the next allocation on the node being
 	// created: the extender's watch seeing it, its gate letting the next
 	// bind go, and that bind's own work before its create. It counts only
 	// pairs where the next pod was bound within a second after, so that a
 	// Node left idle does not count.
-	Handoff harness.Quantiles
+	Handoff meter.Quantiles
 }
 
 // bindCycle computes the cycle from the pods' timelines; pods missing a
@@ -66,12 +67,12 @@ func bindCycle(pods map[string]*podTimeline) BindCycle {
 			}
 		}
 	}
-	return BindCycle{Writes: harness.SampleQuantiles(writes), Kubelet: harness.SampleQuantiles(kubelet), Handoff: harness.SampleQuantiles(handoff)}
+	return BindCycle{Writes: meter.SampleQuantiles(writes), Kubelet: meter.SampleQuantiles(kubelet), Handoff: meter.SampleQuantiles(handoff)}
 }
 
 // String says the cycle's medians and 99th percentiles.
 func (c BindCycle) String() string {
-	q := func(x harness.Quantiles) string {
+	q := func(x meter.Quantiles) string {
 		return harness.FormatDuration(x.P50, x.Count) + " / " + harness.FormatDuration(x.P99, x.Count)
 	}
 	return fmt.Sprintf("extender writes %s, simulated kubelet %s, handoff to the node's next bind %s (p50 / p99)",
@@ -94,7 +95,7 @@ func timelinesFromAudit(path, user string, pods map[string]*podTimeline) error {
 		}
 		return p
 	}
-	return harness.ReadAudit(f, user, func(e *harness.AuditEvent) {
+	return meter.ReadAudit(f, user, func(e *meter.AuditEvent) {
 		if e.Stage != "ResponseComplete" || e.Verb != "create" || e.ObjectRef == nil || e.ObjectRef.Name == "" {
 			return
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 func TestBindCycle(t *testing.T) {
@@ -22,9 +22,9 @@ func TestBindCycle(t *testing.T) {
 				"p2": {node: "n1", allocationCreate: at(35), bound: at(45), allocated: at(65)},
 			},
 			want: BindCycle{
-				Writes:  harness.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 2},
-				Kubelet: harness.Quantiles{P50: 20 * time.Millisecond, P99: 20 * time.Millisecond, Count: 2},
-				Handoff: harness.Quantiles{P50: 5 * time.Millisecond, P99: 5 * time.Millisecond, Count: 1},
+				Writes:  meter.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 2},
+				Kubelet: meter.Quantiles{P50: 20 * time.Millisecond, P99: 20 * time.Millisecond, Count: 2},
+				Handoff: meter.Quantiles{P50: 5 * time.Millisecond, P99: 5 * time.Millisecond, Count: 1},
 			},
 		},
 		{
@@ -34,8 +34,8 @@ func TestBindCycle(t *testing.T) {
 				"p2": {node: "n2", allocationCreate: at(35), bound: at(45), allocated: at(65)},
 			},
 			want: BindCycle{
-				Writes:  harness.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 2},
-				Kubelet: harness.Quantiles{P50: 20 * time.Millisecond, P99: 20 * time.Millisecond, Count: 2},
+				Writes:  meter.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 2},
+				Kubelet: meter.Quantiles{P50: 20 * time.Millisecond, P99: 20 * time.Millisecond, Count: 2},
 			},
 		},
 		{
@@ -45,8 +45,8 @@ func TestBindCycle(t *testing.T) {
 				"p2": {node: "n1", allocationCreate: at(5000), bound: at(5010), allocated: at(5030)},
 			},
 			want: BindCycle{
-				Writes:  harness.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 2},
-				Kubelet: harness.Quantiles{P50: 20 * time.Millisecond, P99: 20 * time.Millisecond, Count: 2},
+				Writes:  meter.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 2},
+				Kubelet: meter.Quantiles{P50: 20 * time.Millisecond, P99: 20 * time.Millisecond, Count: 2},
 			},
 		},
 		{
@@ -55,7 +55,7 @@ func TestBindCycle(t *testing.T) {
 				"p1": {node: "n1", allocationCreate: at(0), bound: at(10)},
 				"p2": {node: "n1", allocationCreate: at(20)},
 			},
-			want: BindCycle{Writes: harness.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 1}},
+			want: BindCycle{Writes: meter.Quantiles{P50: 10 * time.Millisecond, P99: 10 * time.Millisecond, Count: 1}},
 		},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // probePodName is the unscheduled pod whose filter calls the scale mode times.
@@ -55,7 +56,7 @@ type ScaleResult struct {
 	ScrapeCPU time.Duration
 	// Filter and Prioritize are the probe calls' round trips, measured by
 	// the bench; FilterServer is the extender's own histogram.
-	Filter, Prioritize, FilterServer harness.Quantiles
+	Filter, Prioritize, FilterServer meter.Quantiles
 	// FilterCPU and PrioritizeCPU are the extender's CPU time per call,
 	// garbage collection included; unlike latencies, contention for the
 	// CPUs does not inflate them.
@@ -63,7 +64,7 @@ type ScaleResult struct {
 	// Feasible is how many of the nodes the first filter call returned.
 	Feasible int
 	// APIRequests is what the extender asked the API server, up to the scrape.
-	APIRequests harness.RequestCount
+	APIRequests meter.RequestCount
 	// Heartbeats is the steady state with every node heartbeating; nil
 	// when --heartbeat-period is 0.
 	Heartbeats *harness.Heartbeats
@@ -74,7 +75,7 @@ type ScaleResult struct {
 // latency for one more pod over every node.
 func Run(ctx context.Context, r *harness.Runner) (*ScaleResult, error) {
 	o := r.Options
-	loadAtStart := harness.LoadAverage()
+	loadAtStart := meter.LoadAverage()
 	env, err := harness.StartEnv(ctx, filepath.Join(r.Base, "scale"), r.ExtenderConfig.SchedulerName)
 	if err != nil {
 		return nil, err
@@ -84,14 +85,14 @@ func Run(ctx context.Context, r *harness.Runner) (*ScaleResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, LoadAtStart: loadAtStart, Load: harness.LoadAverage()}
+	res := &ScaleResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, LoadAtStart: loadAtStart, Load: meter.LoadAverage()}
 	extender, err := startExtender(ctx, r, env, res)
 	if err != nil {
 		return nil, err
 	}
 	defer extender.Stop()
 	lists := nodeOrders(o)
-	if res.QuietAfter, res.Quiet, err = harness.Settled.Wait(ctx, env.Dir); err != nil {
+	if res.QuietAfter, res.Quiet, err = meter.Settled.Wait(ctx, env.Dir); err != nil {
 		return nil, err
 	}
 	// The profiles cover the probes, filter first: with --probes in the
@@ -167,7 +168,7 @@ func nodeOrders(o *harness.Options) [][]string {
 	// different interleaving on every call.
 	rng := rand.New(rand.NewPCG(uint64(o.Nodes), uint64(o.Pods)))
 	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	return schedulerOrders(names, harness.NumCPU(), probeOrders, rng)
+	return schedulerOrders(names, meter.NumCPU(), probeOrders, rng)
 }
 
 // measureProbes sends the filter probes, then the prioritize probes over
@@ -208,13 +209,13 @@ func measureScrape(ctx context.Context, env *harness.ClusterEnv, extender *harne
 	if err != nil {
 		return err
 	}
-	families, size, err := harness.ScrapeSized(ctx, extender.URL+"/metrics")
+	families, size, err := meter.ScrapeSized(ctx, extender.URL+"/metrics")
 	if err != nil {
 		return err
 	}
 	// The per-GPU state, on its own path; per-allocation series only
 	// where the extender runs with --allocation-metrics.
-	_, stateSize, err := harness.ScrapeSized(ctx, extender.URL+"/metrics/state")
+	_, stateSize, err := meter.ScrapeSized(ctx, extender.URL+"/metrics/state")
 	if err != nil {
 		return err
 	}
@@ -224,14 +225,14 @@ func measureScrape(ctx context.Context, env *harness.ClusterEnv, extender *harne
 		return err
 	}
 	res.MetricsBytes, res.ScrapeCPU = size, after-before
-	res.FilterServer = harness.VerbQuantiles(families, harness.ExtenderDurationMetric)[harness.VerbFilter]
-	if v, ok := harness.GaugeValue(families, harness.HeapInuseMetric); ok {
+	res.FilterServer = meter.VerbQuantiles(families, meter.ExtenderDurationMetric)[harness.VerbFilter]
+	if v, ok := meter.GaugeValue(families, meter.HeapInuseMetric); ok {
 		res.HeapInuse = int64(v)
 	}
 	if _, res.PeakAfterScrape, err = extender.Memory(); err != nil {
 		return err
 	}
-	if res.APIRequests, err = harness.CountRequestsInFile(env.AuditLog, harness.ExtenderUser); err != nil {
+	if res.APIRequests, err = meter.CountRequestsInFile(env.AuditLog, meter.ExtenderUser); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Extender API requests", "total", res.APIRequests.Total, "byKind", res.APIRequests.String())
@@ -241,7 +242,7 @@ func measureScrape(ctx context.Context, env *harness.ClusterEnv, extender *harne
 // probeFilter sends n filter calls for the pod, over the nodes in each of
 // lists in turn, and times each round trip. It returns the feasible nodes
 // of the first.
-func probeFilter(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int) (harness.Quantiles, []string, error) {
+func probeFilter(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int) (meter.Quantiles, []string, error) {
 	var feasible []string
 	samples, err := probe(ctx, url+"/filter", pod, lists, n, func(answer []byte) error {
 		var result extenderv1.ExtenderFilterResult
@@ -261,7 +262,7 @@ func probeFilter(ctx context.Context, url string, pod *corev1.Pod, lists [][]str
 
 // probePrioritize sends n prioritize calls for the pod, over the nodes in
 // each of lists in turn, and times each round trip.
-func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int) (harness.Quantiles, error) {
+func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int) (meter.Quantiles, error) {
 	return probe(ctx, url+"/prioritize", pod, lists, n, func(answer []byte) error {
 		var result extenderv1.HostPriorityList
 		return json.Unmarshal(answer, &result)
@@ -274,12 +275,12 @@ func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, lists [][
 // thousands of names made the bench collect garbage after every call, on
 // the CPUs it shares with the extender it times, and that showed in the
 // Extender's 99th percentile.
-func probe(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int, check func(answer []byte) error) (harness.Quantiles, error) {
+func probe(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int, check func(answer []byte) error) (meter.Quantiles, error) {
 	bodies := make([][]byte, len(lists))
 	for i := range lists {
 		body, err := json.Marshal(&extenderv1.ExtenderArgs{Pod: pod, NodeNames: &lists[i]})
 		if err != nil {
-			return harness.Quantiles{}, err
+			return meter.Quantiles{}, err
 		}
 		bodies[i] = body
 	}
@@ -290,17 +291,17 @@ func probe(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n
 		k := i % len(bodies)
 		took, err := post(ctx, url, bodies[k], &answer)
 		if err != nil {
-			return harness.Quantiles{}, err
+			return meter.Quantiles{}, err
 		}
 		if !bytes.Equal(answer.Bytes(), last[k]) {
 			if err := check(answer.Bytes()); err != nil {
-				return harness.Quantiles{}, fmt.Errorf("POST %s: %w", url, err)
+				return meter.Quantiles{}, fmt.Errorf("POST %s: %w", url, err)
 			}
 			last[k] = append(last[k][:0], answer.Bytes()...)
 		}
 		samples = append(samples, took)
 	}
-	return harness.SampleQuantiles(samples), nil
+	return meter.SampleQuantiles(samples), nil
 }
 
 // post sends a JSON body, reads the 200 answer into answer, and returns

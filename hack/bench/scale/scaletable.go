@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // Targets for the extender at scale: its filter latency and its memory
@@ -17,7 +18,7 @@ const (
 
 // rows are the scale mode's measures, one per row: what, value, target.
 func (r *ScaleResult) rows() [][]string {
-	q := func(x harness.Quantiles) string {
+	q := func(x meter.Quantiles) string {
 		return harness.FormatDuration(x.P50, x.Count) + " / " + harness.FormatDuration(x.P99, x.Count)
 	}
 	rows := [][]string{

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 func TestScaleResultMarkdown(t *testing.T) {
@@ -13,11 +14,11 @@ func TestScaleResultMarkdown(t *testing.T) {
 		Nodes: 5000, GPUsPerNode: 8, Pods: 40000, LoadAtStart: "0.50 0.40 0.30", Load: "2.00 1.00 0.50", QuietAfter: 14 * time.Second, Quiet: true,
 		SyncTime: 12 * time.Second, RSSAfterSync: 300 << 20, PeakAfterSync: 310 << 20, PeakAfterProbes: 320 << 20,
 		PeakAfterScrape: 400 << 20, HeapInuse: 200 << 20, MetricsBytes: 50 << 20, ScrapeCPU: 900 * time.Millisecond,
-		Filter:       harness.Quantiles{P50: 3 * time.Millisecond, P99: 4500 * time.Microsecond, Count: 300},
-		FilterServer: harness.Quantiles{P50: 2 * time.Millisecond, P99: 4 * time.Millisecond, Count: 300},
-		Prioritize:   harness.Quantiles{P50: time.Millisecond, P99: 2 * time.Millisecond, Count: 300},
+		Filter:       meter.Quantiles{P50: 3 * time.Millisecond, P99: 4500 * time.Microsecond, Count: 300},
+		FilterServer: meter.Quantiles{P50: 2 * time.Millisecond, P99: 4 * time.Millisecond, Count: 300},
+		Prioritize:   meter.Quantiles{P50: time.Millisecond, P99: 2 * time.Millisecond, Count: 300},
 		FilterCPU:    2500 * time.Microsecond, PrioritizeCPU: 800 * time.Microsecond, Feasible: 3500,
-		APIRequests: harness.RequestCount{Total: 3, ByKind: map[string]int{"watch pods": 1, "watch gpunodes": 1, "watch gpuallocations": 1}},
+		APIRequests: meter.RequestCount{Total: 3, ByKind: map[string]int{"watch pods": 1, "watch gpunodes": 1, "watch gpuallocations": 1}},
 	}
 	var b strings.Builder
 	if err := r.WriteMarkdown(&b); err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // Settling the DRA node daemons: their steady state is measured once they
@@ -40,7 +41,7 @@ func nodeUIDs(ctx context.Context, env *harness.ClusterEnv) (map[string]types.UI
 // settle waits at least least, then until a probe of the daemons' requests
 // finds nothing but Lease reads and renewals, up to draSettleMax. It
 // returns how long that took and whether they settled.
-func settle(ctx context.Context, requests *harness.RequestTally, least time.Duration) (time.Duration, bool) {
+func settle(ctx context.Context, requests *meter.RequestTally, least time.Duration) (time.Duration, bool) {
 	start := time.Now()
 	logger := klog.FromContext(ctx)
 	select {
@@ -66,7 +67,7 @@ func settle(ctx context.Context, requests *harness.RequestTally, least time.Dura
 }
 
 // onlyLeases reports whether every request counted is a Lease's.
-func onlyLeases(c harness.RequestCount) bool {
+func onlyLeases(c meter.RequestCount) bool {
 	for kind, n := range c.ByKind {
 		if n > 0 && !strings.HasSuffix(kind, " leases") {
 			return false

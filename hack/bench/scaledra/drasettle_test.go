@@ -3,7 +3,7 @@ package scaledra
 import (
 	"testing"
 
-	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // TestOnlyLeases pins what counts as settled DRA node daemons: Lease reads
@@ -19,7 +19,7 @@ func TestOnlyLeases(t *testing.T) {
 		{map[string]int{"get nodes": 2}, false},
 		{map[string]int{"watch resourceslices": 1, "put leases": 9}, false},
 	} {
-		if got := onlyLeases(harness.RequestCount{ByKind: tt.kinds}); got != tt.want {
+		if got := onlyLeases(meter.RequestCount{ByKind: tt.kinds}); got != tt.want {
 			t.Errorf("onlyLeases(%v) = %v, want %v", tt.kinds, got, tt.want)
 		}
 	}

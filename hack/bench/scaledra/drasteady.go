@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // SteadyWindow is one window of DRA mode's steady state: with or without
@@ -20,9 +21,9 @@ type SteadyWindow struct {
 	// Requests are what the node daemons sent in the window, ByKind by
 	// verb and resource; Churned the claims created and deleted in it.
 	Requests, Churned int64
-	ByKind            harness.RequestCount
+	ByKind            meter.RequestCount
 	// CPU is every process's CPU time in the window.
-	CPU harness.CPUUsage
+	CPU meter.CPUUsage
 	// Load is the load average when the window began.
 	Load string
 }
@@ -81,7 +82,7 @@ func measureSteady(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 
 // steadyWindow measures one window, churning claims through it if asked
 // to (from a second before it, so that the churn runs at its rate).
-func steadyWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, requests *harness.RequestTally, churn *claimChurn, daemons, churning bool) (SteadyWindow, error) {
+func steadyWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, requests *meter.RequestTally, churn *claimChurn, daemons, churning bool) (SteadyWindow, error) {
 	w := SteadyWindow{Daemons: daemons, Churn: churning, Window: r.Options.SteadyWindow}
 	churnCtx, stopChurn := context.WithCancel(ctx)
 	churned := make(chan error, 1)
@@ -94,13 +95,13 @@ func steadyWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterEn
 	} else {
 		churned <- nil
 	}
-	w.Load = harness.LoadAverage()
-	cpu, sent, done := harness.SampleCPU(env.Dir), requests.Count(), churn.done.Load()
+	w.Load = meter.LoadAverage()
+	cpu, sent, done := meter.SampleCPU(env.Dir), requests.Count(), churn.done.Load()
 	select {
 	case <-ctx.Done():
 	case <-time.After(w.Window):
 	}
-	w.CPU = harness.SampleCPU(env.Dir).Since(cpu)
+	w.CPU = meter.SampleCPU(env.Dir).Since(cpu)
 	w.ByKind, w.Churned = requests.Count().Since(sent), churn.done.Load()-done
 	w.Requests = int64(w.ByKind.Total)
 	stopChurn()

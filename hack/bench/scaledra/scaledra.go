@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // ScaleDRAResult is what scale mode measured of DRA mode: kube-scheduler
@@ -38,11 +39,11 @@ type ScaleDRAResult struct {
 	// pod's creation to the last bind; Latency each pod's creation to bind.
 	Bound    int
 	Duration time.Duration
-	Latency  harness.Quantiles
+	Latency  meter.Quantiles
 	// CPU and Writes are every process's CPU time and the API writes over
 	// that time.
-	CPU    harness.CPUUsage
-	Writes harness.APIWrites
+	CPU    meter.CPUUsage
+	Writes meter.APIWrites
 	// Steady are the node daemons' windows, in the order measured, each
 	// Window long; Period is each daemon's Lease period.
 	Steady         []SteadyWindow
@@ -58,7 +59,7 @@ func Run(ctx context.Context, r *harness.Runner) (*ScaleDRAResult, error) {
 	logger := klog.FromContext(ctx)
 	o := r.Options
 	res := &ScaleDRAResult{Nodes: o.Nodes, GPUsPerNode: o.GPUsPerNode, Pods: o.Pods, NewPods: o.NewPods,
-		LoadAtStart: harness.LoadAverage(), Pinning: r.Pin, Window: o.SteadyWindow, Period: o.HeartbeatPeriod}
+		LoadAtStart: meter.LoadAverage(), Pinning: r.Pin, Window: o.SteadyWindow, Period: o.HeartbeatPeriod}
 	env, err := r.StartCluster(ctx, harness.RowDRA)
 	if err != nil {
 		return nil, err
@@ -73,10 +74,10 @@ func Run(ctx context.Context, r *harness.Runner) (*ScaleDRAResult, error) {
 	}
 	// Kube-scheduler's start is timed on a control plane done with the
 	// bench's writes, as the extender's probes are.
-	if res.QuietAfter, res.Quiet, err = harness.Settled.Wait(ctx, env.Dir); err != nil {
+	if res.QuietAfter, res.Quiet, err = meter.Settled.Wait(ctx, env.Dir); err != nil {
 		return nil, err
 	}
-	res.Load = harness.LoadAverage()
+	res.Load = meter.LoadAverage()
 	started := time.Now()
 	if err := sched.Start(ctx, env); err != nil {
 		return nil, err
@@ -135,11 +136,11 @@ func scheduleNewPods(ctx context.Context, r *harness.Runner, env *harness.Cluste
 	if err != nil {
 		return err
 	}
-	writesBefore, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	writesBefore, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}
-	cpuBefore, start := harness.SampleCPU(env.Dir), time.Now()
+	cpuBefore, start := meter.SampleCPU(env.Dir), time.Now()
 	profiles := &harness.Profiler{Seconds: r.Options.ProfileSeconds}
 	profiles.Start(ctx, env, "")
 	profiles.StartScheduler(ctx, env, scraper, sched.Name)
@@ -149,13 +150,13 @@ func scheduleNewPods(ctx context.Context, r *harness.Runner, env *harness.Cluste
 		return err
 	}
 	waitErr := harness.WaitAllBound(ctx, binds, r.Options.Timeout, sched.Check)
-	res.CPU = harness.SampleCPU(env.Dir).Since(cpuBefore)
+	res.CPU = meter.SampleCPU(env.Dir).Since(cpuBefore)
 	bound, last, latencies := binds.Snapshot(created, time.Time{})
-	res.Bound, res.Latency = bound, harness.SampleQuantiles(latencies)
+	res.Bound, res.Latency = bound, meter.SampleQuantiles(latencies)
 	if bound > 0 {
 		res.Duration = last.Sub(start)
 	}
-	writesAfter, err := harness.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	writesAfter, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -80,13 +81,13 @@ func TestScaleClaimMemoryIsTheShapes(t *testing.T) {
 func TestScaleDRAResultMarkdown(t *testing.T) {
 	window := func(daemons, churn bool, requests, churned int64, apiserver time.Duration) SteadyWindow {
 		return SteadyWindow{Daemons: daemons, Churn: churn, Window: 10 * time.Second, Requests: requests, Churned: churned,
-			CPU: harness.CPUUsage{"kube-apiserver": apiserver}, Load: "1.00 1.00 1.00"}
+			CPU: meter.CPUUsage{"kube-apiserver": apiserver}, Load: "1.00 1.00 1.00"}
 	}
 	r := &ScaleDRAResult{
 		Nodes: 1000, GPUsPerNode: 8, Pods: 8000, NewPods: 200, LoadAtStart: "0.50 0.40 0.30", Load: "2.00 1.00 0.50",
 		SyncTime: 3 * time.Second, RSSAfterSync: 300 << 20, PeakAfterSync: 310 << 20, PeakAfterBatch: 400 << 20,
-		Bound: 200, Duration: 20 * time.Second, Latency: harness.Quantiles{P50: 9 * time.Second, P99: 19 * time.Second, Count: 200},
-		CPU: harness.CPUUsage{"kube-scheduler": 30 * time.Second, "kube-apiserver": 10 * time.Second}, Writes: harness.APIWrites{"pods": 200, "resourceclaims": 400},
+		Bound: 200, Duration: 20 * time.Second, Latency: meter.Quantiles{P50: 9 * time.Second, P99: 19 * time.Second, Count: 200},
+		CPU: meter.CPUUsage{"kube-scheduler": 30 * time.Second, "kube-apiserver": 10 * time.Second}, Writes: meter.APIWrites{"pods": 200, "resourceclaims": 400},
 		Window: 10 * time.Second, Period: 15 * time.Second,
 		Steady: []SteadyWindow{
 			window(false, false, 0, 0, time.Second), window(false, true, 0, 500, 5*time.Second),

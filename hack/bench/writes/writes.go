@@ -19,6 +19,7 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
 // WriteCost is what one kind of write cost the control plane, per write.
@@ -75,7 +76,7 @@ func Run(ctx context.Context, r *harness.Runner) (*WritesResult, error) {
 	if err := watches.Start(ctx); err != nil {
 		return nil, err
 	}
-	res := &WritesResult{Pods: o.Pods, Workers: o.Workers, Load: harness.LoadAverage()}
+	res := &WritesResult{Pods: o.Pods, Workers: o.Workers, Load: meter.LoadAverage()}
 	for _, s := range steps.all() {
 		cost, err := measure(ctx, env, o, s)
 		if err != nil {
@@ -97,7 +98,7 @@ type step struct {
 // measure makes a step's writes and waits until the informers have seen
 // them all, so that their watch events are paid for too.
 func measure(ctx context.Context, env *harness.ClusterEnv, o *harness.Options, s step) (WriteCost, error) {
-	before, start := harness.SampleCPU(env.Dir), time.Now()
+	before, start := meter.SampleCPU(env.Dir), time.Now()
 	if err := harness.ForEach(ctx, o.Pods, o.Workers, s.do); err != nil {
 		return WriteCost{}, err
 	}
@@ -109,7 +110,7 @@ func measure(ctx context.Context, env *harness.ClusterEnv, o *harness.Options, s
 	if err != nil {
 		return WriteCost{}, fmt.Errorf("waiting for the informers to see every %s: %w", s.write, err)
 	}
-	used := harness.SampleCPU(env.Dir).Since(before)
+	used := meter.SampleCPU(env.Dir).Since(before)
 	klog.FromContext(ctx).Info("Measured writes", "write", s.write, "count", o.Pods, "took", took.Round(time.Millisecond), "cpu", used)
 	return WriteCost{Write: s.write, By: s.by, Rows: s.rows, Count: o.Pods,
 		APIServer: used["kube-apiserver"] / time.Duration(o.Pods), Etcd: used["etcd"] / time.Duration(o.Pods),

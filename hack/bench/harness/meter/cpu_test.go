@@ -1,4 +1,4 @@
-package harness
+package meter
 
 import (
 	"os"
@@ -22,7 +22,7 @@ func TestProcessCPUReadsThisProcess(t *testing.T) {
 	for x := 0; time.Now().Before(deadline); x++ {
 		_ = x * x
 	}
-	got, err := processCPU(os.Getpid())
+	got, err := ProcessCPU(os.Getpid())
 	if err != nil || got <= 0 {
 		t.Fatalf("processCPU(self) = %v, %v; want a positive time", got, err)
 	}

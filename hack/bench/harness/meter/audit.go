@@ -1,4 +1,4 @@
-package harness
+package meter
 
 import (
 	"bufio"
@@ -31,9 +31,9 @@ rules:
 - level: None
 `
 
-// auditFlags writes the policy into dir and returns the kube-apiserver
+// AuditFlags writes the policy into dir and returns the kube-apiserver
 // flags that log to dir/audit.log, and that log's path.
-func auditFlags(dir string) ([]string, string, error) {
+func AuditFlags(dir string) ([]string, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, "", err
 	}

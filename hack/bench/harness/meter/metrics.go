@@ -1,4 +1,4 @@
-package harness
+package meter
 
 import (
 	"bytes"
@@ -28,12 +28,12 @@ func Scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, erro
 
 // ScrapeSized is scrape that also returns the size of the answer in bytes.
 func ScrapeSized(ctx context.Context, url string) (map[string]*dto.MetricFamily, int, error) {
-	return scrapeWith(ctx, http.DefaultClient, url)
+	return ScrapeWith(ctx, http.DefaultClient, url)
 }
 
-// scrapeWith is scrapeSized through client.
-func scrapeWith(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, int, error) {
-	body, err := httpGetWith(ctx, client, url)
+// ScrapeWith is scrapeSized through client.
+func ScrapeWith(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, int, error) {
+	body, err := HTTPGetWith(ctx, client, url)
 	if err != nil {
 		return nil, 0, fmt.Errorf("scraping: %w", err)
 	}
@@ -45,13 +45,13 @@ func scrapeWith(ctx context.Context, client *http.Client, url string) (map[strin
 	return families, len(body), nil
 }
 
-// httpGet returns the body of a 200 answer to GET url.
-func httpGet(ctx context.Context, url string) ([]byte, error) {
-	return httpGetWith(ctx, http.DefaultClient, url)
+// HTTPGet returns the body of a 200 answer to GET url.
+func HTTPGet(ctx context.Context, url string) ([]byte, error) {
+	return HTTPGetWith(ctx, http.DefaultClient, url)
 }
 
-// httpGetWith is httpGet through client.
-func httpGetWith(ctx context.Context, client *http.Client, url string) ([]byte, error) {
+// HTTPGetWith is httpGet through client.
+func HTTPGetWith(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package harness
+package meter
 
 import (
 	"net/http/httptest"
@@ -25,11 +25,11 @@ func TestRequestKind(t *testing.T) {
 }
 
 func TestRequestTallySince(t *testing.T) {
-	tally := newRequestTally()
-	tally.add(httptest.NewRequest("PUT", "/api/v1/nodes/a", nil))
+	tally := NewRequestTally()
+	tally.Add(httptest.NewRequest("PUT", "/api/v1/nodes/a", nil))
 	before := tally.Count()
-	tally.add(httptest.NewRequest("PUT", "/api/v1/nodes/a", nil))
-	tally.add(httptest.NewRequest("GET", "/api/v1/nodes/a", nil))
+	tally.Add(httptest.NewRequest("PUT", "/api/v1/nodes/a", nil))
+	tally.Add(httptest.NewRequest("GET", "/api/v1/nodes/a", nil))
 	got := tally.Count().Since(before)
 	if got.Total != 2 || got.ByKind["put nodes"] != 1 || got.ByKind["get nodes"] != 1 || tally.Load() != 3 {
 		t.Errorf("since = %+v, load %d; want 2 requests, one put and one get, of 3", got, tally.Load())

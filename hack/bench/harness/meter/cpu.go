@@ -1,4 +1,7 @@
-package harness
+// Package meter measures what the bench runs: CPU time by process, API
+// writes and requests, scheduler and extender metrics, percentiles and
+// the load average.
+package meter
 
 import (
 	"bytes"
@@ -25,12 +28,12 @@ type CPUUsage map[string]time.Duration
 // as "bench".
 func SampleCPU(dir string) CPUUsage {
 	usage := CPUUsage{}
-	if t, err := processCPU(os.Getpid()); err == nil {
+	if t, err := ProcessCPU(os.Getpid()); err == nil {
 		usage["bench"] = t
 	}
-	for _, p := range processesOf(dir) {
-		if t, err := processCPU(p.pid); err == nil {
-			usage[p.name] += t
+	for _, p := range ProcessesOf(dir) {
+		if t, err := ProcessCPU(p.Pid); err == nil {
+			usage[p.Name] += t
 		}
 	}
 	return usage
@@ -38,14 +41,14 @@ func SampleCPU(dir string) CPUUsage {
 
 // process is a running process: its id and program name.
 type process struct {
-	pid  int
-	name string
+	Pid  int
+	Name string
 }
 
-// processesOf lists the processes, other than this one, whose command line
+// ProcessesOf lists the processes, other than this one, whose command line
 // mentions dir, which holds every file of one control plane and of the
 // Extender.
-func processesOf(dir string) []process {
+func ProcessesOf(dir string) []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -60,13 +63,13 @@ func processesOf(dir string) []process {
 		if err != nil || !bytes.Contains(cmdline, []byte(dir)) {
 			continue
 		}
-		out = append(out, process{pid: pid, name: filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))})
+		out = append(out, process{Pid: pid, Name: filepath.Base(string(bytes.SplitN(cmdline, []byte{0}, 2)[0]))})
 	}
 	return out
 }
 
-// processCPU reads a process's user and system time from /proc/<pid>/stat.
-func processCPU(pid int) (time.Duration, error) {
+// ProcessCPU reads a process's user and system time from /proc/<pid>/stat.
+func ProcessCPU(pid int) (time.Duration, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package harness
+package meter
 
 import (
 	"net/http"
@@ -15,10 +15,11 @@ type RequestTally struct {
 	kinds map[string]int
 }
 
-func newRequestTally() *RequestTally { return &RequestTally{kinds: map[string]int{}} }
+// NewRequestTally is an empty tally.
+func NewRequestTally() *RequestTally { return &RequestTally{kinds: map[string]int{}} }
 
-// add counts one request.
-func (t *RequestTally) add(r *http.Request) {
+// Add counts one request.
+func (t *RequestTally) Add(r *http.Request) {
 	t.total.Add(1)
 	kind := requestKind(r)
 	t.mu.Lock()
