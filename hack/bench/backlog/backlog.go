@@ -88,42 +88,26 @@ func runRows(ctx context.Context, r *harness.Runner) []BacklogRow {
 // scheduler and, once it has tried every waiting pod, ends running pods
 // at --finish-rate for --backlog-duration while it watches the binds.
 func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *BacklogRow) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	env, err := r.StartCluster(ctx, row)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
 	form := harness.RowForm(row)
-	tracker, err := fill(ctx, r, env, form, res)
-	if err != nil {
+	var tracker *backlogTracker
+	ctx, c, err := r.StartRowCluster(ctx, row, func(ctx context.Context, env *harness.ClusterEnv) (err error) {
+		tracker, err = fill(ctx, r, env, form, res)
 		return err
-	}
-	_, _, stopWatches, err := harness.StartWatches(ctx, env, row, func(watches *harness.Informers) error {
+	}, func(watches *harness.Informers) error {
 		return watchBacklogBinds(watches, tracker, form, r.Options.GPUsPerNode)
 	})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cancel()
-		stopWatches()
-	}()
-
-	sched, err := r.PrepareScheduler(ctx, env, row)
+	defer c.Stop()
+	scraper, err := warmUp(ctx, r, c.Env, c.Sched, tracker, res)
 	if err != nil {
 		return err
 	}
-	defer sched.StopExtender()
-	scraper, err := warmUp(ctx, r, env, sched, tracker, res)
-	if err != nil {
+	if err := measureWindow(ctx, r, c.Env, form, c.Sched, scraper, tracker, res); err != nil {
 		return err
 	}
-	if err := measureWindow(ctx, r, env, form, sched, scraper, tracker, res); err != nil {
-		return err
-	}
-	return sched.Check()
+	return c.Sched.Check()
 }
 
 // fill fills the row's cluster with running pods and creates the backlog

@@ -66,39 +66,20 @@ func runRow(ctx context.Context, r *harness.Runner, row string) RowResult {
 // measureRow creates the row's pods on a fresh control plane, starts its
 // scheduler and measures until every pod is bound.
 func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResult) error {
-	ctx, cancel := context.WithCancel(ctx)
-	// Everything the row started in the background ends before the control plane.
-	defer cancel()
-	env, err := r.StartCluster(ctx, row)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
-	created, err := harness.CreatePods(ctx, env, r.Options.Workers, harness.DefaultMix().Sequence(r.Options.Pods), 0, harness.RowForm(row))
-	if err != nil {
-		return err
-	}
-
+	var created *harness.CreateTimes
 	binds := harness.NewBindRecorder(r.Options.Pods)
-	watches, kubelet, stopWatches, err := harness.StartWatches(ctx, env, row, func(watches *harness.Informers) error {
+	ctx, c, err := r.StartRowCluster(ctx, row, func(ctx context.Context, env *harness.ClusterEnv) (err error) {
+		created, err = harness.CreatePods(ctx, env, r.Options.Workers, harness.DefaultMix().Sequence(r.Options.Pods), 0, harness.RowForm(row))
+		return err
+	}, func(watches *harness.Informers) error {
 		_, err := watches.Kube.Core().V1().Pods().Informer().AddEventHandler(binds.Handler())
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	// Informers and workers end with ctx, and before the control plane.
-	defer func() {
-		cancel()
-		stopWatches()
-	}()
-
-	sched, err := r.PrepareScheduler(ctx, env, row)
-	if err != nil {
-		return err
-	}
-	defer sched.StopExtender()
-	return measureBinds(ctx, r, row, env, sched, created, binds, watches.Kube.Core().V1().Pods().Lister(), kubelet, res)
+	defer c.Stop()
+	return measureBinds(ctx, r, row, c.Env, c.Sched, created, binds, c.Watches.Kube.Core().V1().Pods().Lister(), c.Kubelet, res)
 }
 
 // measureBinds starts the row's scheduler, waits for every pod to be bound
