@@ -22,7 +22,7 @@
 // DRA mode with many claims allocated, and the node daemons' steady state
 // while claims churn; --mode=queue sends Jobs through Kueue onto a
 // fragmented cluster without and with Tessera's gang-fit admission
-// Check. See docs/benchmark.md.
+// check. See docs/benchmark.md.
 //
 //	go run ./hack/bench                      # 1,000 nodes × 8 GPUs, 5,000 pods
 //	go run ./hack/bench --mode=scale --nodes=5000 --pods=40000

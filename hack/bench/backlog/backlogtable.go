@@ -37,7 +37,7 @@ func backlogHeader() []string {
 
 // schedulerCPU is the CPU time of the scheduler's side: every process but
 // the control plane's and the bench's (kube-scheduler or
-// Tessera-scheduler, and the extender).
+// tessera-scheduler, and the extender).
 func schedulerCPU(u meter.CPUUsage) time.Duration {
 	var total time.Duration
 	for name, t := range u {

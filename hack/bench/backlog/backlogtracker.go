@@ -9,7 +9,7 @@ import (
 )
 
 // backlogTracker follows a backlog row as the bench sees it: which pods
-// Wait and which run where, every free the bench makes and every bind the
+// wait and which run where, every free the bench makes and every bind the
 // scheduler makes. It feeds the view, the freed → bound matcher and the
 // fits-while-waiting monitor, counting only what happens in the measured
 // window. It is safe for concurrent use.

@@ -12,9 +12,9 @@ import (
 )
 
 // backlogView is what the bench knows of the GPUs in backlog mode: every
-// Node's GPUs with what the running pods hold on them, and how many pods
+// node's GPUs with what the running pods hold on them, and how many pods
 // of each shape still wait. It decides with Tessera's placement core, the
-// Extender's and the plugin's, whether a waiting pod fits a node. It is
+// extender's and the plugin's, whether a waiting pod fits a node. It is
 // not safe for concurrent use.
 type backlogView struct {
 	mix   harness.Mix

@@ -10,7 +10,7 @@ import (
 )
 
 // fillCluster places pods on the view until no shape of its mix fits any
-// Node (backlogView.fill), and creates them already running where they
+// node (backlogView.fill), and creates them already running where they
 // were placed, named from the first pod on, as the row's scheduler would
 // have left them: with their Allocated GPUAllocations, or in formClaim
 // their allocated claims.

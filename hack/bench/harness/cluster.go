@@ -117,7 +117,7 @@ func CreateNodes(ctx context.Context, env *ClusterEnv, o *Options, form PodForm)
 }
 
 // createLease creates the node's Lease, renewed now, in the namespace the
-// Extender watches by default: a running fleet's node daemons find theirs
+// extender watches by default: a running fleet's node daemons find theirs
 // there.
 func createLease(ctx context.Context, env *ClusterEnv, name string) error {
 	lease := &coordinationv1.Lease{

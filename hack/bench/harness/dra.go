@@ -14,7 +14,7 @@ import (
 )
 
 // claimName is the name of the pod's ResourceClaim in the DRA row, and the
-// Name the pod gives it in its spec; claimRequest names the claim's one
+// name the pod gives it in its spec; claimRequest names the claim's one
 // request.
 const (
 	claimName    = "gpus"

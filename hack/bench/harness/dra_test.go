@@ -95,7 +95,7 @@ func TestNewPodUsesItsClaim(t *testing.T) {
 
 // TestClaimAllocationHolds checks that what the bench writes into a
 // filled pod's claim reads back as the holds Tessera counts for the same
-// Devices.
+// devices.
 func TestClaimAllocationHolds(t *testing.T) {
 	devices := []gpuv1alpha1.DeviceAllocation{
 		{UUID: GPUUUID("n1", 2), Index: 2, MemoryMiB: 16384, Cores: 50},

@@ -28,7 +28,7 @@ type ClusterEnv struct {
 }
 
 // StartEnv starts a control plane in dir, with an audit log of the
-// Extender user's requests and a namespace for the workload. On error the
+// extender user's requests and a namespace for the workload. On error the
 // control plane, if started, is stopped.
 func StartEnv(ctx context.Context, dir, schedulerName string) (*ClusterEnv, error) {
 	return StartEnvWith(ctx, framework.Options{Dir: dir}, schedulerName)

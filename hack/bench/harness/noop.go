@@ -27,7 +27,7 @@ const noopDurationMetric = "bench_noop_extender_request_duration_seconds"
 // noopExtender speaks the extender protocol with the same verbs as
 // Tessera's and does nothing else: filter passes every node, prioritize
 // scores every node 0, bind posts the Binding. It is the ceiling of any
-// Extender: what kube-scheduler's extender calls cost by themselves.
+// extender: what kube-scheduler's extender calls cost by themselves.
 type noopExtender struct {
 	kube     kubernetes.Interface
 	duration *prometheus.HistogramVec

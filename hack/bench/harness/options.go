@@ -86,7 +86,7 @@ type Options struct {
 	// ExtenderArgs are extra flags for the extender.
 	ExtenderArgs []string
 	// ExtenderEnv are extra environment variables (KEY=VALUE) for the
-	// Extender, such as GOMEMLIMIT.
+	// extender, such as GOMEMLIMIT.
 	ExtenderEnv []string
 	// SchedulerConfig is the KubeSchedulerConfiguration rows b and c start
 	// from; its extender urlPrefix is rewritten.
@@ -100,7 +100,7 @@ type Options struct {
 	Timeout time.Duration
 	// ProfileSeconds, when positive, takes CPU profiles of kube-apiserver
 	// and the extender, and a trace of the extender, for that long from
-	// Kube-scheduler's start, into Dir.
+	// kube-scheduler's start, into Dir.
 	ProfileSeconds int
 	// Probes is how many filter calls the scale mode sends for its probe pod.
 	Probes int
@@ -112,7 +112,7 @@ type Options struct {
 	// SteadyWindow is how long scale mode measures that steady state.
 	SteadyWindow time.Duration
 	// NewPods is how many DRA pods scale mode with row e schedules once
-	// Kube-scheduler is ready, onto the room the placed pods left.
+	// kube-scheduler is ready, onto the room the placed pods left.
 	NewPods int
 	// ClaimChurn is how many ResourceClaims a second scale mode with row e
 	// creates and deletes while it measures the node daemons' steady state.

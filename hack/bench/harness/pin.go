@@ -15,7 +15,7 @@ import (
 
 // ControlPlaneProcesses are the programs --pin-control-plane puts on the
 // control plane's CPU; every other process of a row (kube-scheduler,
-// Tessera-scheduler, the extender, the bench) runs on the rest.
+// tessera-scheduler, the extender, the bench) runs on the rest.
 func ControlPlaneProcesses() []string {
 	return []string{"etcd", "kube-apiserver", "kube-controller-manager"}
 }

@@ -16,7 +16,7 @@ import (
 // PlacePods creates o.Pods pods already bound to nodes, each with the
 // GPUAllocation the extender would have written, marked Allocated, or in
 // FormClaim with its claim allocated and reserved for it, as
-// Kube-scheduler would have left it.
+// kube-scheduler would have left it.
 func PlacePods(ctx context.Context, env *ClusterEnv, o *Options, form PodForm) error {
 	shapes, placements, err := ScalePlacements(o.Nodes, o.GPUsPerNode, o.Split, o.Pods)
 	if err != nil {
@@ -39,7 +39,7 @@ func PlacePods(ctx context.Context, env *ClusterEnv, o *Options, form PodForm) e
 }
 
 // ScalePlacement is where the placer put one of scale mode's pods: the
-// Node's index and the devices its container got.
+// node's index and the devices its container got.
 type ScalePlacement struct {
 	Node    int
 	Devices []gpuv1alpha1.DeviceAllocation
@@ -108,7 +108,7 @@ func AllocationFor(pod *corev1.Pod, devices []gpuv1alpha1.DeviceAllocation) *gpu
 
 // CreateAllocatedClaimPod creates a pod already bound to its node, and its
 // claim allocated there on the devices and reserved for the pod, as
-// Kube-scheduler would have left them.
+// kube-scheduler would have left them.
 func CreateAllocatedClaimPod(ctx context.Context, env *ClusterEnv, pod *corev1.Pod, s Shape, devices []gpuv1alpha1.DeviceAllocation) error {
 	created, err := env.ControlPlane.Kube.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: FieldManager})
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 )
 
 // Profiler takes CPU profiles of kube-apiserver and, in row c, of the
-// Extender while a row schedules, so that what dominates each row's CPU
+// extender while a row schedules, so that what dominates each row's CPU
 // time can be read with `go tool pprof`, and an execution trace of the
-// Extender (`go tool trace`), which shows where its calls wait.
+// extender (`go tool trace`), which shows where its calls wait.
 type Profiler struct {
 	Seconds int
 	wg      sync.WaitGroup
@@ -33,8 +33,8 @@ func (o *Options) ExtenderFlags() []string {
 
 // Start begins a profile of seconds of every process that serves one and
 // writes them into dir as <process>.cpu.pprof, with the extender's trace as
-// Tessera-scheduler.trace. extenderURL is empty for rows without Tessera's
-// Extender.
+// tessera-scheduler.trace. extenderURL is empty for rows without Tessera's
+// extender.
 func (p *Profiler) Start(ctx context.Context, env *ClusterEnv, extenderURL string) {
 	if p.Seconds <= 0 {
 		return

@@ -14,7 +14,7 @@ import (
 )
 
 // RowScheduler is what schedules a row: kube-scheduler or
-// Tessera-scheduler with the row's configuration, and the extender it
+// tessera-scheduler with the row's configuration, and the extender it
 // calls, if any.
 type RowScheduler struct {
 	// Config is the KubeSchedulerConfiguration, its extender's URL set.

@@ -104,7 +104,7 @@ func (c SchedulerConfig) WithExtenderURL(url string) (SchedulerConfig, error) {
 }
 
 // withoutExtenders returns the configuration with its extenders removed:
-// Kube-scheduler alone, with everything else (profile, percentage of nodes
+// kube-scheduler alone, with everything else (profile, percentage of nodes
 // to score) as in the extender rows, so that only the extender differs.
 func (c SchedulerConfig) withoutExtenders() (SchedulerConfig, error) {
 	config := map[string]any{}

@@ -58,7 +58,7 @@ func runQueue(ctx context.Context, r *harness.Runner) []QueueRun {
 }
 
 // measureQueue fragments a fresh cluster, starts Kueue, Tessera's
-// Extender (serving the gang-fit check when gangFit) and kube-scheduler,
+// extender (serving the gang-fit check when gangFit) and kube-scheduler,
 // submits every Job at once and follows them until all are done, nothing
 // progresses for --stall, or --timeout passes.
 func measureQueue(ctx context.Context, r *harness.Runner, gangFit bool, res *QueueRun) error {
@@ -161,8 +161,8 @@ func setUpQueueCluster(ctx context.Context, r *harness.Runner, env *harness.Clus
 }
 
 // startQueueScheduler starts Tessera's extender, serving the gang-fit
-// Check when gangFit (--gang-fit, options gangFit.enabled), and
-// Kube-scheduler calling it.
+// check when gangFit (--gang-fit, options gangFit.enabled), and
+// kube-scheduler calling it.
 func startQueueScheduler(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, gangFit bool) (*harness.RowScheduler, error) {
 	args := slices.Clone(r.Options.ExtenderFlags())
 	if gangFit {
@@ -210,7 +210,7 @@ func submitJobs(ctx context.Context, env *harness.ClusterEnv, tracker *queueTrac
 
 // followQueue samples the tracker every second until every Job is done
 // or a stall is declared (both nil), the timeout passes, ctx ends, or
-// Check reports the scheduler gone.
+// check reports the scheduler gone.
 func followQueue(ctx context.Context, tracker *queueTracker, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(time.Second)

@@ -35,7 +35,7 @@ type BindCycle struct {
 	// created: the extender's watch seeing it, its gate letting the next
 	// bind go, and that bind's own work before its create. It counts only
 	// pairs where the next pod was bound within a second after, so that a
-	// Node left idle does not count.
+	// node left idle does not count.
 	Handoff meter.Quantiles
 }
 

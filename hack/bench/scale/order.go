@@ -11,7 +11,7 @@ import (
 const schedulerParallelism = 16
 
 // schedulerOrders returns count lists of the nodes, each in an order that
-// Kube-scheduler's filter may hand them to an extender in. It checks its
+// kube-scheduler's filter may hand them to an extender in. It checks its
 // nodes in chunks (of min(√n, n ÷ parallelism) nodes), each worker taking
 // the next chunk when done with one, and appends each node that passes to
 // one shared list as it finds it. With cpus workers running at once,

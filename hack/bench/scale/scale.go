@@ -274,7 +274,7 @@ func probePrioritize(ctx context.Context, url string, pod *corev1.Pod, lists [][
 // when it differs from the one before for the same list: decoding
 // thousands of names made the bench collect garbage after every call, on
 // the CPUs it shares with the extender it times, and that showed in the
-// Extender's 99th percentile.
+// extender's 99th percentile.
 func probe(ctx context.Context, url string, pod *corev1.Pod, lists [][]string, n int, check func(answer []byte) error) (meter.Quantiles, error) {
 	bodies := make([][]byte, len(lists))
 	for i := range lists {

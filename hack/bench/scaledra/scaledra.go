@@ -53,8 +53,8 @@ type ScaleDRAResult struct {
 }
 
 // Run places --pods pods with their claims allocated, starts
-// Kube-scheduler over them, schedules --new-pods more and measures the
-// Node daemons' steady state.
+// kube-scheduler over them, schedules --new-pods more and measures the
+// node daemons' steady state.
 func Run(ctx context.Context, r *harness.Runner) (*ScaleDRAResult, error) {
 	logger := klog.FromContext(ctx)
 	o := r.Options

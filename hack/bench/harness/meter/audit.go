@@ -20,7 +20,7 @@ const ExtenderUser = "tessera-bench-extender"
 
 // auditPolicy logs the requests of the extender's user, when each arrives
 // (to count them) and when it completes (to time them, with the object's
-// Name), and nothing for anyone else, so the log costs the API server
+// name), and nothing for anyone else, so the log costs the API server
 // next to nothing.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy

@@ -47,7 +47,7 @@ type process struct {
 
 // ProcessesOf lists the processes, other than this one, whose command line
 // mentions dir, which holds every file of one control plane and of the
-// Extender.
+// extender.
 func ProcessesOf(dir string) []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
