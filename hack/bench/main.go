@@ -62,6 +62,8 @@ func main() {
 	}
 }
 
+// run parses the flags, sets up logging and the runner, and runs the mode
+// the flags ask for.
 func run(ctx context.Context, args []string, out io.Writer) error {
 	o := harness.NewOptions()
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
