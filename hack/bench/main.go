@@ -37,15 +37,19 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/tessera-gpu/tessera/test/framework"
+	"github.com/tessera-gpu/tessera/hack/bench/backlog"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/queue"
+	"github.com/tessera-gpu/tessera/hack/bench/rows"
+	"github.com/tessera-gpu/tessera/hack/bench/scale"
+	"github.com/tessera-gpu/tessera/hack/bench/scaledra"
+	"github.com/tessera-gpu/tessera/hack/bench/writes"
 )
 
 func main() {
@@ -58,8 +62,10 @@ func main() {
 	}
 }
 
+// run parses the flags, sets up logging and the runner, and runs the mode
+// the flags ask for.
 func run(ctx context.Context, args []string, out io.Writer) error {
-	o := NewOptions()
+	o := harness.NewOptions()
 	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -72,144 +78,86 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := logsapi.ValidateAndApply(o.Logs, nil); err != nil {
 		return fmt.Errorf("configuring logging: %w", err)
 	}
-	if err := DefaultMix().Validate(o.GPUsPerNode); err != nil {
+	if err := harness.DefaultMix().Validate(o.GPUsPerNode); err != nil {
 		return err
 	}
-	logger := klog.Background().WithName("bench")
-	ctx = klog.NewContext(ctx, logger)
-
-	base := o.Dir
-	if base == "" {
-		dir, err := os.MkdirTemp("", "tessera-bench-")
-		if err != nil {
-			return err
-		}
-		defer func() { _ = os.RemoveAll(dir) }()
-		base = dir
-	} else if err := os.MkdirAll(base, 0o755); err != nil {
-		return fmt.Errorf("--dir=%s: %w", base, err)
-	}
-
-	configPath := o.SchedulerConfig
-	if !filepath.IsAbs(configPath) {
-		configPath = filepath.Join(framework.RepoRoot(), configPath)
-	}
-	config, err := loadExtenderConfig(configPath)
+	ctx = klog.NewContext(ctx, klog.Background().WithName("bench"))
+	base, cleanup, err := workDir(o.Dir)
 	if err != nil {
 		return err
 	}
-	logger.Info("Scheduler configuration for the extender rows", "source", config.Source, "schedulerName", config.SchedulerName)
-
-	bin := o.ExtenderBin
-	if bin == "" && !o.scaleDRA() && (o.Mode == modeScale || o.wants(rowTessera)) {
-		if bin, err = buildExtender(ctx, base); err != nil {
-			return err
-		}
-	}
-
-	if o.Mode == modeScale && !o.scaleDRA() {
-		res, err := runScale(ctx, o, base, bin, config)
-		if err != nil {
-			return err
-		}
-		return emit(out, o.Out, res)
-	}
-	if o.Mode == modeWrites {
-		res, err := runWrites(ctx, o, base, config.SchedulerName)
-		if err != nil {
-			return err
-		}
-		return emit(out, o.Out, res)
-	}
-
-	r := &runner{o: o, base: base, extenderConfig: config, extenderBin: bin}
-	if o.wants(rowPlugin) {
-		if r.schedulerBin, r.pluginConfig, err = pluginScheduler(o, config.SchedulerName); err != nil {
-			return err
-		}
-		logger.Info("tessera-scheduler for row d", "binary", r.schedulerBin, "config", r.pluginConfig.Source)
-	}
-	where := fmt.Sprintf("%d CPUs shared by every process", numCPU())
-	if o.PinControlPlane {
-		if r.pin, err = newPinning(); err != nil {
-			return err
-		}
-		if err := r.pin.pinBench(); err != nil {
-			return err
-		}
-		where = r.pin.String()
-	}
-	if o.scaleDRA() {
-		res, err := r.runScaleDRA(ctx)
-		if err != nil {
-			return err
-		}
-		return emit(out, o.Out, res)
-	}
-	if o.Mode == modeQueue {
-		table := r.queueTable(ctx, where)
-		if err := emit(out, o.Out, table); err != nil {
-			return err
-		}
-		return table.failed()
-	}
-	if o.Mode == modeBacklog {
-		table := BacklogTable{
-			Title: fmt.Sprintf("Backlog: %d nodes × %d GPUs (split %d) filled, %d× as many pods waiting (%s), %g pods ending a second for %s; %s",
-				o.Nodes, o.GPUsPerNode, o.Split, backlogFactor, DefaultMix(), o.FinishRate, o.BacklogDuration, where),
-			Rows: r.runBacklog(ctx),
-		}
-		if err := emit(out, o.Out, table); err != nil {
-			return err
-		}
-		return table.failed()
-	}
-	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
-		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, DefaultMix(), where)}
-	var loads []string
-	for _, row := range allRows() {
-		if !o.wants(row) {
-			continue
-		}
-		loads = append(loads, fmt.Sprintf("%s: %s", row, loadAverage()))
-		table.Rows = append(table.Rows, r.runRow(ctx, row))
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	table.Notes = append(table.Notes, "load average (1, 5, 15 min) before each row: "+strings.Join(loads, "; "))
-	if err := emit(out, o.Out, table); err != nil {
+	defer cleanup()
+	r, err := harness.NewRunner(ctx, o, base)
+	if err != nil {
 		return err
 	}
-	for _, row := range table.Rows {
-		if row.Err != nil {
-			return fmt.Errorf("row %s did not finish", row.Row)
-		}
-	}
-	return nil
+	return runMode(ctx, r, out)
 }
 
-// pluginScheduler finds tessera-scheduler and its configuration for row d.
-func pluginScheduler(o *Options, schedulerName string) (string, schedulerConfig, error) {
-	bin := o.SchedulerBin
-	if bin == "" {
-		var err error
-		if bin, err = framework.SchedulerPluginBinary(); err != nil {
-			return "", schedulerConfig{}, err
+// runMode runs the mode the flags ask for and prints its table.
+func runMode(ctx context.Context, r *harness.Runner, out io.Writer) error {
+	o := r.Options
+	switch {
+	case o.Mode == harness.ModeScale && !o.ScaleDRA():
+		res, err := scale.Run(ctx, r)
+		return emitResult(out, o.Out, res, err)
+	case o.ScaleDRA():
+		res, err := scaledra.Run(ctx, r)
+		return emitResult(out, o.Out, res, err)
+	case o.Mode == harness.ModeWrites:
+		res, err := writes.Run(ctx, r)
+		return emitResult(out, o.Out, res, err)
+	case o.Mode == harness.ModeQueue:
+		return emitTable(out, o.Out, queue.Run(ctx, r))
+	case o.Mode == harness.ModeBacklog:
+		return emitTable(out, o.Out, backlog.Run(ctx, r))
+	default:
+		return emitTable(out, o.Out, rows.Run(ctx, r))
+	}
+}
+
+// workDir is where the control planes keep their data and logs: dir, or
+// a temporary directory that cleanup removes.
+func workDir(dir string) (string, func(), error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, fmt.Errorf("--dir=%s: %w", dir, err)
 		}
+		return dir, func() {}, nil
 	}
-	path := o.PluginConfig
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(framework.RepoRoot(), path)
+	tmp, err := os.MkdirTemp("", "tessera-bench-")
+	if err != nil {
+		return "", nil, err
 	}
-	config, err := loadPluginConfig(path, schedulerName)
-	return bin, config, err
+	return tmp, func() { _ = os.RemoveAll(tmp) }, nil
 }
 
 // report is a table the bench prints.
 type report interface {
 	WriteText(io.Writer) error
 	WriteMarkdown(io.Writer) error
+}
+
+// table is a report of rows that each may have failed.
+type table interface {
+	report
+	Failed() error
+}
+
+// emitTable prints the table, then says which of its rows failed, if one did.
+func emitTable(out io.Writer, path string, t table) error {
+	if err := emit(out, path, t); err != nil {
+		return err
+	}
+	return t.Failed()
+}
+
+// emitResult prints what a mode measured, if it finished.
+func emitResult(out io.Writer, path string, r report, err error) error {
+	if err != nil {
+		return err
+	}
+	return emit(out, path, r)
 }
 
 // emit prints the report and, if path is set, writes it there in Markdown.

@@ -1,0 +1,269 @@
+// Package backlog is the bench's backlog mode: rows c, d and e on a full
+// cluster with pods waiting, while running pods end.
+package backlog
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+)
+
+// Backlog mode's fixed settings.
+const (
+	// BacklogFactor is how many times what fits the cluster waits.
+	BacklogFactor = 3
+	// backlogTail is how long binds are still watched after the last
+	// pod ends, so that the last frees have time to be taken.
+	backlogTail = 10 * time.Second
+)
+
+// BacklogRow is what backlog mode measured for one row.
+type BacklogRow struct {
+	// Row is c, d or e; Name says what ran.
+	Row, Name string
+	// Filled pods ran before the scheduler started; Backlog pods waited.
+	Filled, Backlog int
+	// Warmup is from the scheduler's start until it had tried every
+	// waiting pod once (its active and backoff queues empty), or until
+	// --backlog-warmup passed: then Settled is false.
+	Warmup  time.Duration
+	Settled bool
+	// WarmupBinds are waiting pods bound during the warm-up.
+	WarmupBinds int
+	// Ending is how long the bench ended pods, Window from the first pod
+	// ended to the end of the tail.
+	Ending, Window time.Duration
+	backlogMeasures
+	// Attempts are the scheduler's scheduling attempts in the window.
+	Attempts float64
+	// CPU is every process's CPU time in the window.
+	CPU meter.CPUUsage
+	// Writes are the write requests kube-apiserver served in the window.
+	Writes meter.APIWrites
+	// Pinning is where the control plane and the rest ran; nil when shared.
+	Pinning *harness.Pinning
+	// Err is why the row did not finish, if it did not.
+	Err error
+}
+
+// Run runs each backlog row on a fresh control plane and reports them.
+func Run(ctx context.Context, r *harness.Runner) BacklogTable {
+	o := r.Options
+	return BacklogTable{
+		Title: fmt.Sprintf("Backlog: %d nodes × %d GPUs (split %d) filled, %d× as many pods waiting (%s), %g pods ending a second for %s; %s",
+			o.Nodes, o.GPUsPerNode, o.Split, BacklogFactor, harness.DefaultMix(), o.FinishRate, o.BacklogDuration, r.Where()),
+		Rows: runRows(ctx, r),
+	}
+}
+
+// runRows runs each backlog row on a fresh control plane.
+func runRows(ctx context.Context, r *harness.Runner) []BacklogRow {
+	var rows []BacklogRow
+	for _, row := range harness.AllBacklogRows() {
+		if !r.Options.Wants(row) {
+			continue
+		}
+		logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
+		res := BacklogRow{Row: row, Name: harness.RowName(row), Pinning: r.Pin}
+		res.Err = measureBacklog(klog.NewContext(ctx, logger), r, row, &res)
+		if res.Err != nil {
+			logger.Error(res.Err, "Row failed")
+		}
+		rows = append(rows, res)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rows
+}
+
+// measureBacklog fills the row's cluster, queues the backlog, starts the
+// scheduler and, once it has tried every waiting pod, ends running pods
+// at --finish-rate for --backlog-duration while it watches the binds.
+func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *BacklogRow) error {
+	form := harness.RowForm(row)
+	var tracker *backlogTracker
+	ctx, c, err := r.StartRowCluster(ctx, row, func(ctx context.Context, env *harness.ClusterEnv) (err error) {
+		tracker, err = fill(ctx, r, env, form, res)
+		return err
+	}, func(watches *harness.Informers) error {
+		return watchBacklogBinds(watches, tracker, form, r.Options.GPUsPerNode)
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	scraper, err := warmUp(ctx, r, c.Env, c.Sched, tracker, res)
+	if err != nil {
+		return err
+	}
+	if err := measureWindow(ctx, r, c.Env, form, c.Sched, scraper, tracker, res); err != nil {
+		return err
+	}
+	return c.Sched.Check()
+}
+
+// fill fills the row's cluster with running pods and creates the backlog
+// waiting behind them, and returns the tracker that follows both.
+func fill(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, form harness.PodForm, res *BacklogRow) (*backlogTracker, error) {
+	view, err := newBacklogView(r.Options.Nodes, r.Options.GPUsPerNode, r.Options.Split, harness.DefaultMix())
+	if err != nil {
+		return nil, err
+	}
+	tracker := newBacklogTracker(view)
+	filled, err := fillCluster(ctx, env, view, form, r.Options.Workers)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range filled {
+		tracker.run(harness.PodName(i), f.node, placement.Holds(f.containers))
+	}
+	res.Filled, res.Backlog = len(filled), BacklogFactor*len(filled)
+	shapes := harness.DefaultMix().Sequence(res.Backlog)
+	for i, s := range shapes {
+		tracker.wait(harness.PodName(res.Filled+i), view.shapeIndex(s.Name))
+	}
+	if _, err := harness.CreatePods(ctx, env, r.Options.Workers, shapes, res.Filled, form); err != nil {
+		return nil, err
+	}
+	return tracker, nil
+}
+
+// warmUp starts the scheduler and waits for it to have tried every
+// waiting pod once.
+func warmUp(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sched *harness.RowScheduler, tracker *backlogTracker, res *BacklogRow) (*harness.SchedulerScraper, error) {
+	tracker.scan(time.Now())
+	start := time.Now()
+	if err := sched.Start(ctx, env); err != nil {
+		return nil, err
+	}
+	if err := r.PinRow(env); err != nil {
+		return nil, err
+	}
+	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	if err != nil {
+		return nil, err
+	}
+	if res.Settled, err = waitTried(ctx, scraper, r.Options.BacklogWarmup, sched.Check); err != nil {
+		return nil, err
+	}
+	res.Warmup = time.Since(start)
+	res.WarmupBinds = res.Backlog - tracker.waitingCount()
+	klog.FromContext(ctx).Info("Warm-up over", "after", res.Warmup.Round(time.Second), "settled", res.Settled, "bound", res.WarmupBinds)
+	return scraper, nil
+}
+
+// measureWindow ends running pods at --finish-rate for --backlog-duration
+// and measures how the scheduler keeps up, and what that costs.
+func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, form harness.PodForm, sched *harness.RowScheduler,
+	scraper *harness.SchedulerScraper, tracker *backlogTracker, res *BacklogRow) error {
+	logger := klog.FromContext(ctx)
+	before, err := scraper.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	writesBefore, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	if err != nil {
+		return err
+	}
+	cpuBefore := meter.SampleCPU(env.Dir)
+	windowStart := time.Now()
+	tracker.start(windowStart)
+	profiles := &harness.Profiler{Seconds: r.Options.ProfileSeconds}
+	extenderURL := ""
+	if sched.Extender != nil {
+		extenderURL = sched.Extender.URL
+	}
+	profiles.Start(ctx, env, extenderURL)
+	profiles.StartScheduler(ctx, env, scraper, sched.Name)
+	defer profiles.Wait()
+	finish := deletePodAndAllocation(env.ControlPlane.Kube, env.ControlPlane.Tessera)
+	if form == harness.FormClaim {
+		finish = deletePodAndDeallocate(env.ControlPlane.Kube)
+	}
+	rng := rand.New(rand.NewPCG(uint64(r.Options.Nodes), uint64(res.Filled)))
+	ended, err := finishPods(ctx, tracker, r.Options.FinishRate, r.Options.BacklogDuration, rng, finish)
+	if err != nil {
+		return fmt.Errorf("ending pods: %w", err)
+	}
+	res.Ending = time.Since(windowStart)
+	logger.Info("Ended pods", "pods", ended, "rate", fmt.Sprintf("%.1f/s", float64(ended)/res.Ending.Seconds()))
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(backlogTail):
+	}
+	end := time.Now()
+	res.backlogMeasures = tracker.finish(end)
+	res.Window = end.Sub(windowStart)
+	res.CPU = meter.SampleCPU(env.Dir).Since(cpuBefore)
+	after, err := scraper.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	res.Attempts = meter.CounterSum(after, harness.ScheduleAttemptsMetric) - meter.CounterSum(before, harness.ScheduleAttemptsMetric)
+	writesAfter, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	if err != nil {
+		return err
+	}
+	res.Writes = writesAfter.Since(writesBefore)
+	logger.Info("Row measured", "frees", res.Frees, "placed", res.Placed, "attempts", res.Attempts,
+		"freedToBoundP99", res.FreedToBound.P99, "longestFitWait", res.FitWait.Longest, "cpu", res.CPU.String())
+	return nil
+}
+
+// waitTried waits until the scheduler has tried every waiting pod once:
+// its active and backoff queues are empty. It returns false if limit
+// passed first, or an error if ctx ended or check, called every second,
+// reports one.
+func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, limit time.Duration, check func() error) (bool, error) {
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case <-tick.C:
+		}
+		if err := check(); err != nil {
+			return false, err
+		}
+		families, err := scraper.Scrape(ctx)
+		if err != nil {
+			return false, err
+		}
+		queues := meter.ValuesBy(families, harness.PendingPodsMetric, "queue")
+		if len(queues) > 0 && queues["active"]+queues["backoff"] == 0 {
+			return true, nil
+		}
+		if time.Since(start) >= limit {
+			return false, nil
+		}
+	}
+}
+
+// watchBacklogBinds feeds the tracker the binds the bench's informers see,
+// which must not have started yet.
+func watchBacklogBinds(watches *harness.Informers, tracker *backlogTracker, form harness.PodForm, gpusPerNode int) error {
+	var binds *backlogBinds
+	gpus := watches.Tessera.Gpu().V1alpha1().GPUAllocations().Informer()
+	if form == harness.FormClaim {
+		claims := watches.Kube.Resource().V1().ResourceClaims()
+		binds, gpus = newBacklogBinds(tracker, claimGPUs(claims.Lister(), gpusPerNode)), claims.Informer()
+	} else {
+		binds = newBacklogBinds(tracker, allocationGPUs(watches.Tessera.Gpu().V1alpha1().GPUAllocations().Lister()))
+	}
+	if _, err := gpus.AddEventHandler(binds.gpuHandler()); err != nil {
+		return err
+	}
+	_, err := watches.Kube.Core().V1().Pods().Informer().AddEventHandler(binds.podHandler())
+	return err
+}

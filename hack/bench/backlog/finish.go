@@ -1,0 +1,122 @@
+package backlog
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
+	"github.com/tessera-gpu/tessera/hack/bench/harness"
+)
+
+// finishPods ends a running pod picked at random, rate times a second,
+// for the duration, as jobs end on a busy cluster, and tells the tracker
+// when each one's GPUs are free. It returns how many it ended.
+func finishPods(ctx context.Context, tracker *backlogTracker, rate float64, duration time.Duration, rng *rand.Rand, finish func(context.Context, string) error) (int, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(harness.MaxFinishing)
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	end := time.After(duration)
+	ended, idle := 0, 0
+loop:
+	for {
+		select {
+		case <-gctx.Done():
+			break loop
+		case <-end:
+			break loop
+		case <-tick.C:
+		}
+		name, pod, ok := tracker.pick(rng)
+		if !ok {
+			idle++
+			continue
+		}
+		ended++
+		g.Go(func() error {
+			if err := finish(gctx, name); err != nil {
+				return err
+			}
+			tracker.freed(pod, time.Now())
+			return nil
+		})
+	}
+	if idle > 0 {
+		klog.FromContext(ctx).Info("No pod was left running to end at some ticks", "ticks", idle)
+	}
+	if err := g.Wait(); err != nil {
+		return ended, err
+	}
+	return ended, context.Cause(ctx)
+}
+
+// deletePod ends a pod as its kubelet would once it has stopped: deleted
+// at once, since no kubelet runs to finish a graceful deletion.
+func deletePod(kube kubernetes.Interface) func(context.Context, string) error {
+	return func(ctx context.Context, name string) error {
+		if err := kube.CoreV1().Pods(harness.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			return fmt.Errorf("deleting pod %s: %w", name, err)
+		}
+		return nil
+	}
+}
+
+// deletePodAndAllocation ends a pod as deletePod does, then deletes its
+// GPUAllocation as kube-controller-manager's garbage collector does
+// through the owner reference (no garbage collector runs here). Tessera
+// deletes an allocation whose pod is gone too, but as a slow repair;
+// until one of them has, plugin mode counts the GPUs as held.
+func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interface) func(context.Context, string) error {
+	deleteIt := deletePod(kube)
+	return func(ctx context.Context, name string) error {
+		if err := deleteIt(ctx, name); err != nil {
+			return err
+		}
+		err := tessera.GpuV1alpha1().GPUAllocations(harness.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the allocation of pod %s: %w", name, err)
+		}
+		return nil
+	}
+}
+
+// deletePodAndDeallocate ends a pod with a claim of its own: deleted as
+// deletePod does, then its claim deallocated as kube-controller-manager's
+// resourceclaim controller does for a claim no pod uses any more (the
+// reservation and allocation cleared in one status update, then the
+// scheduler's finalizer removed). The claim itself stays, as a claim a
+// pod names does.
+func deletePodAndDeallocate(kube kubernetes.Interface) func(context.Context, string) error {
+	deleteIt := deletePod(kube)
+	return func(ctx context.Context, name string) error {
+		if err := deleteIt(ctx, name); err != nil {
+			return err
+		}
+		claims := kube.ResourceV1().ResourceClaims(harness.Namespace)
+		claim, err := claims.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading claim %s: %w", name, err)
+		}
+		claim.Status.ReservedFor, claim.Status.Allocation = nil, nil
+		if claim, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: harness.FieldManager}); err != nil {
+			return fmt.Errorf("deallocating claim %s: %w", name, err)
+		}
+		if len(claim.Finalizers) == 0 {
+			return nil
+		}
+		claim.Finalizers = nil
+		if _, err := claims.Update(ctx, claim, metav1.UpdateOptions{FieldManager: harness.FieldManager}); err != nil {
+			return fmt.Errorf("removing the finalizer of claim %s: %w", name, err)
+		}
+		return nil
+	}
+}

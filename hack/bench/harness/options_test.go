@@ -1,0 +1,98 @@
+package harness
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(o *Options)
+		wantErr string
+	}{
+		{name: "defaults are valid", mutate: func(*Options) {}},
+		{name: "scale mode is valid", mutate: func(o *Options) { o.Mode = ModeScale; o.Nodes = 5000; o.Pods = 40000 }},
+		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale, writes, backlog or queue`},
+		{name: "backlog mode is valid", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows() }},
+		{name: "backlog mode ignores --pods", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows(); o.Nodes = 50 }},
+		{name: "backlog mode runs no row a", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = []string{"a", "c"} },
+			wantErr: `--rows=a,c: backlog mode runs rows c, d and e only, not "a"`},
+		{name: "backlog mode needs pods to end", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows(); o.FinishRate = 0 },
+			wantErr: "--finish-rate=0: must be above 0 and at most 1000"},
+		{name: "backlog mode ends at most 1000 pods a second", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows(); o.FinishRate = 1001 },
+			wantErr: "--finish-rate=1001: must be above 0 and at most 1000"},
+		{name: "backlog mode runs for a second at least", mutate: func(o *Options) {
+			o.Mode = ModeBacklog
+			o.Rows = AllBacklogRows()
+			o.BacklogDuration = time.Millisecond
+		},
+			wantErr: "--backlog-duration=1ms: must be at least 1s"},
+		{name: "backlog mode warms up for a second at least", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows(); o.BacklogWarmup = 0 },
+			wantErr: "--backlog-warmup=0s: must be at least 1s"},
+		{name: "no nodes", mutate: func(o *Options) { o.Nodes = 0 }, wantErr: "--nodes=0: must be from 1 to 20000"},
+		{name: "too many GPUs per node", mutate: func(o *Options) { o.GPUsPerNode = 17 }, wantErr: "--gpus-per-node=17: must be from 4 to 16"},
+		{name: "too few GPUs per node for the 4-GPU shapes", mutate: func(o *Options) { o.GPUsPerNode = 2 }, wantErr: "--gpus-per-node=2: must be from 4 to 16"},
+		{name: "split over the limit", mutate: func(o *Options) { o.Split = 101 }, wantErr: "--split=101: must be from 1 to 100"},
+		{name: "more pods than shares", mutate: func(o *Options) { o.Nodes = 1; o.Pods = 81 }, wantErr: "--pods=81: must be at most --nodes × --gpus-per-node × --split = 80"},
+		{name: "unknown row", mutate: func(o *Options) { o.Rows = []string{"a", "f"} }, wantErr: `--rows=a,f: unknown row "f"`},
+		{name: "plugin and DRA rows are valid", mutate: func(o *Options) { o.Rows = []string{"d", "e"} }},
+		{name: "pinned control plane is valid on 2 CPUs", mutate: func(o *Options) { o.PinControlPlane = true }},
+		{name: "row named twice", mutate: func(o *Options) { o.Rows = []string{"b", "b"} }, wantErr: `row "b" is named twice`},
+		{name: "no rows", mutate: func(o *Options) { o.Rows = nil }, wantErr: "--rows is empty"},
+		{name: "profiles without a directory", mutate: func(o *Options) { o.ProfileSeconds = 30 }, wantErr: "--profile-seconds=30: must be 0, or positive with --dir"},
+		{name: "negative profile time", mutate: func(o *Options) { o.ProfileSeconds = -1; o.Dir = "/tmp/x" }, wantErr: "--profile-seconds=-1: must be 0"},
+		{name: "profiles into a directory", mutate: func(o *Options) { o.ProfileSeconds = 30; o.Dir = "/tmp/x" }},
+		{name: "zero timeout", mutate: func(o *Options) { o.Timeout = 0 }, wantErr: "--timeout=0s: must be positive"},
+		{name: "negative timeout", mutate: func(o *Options) { o.Timeout = -time.Second }, wantErr: "--timeout=-1s"},
+		{name: "extender environment without a value", mutate: func(o *Options) { o.ExtenderEnv = []string{"GOMEMLIMIT"} }, wantErr: `--extender-env="GOMEMLIMIT": must be KEY=VALUE`},
+		{name: "extender environment is valid", mutate: func(o *Options) { o.ExtenderEnv = []string{"GOMEMLIMIT=350MiB", "GOGC=50"} }},
+		{name: "no workers", mutate: func(o *Options) { o.Workers = 0 }, wantErr: "--workers=0: must be from 1 to 256"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			tt.mutate(o)
+			err := o.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestCompleteGivesBacklogModeItsRows(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantRows []string
+	}{
+		{name: "throughput keeps every row", args: nil, wantRows: AllRows()},
+		{name: "backlog runs c, d and e by default", args: []string{"--mode=backlog"}, wantRows: AllBacklogRows()},
+		{name: "backlog keeps the rows asked for", args: []string{"--mode=backlog", "--rows=d"}, wantRows: []string{"d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			o.Complete(fs)
+			if !slices.Equal(o.Rows, tt.wantRows) {
+				t.Errorf("rows %v, want %v", o.Rows, tt.wantRows)
+			}
+		})
+	}
+}
