@@ -45,11 +45,15 @@ func (cp *ControlPlane) CheckGPUAccounting(ctx context.Context, t *testing.T, sc
 	if err != nil {
 		t.Fatal(err)
 	}
-	allocs, err := cp.Tessera.GpuV1alpha1().GPUAllocations("").List(ctx, metav1.ListOptions{})
+	// Pods first: a pod's allocation is written before it is bound, so
+	// every pod bound in this list has its allocation in the next, while
+	// the other order reads as missing the allocation of a pod bound
+	// between the two lists.
+	pods, err := cp.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := cp.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	allocs, err := cp.Tessera.GpuV1alpha1().GPUAllocations("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
