@@ -107,7 +107,7 @@ func measureQueue(ctx context.Context, r *harness.Runner, gangFit bool, res *Que
 		return err
 	}
 	followErr := followQueue(ctx, tracker, r.Options.Timeout, sched.Check)
-	res.queueMeasures = tracker.measures(start, time.Now(), f.freeMiB())
+	res.queueMeasures = tracker.measures(start, time.Now(), f.freeMiB(), gangFit)
 	logger.Info("Run measured", "done", res.Done, "jobs", res.Jobs, "toAdmittedP50", res.ToAdmitted.P50, "toRunningP50", res.ToRunning.P50,
 		"waited", res.Waited, "deadlock", res.Stall.deadlock(), "memory", res.Memory.String())
 	if followErr != nil {

@@ -20,8 +20,10 @@ type queueMeasures struct {
 	// all its pods running, over the Jobs that got there.
 	ToAdmitted, ToRunning meter.Quantiles
 	// FreeToAdmitted is, over the Jobs admitted after room freed while
-	// they waited, from the last free before each admission to it.
+	// they waited, from the last free before each admission to it, and
+	// FreeStages where that time went.
 	FreeToAdmitted meter.Quantiles
+	FreeStages     freeStages
 	// Waited are the admitted Jobs a pod of which the scheduler found no
 	// room for; WaitedFor is from their admission until all their pods
 	// ran, or the end for the Open ones, which never did.
@@ -44,19 +46,22 @@ type memoryMeasures struct {
 	Series                       []string
 }
 
-// measures summarises the run from start to end.
-func (t *queueTracker) measures(start, end time.Time, freeMiB int64) queueMeasures {
+// measures summarises the run from start to end; gangFit says whether
+// its Workloads passed the gang-fit check.
+func (t *queueTracker) measures(start, end time.Time, freeMiB int64, gangFit bool) queueMeasures {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m := queueMeasures{Jobs: len(t.jobs), Stall: t.stalled}
 	var toAdmitted, toRunning, waitedFor, freeToAdmitted []time.Duration
+	var splits []freeSplit
 	var lastDone time.Time
 	for _, j := range t.jobs {
 		if !j.admitted.IsZero() {
 			m.Admitted++
 			toAdmitted = append(toAdmitted, j.admitted.Sub(j.created))
-			if d, ok := t.sinceFree(j); ok {
-				freeToAdmitted = append(freeToAdmitted, d)
+			if free, ok := t.lastFree(j); ok {
+				freeToAdmitted = append(freeToAdmitted, j.admitted.Sub(free))
+				splits = append(splits, splitFree(j, free, gangFit))
 			}
 		}
 		if !j.running.IsZero() {
@@ -79,7 +84,7 @@ func (t *queueTracker) measures(start, end time.Time, freeMiB int64) queueMeasur
 		}
 	}
 	m.ToAdmitted, m.ToRunning, m.WaitedFor = meter.SampleQuantiles(toAdmitted), meter.SampleQuantiles(toRunning), meter.SampleQuantiles(waitedFor)
-	m.FreeToAdmitted = meter.SampleQuantiles(freeToAdmitted)
+	m.FreeToAdmitted, m.FreeStages = meter.SampleQuantiles(freeToAdmitted), stages(splits, freeToAdmitted)
 	if m.Done > 0 {
 		m.LastDone = lastDone.Sub(start)
 	}

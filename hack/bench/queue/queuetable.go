@@ -20,7 +20,9 @@ type QueueTable struct {
 
 func queueHeader() []string {
 	return []string{
-		"run", "Jobs done", "created → admitted p50 / p99", "last free → admitted p50 / p99", "created → all pods running p50 / p99",
+		"run", "Jobs done", "created → admitted p50 / p99", "last free → admitted p50 / p99",
+		"of which: Kueue's quota", "the check turning Ready", "Kueue admitting once Ready", "Jobs waiting for GPUs only: free → admitted",
+		"created → all pods running p50 / p99",
 		"admitted Jobs that waited with pods Pending", "their wait p50 / p99",
 		"GPU memory at work (mean)", "held idle (mean)", "peak held", "deadlock", "all done in",
 	}
@@ -42,7 +44,9 @@ func (t QueueTable) cells() [][]string {
 			done = fmt.Sprintf("not all; %d by %s", r.Done, done)
 		}
 		out = append(out, []string{
-			runName(r.GangFit), r.doneCell(), pair(r.ToAdmitted), pair(r.FreeToAdmitted), pair(r.ToRunning),
+			runName(r.GangFit), r.doneCell(), pair(r.ToAdmitted), pair(r.FreeToAdmitted),
+			pair(r.FreeStages.Quota), r.checkCell(), pair(r.FreeStages.Admit), counted(r.FreeStages.GPUsOnly),
+			pair(r.ToRunning),
 			waited, wait,
 			fmt.Sprintf("%.0f%%", r.Memory.MeanWork), fmt.Sprintf("%.0f%%", r.Memory.MeanIdle), fmt.Sprintf("%.0f%%", r.Memory.PeakUsed),
 			r.deadlockCell(), done,
@@ -57,6 +61,22 @@ func pair(q meter.Quantiles) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.1f / %.1f s", q.P50.Seconds(), q.P99.Seconds())
+}
+
+// counted writes a median and 99th percentile with the count they are of.
+func counted(q meter.Quantiles) string {
+	if q.Count == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d Jobs: %s", q.Count, pair(q))
+}
+
+// checkCell is the check's stage, which a run without it does not have.
+func (r QueueRun) checkCell() string {
+	if !r.GangFit {
+		return "—"
+	}
+	return pair(r.FreeStages.Check)
 }
 
 func (r QueueRun) deadlockCell() string {

@@ -32,6 +32,9 @@ type jobRecord struct {
 	// admitted Job no room.
 	unschedulable     time.Time
 	placed, allocated int
+	// gates are when the Job's Workload last got its quota and its
+	// admission checks Ready, on its way to admission.
+	gates workloadGates
 }
 
 // podRecord is one placed pod of a Job.
@@ -143,14 +146,25 @@ func (t *queueTracker) finished(job string, at time.Time) {
 	t.frees = append(t.frees, at)
 }
 
-// sinceFree is, for a Job admitted after room freed while it waited, the
-// time from the last free before its admission to the admission.
-func (t *queueTracker) sinceFree(j *jobRecord) (time.Duration, bool) {
+// workload records the gates of a Job's Workload at one sight of it,
+// until the Job is admitted: whether its quota is reserved and whether
+// its admission checks are all Ready.
+func (t *queueTracker) workload(job string, quota, checks bool, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if j := t.job(job); j.admitted.IsZero() {
+		j.gates.see(quota, checks, at)
+	}
+}
+
+// lastFree is, for a Job admitted after room freed while it waited, the
+// last free before its admission.
+func (t *queueTracker) lastFree(j *jobRecord) (time.Time, bool) {
 	i, _ := slices.BinarySearchFunc(t.frees, j.admitted, func(f, at time.Time) int { return f.Compare(at) })
 	if i == 0 || t.frees[i-1].Before(j.created) {
-		return 0, false
+		return time.Time{}, false
 	}
-	return j.admitted.Sub(t.frees[i-1]), true
+	return t.frees[i-1], true
 }
 
 // sample records the memory held now and declares a stall if Jobs are

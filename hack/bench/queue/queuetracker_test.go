@@ -125,7 +125,7 @@ func TestQueueTrackerMeasures(t *testing.T) {
 	tr.sample(at(13))
 	tr.finished("b", at(20))
 
-	m := tr.measures(t0, at(21), 81920)
+	m := tr.measures(t0, at(21), 81920, false)
 	if m.Jobs != 2 || m.Admitted != 2 || m.Running != 2 || m.Done != 2 {
 		t.Errorf("Jobs %d, admitted %d, running %d, done %d; want 2 each", m.Jobs, m.Admitted, m.Running, m.Done)
 	}
@@ -163,7 +163,7 @@ func TestQueueTrackerMeasuresUpToTheStall(t *testing.T) {
 	for s := 4; s <= 34; s++ {
 		tr.sample(at(s))
 	}
-	m := tr.measures(t0, at(34), 81920)
+	m := tr.measures(t0, at(34), 81920, false)
 	if m.Stall == nil || m.Stall.deadlock() || m.Stall.unadmitted != 1 {
 		t.Fatalf("stall %+v, want one with a Job never admitted and no deadlock", m.Stall)
 	}
@@ -192,7 +192,7 @@ func TestQueueTrackerMeasuresFreeToAdmitted(t *testing.T) {
 	tr.admitted("waits", at(6300))
 	tr.created("after", at(7000))
 	tr.admitted("after", at(7100))
-	m := tr.measures(t0, at(8000), 81920)
+	m := tr.measures(t0, at(8000), 81920, false)
 	if m.FreeToAdmitted.Count != 1 || m.FreeToAdmitted.P50 != 300*time.Millisecond {
 		t.Errorf("free → admitted: %d Jobs, p50 %s; want Job waits alone, 300ms after the last free", m.FreeToAdmitted.Count, m.FreeToAdmitted.P50)
 	}

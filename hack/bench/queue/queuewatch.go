@@ -112,16 +112,36 @@ func (w *queueWatch) observe(name string) {
 	}
 }
 
-// observeWorkload records the admission of the Job that owns the Workload.
+// observeWorkload records, for the Job that owns the Workload, whether
+// its quota is reserved and its admission checks are Ready, and its
+// admission.
 func (w *queueWatch) observeWorkload(wl *unstructured.Unstructured) {
-	if condition(wl.Object, "Admitted")["status"] != "True" {
-		return
-	}
+	now := time.Now()
+	admitted := condition(wl.Object, "Admitted")["status"] == "True"
+	quota := condition(wl.Object, "QuotaReserved")["status"] == "True"
+	checks := checksReady(wl.Object)
 	for _, ref := range wl.GetOwnerReferences() {
-		if ref.Kind == "Job" {
-			w.tracker.admitted(ref.Name, time.Now())
+		if ref.Kind != "Job" {
+			continue
+		}
+		// Kueue may reserve and admit in one write: the gates open then.
+		w.tracker.workload(ref.Name, quota, checks, now)
+		if admitted {
+			w.tracker.admitted(ref.Name, now)
 		}
 	}
+}
+
+// checksReady reports whether a Workload has admission checks and all
+// are Ready.
+func checksReady(obj map[string]any) bool {
+	checks, _, _ := unstructured.NestedSlice(obj, "status", "admissionChecks")
+	for _, c := range checks {
+		if c, ok := c.(map[string]any); !ok || c["state"] != "Ready" {
+			return false
+		}
+	}
+	return len(checks) > 0
 }
 
 // unschedulable reports whether the scheduler has found the pod no room.
