@@ -63,12 +63,12 @@ type freeStages struct {
 }
 
 // stages sums up the splits.
-func stages(splits []freeSplit, freeToAdmitted []time.Duration) freeStages {
+func stages(splits []freeSplit) freeStages {
 	var quota, check, admit, gpusOnly []time.Duration
-	for i, s := range splits {
+	for _, s := range splits {
 		quota, check, admit = append(quota, s.quota), append(check, s.check), append(admit, s.admit)
 		if s.quotaHeld {
-			gpusOnly = append(gpusOnly, freeToAdmitted[i])
+			gpusOnly = append(gpusOnly, s.quota+s.check+s.admit)
 		}
 	}
 	return freeStages{

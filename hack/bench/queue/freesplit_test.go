@@ -91,23 +91,28 @@ func TestQuotaHeldCountsOnlyJobsWaitingForGPUs(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	tr := newQueueTracker(1, time.Minute, t0)
-	for _, job := range []string{"held", "queued"} {
+	// Ten Jobs queued for Kueue's quota, admitted 1.1 s after the free at
+	// the latest, and one that held its quota, admitted sooner than any.
+	queued := []string{"q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "q8", "q9"}
+	for _, job := range append([]string{"held"}, queued...) {
 		tr.created(job, at(0))
 	}
 	tr.workload("held", true, false, at(100))
 	tr.finished("other", at(1000))
-	tr.workload("held", true, true, at(1200))
-	tr.admitted("held", at(1300))
-	tr.workload("queued", true, false, at(1900))
-	tr.workload("queued", true, true, at(2000))
-	tr.admitted("queued", at(2100))
+	tr.workload("held", true, true, at(1020))
+	tr.admitted("held", at(1050))
+	for i, job := range queued {
+		tr.workload(job, true, false, at(1900+10*i))
+		tr.workload(job, true, true, at(2000+10*i))
+		tr.admitted(job, at(2010+10*i))
+	}
 
 	m := tr.measures(t0, at(3000), 81920, true)
-	if m.FreeToAdmitted.Count != 2 || m.FreeStages.GPUsOnly.Count != 1 || m.FreeStages.GPUsOnly.P50 != 300*time.Millisecond {
-		t.Errorf("free → admitted over %d Jobs, of which waiting for GPUs only %d at p50 %s; want 2, and 1 at 300ms",
+	if m.FreeToAdmitted.Count != 11 || m.FreeStages.GPUsOnly.Count != 1 || m.FreeStages.GPUsOnly.P50 != 50*time.Millisecond {
+		t.Errorf("free → admitted over %d Jobs, of which waiting for GPUs only %d at p50 %s; want 11, and 1 at 50ms",
 			m.FreeToAdmitted.Count, m.FreeStages.GPUsOnly.Count, m.FreeStages.GPUsOnly.P50)
 	}
-	if m.FreeStages.Quota.P99 != 900*time.Millisecond {
-		t.Errorf("Kueue's quota p99 %s, want 900ms: the queued Job's wait for it", m.FreeStages.Quota.P99)
+	if m.FreeStages.Quota.P99 != 990*time.Millisecond {
+		t.Errorf("Kueue's quota p99 %s, want 990ms: the last queued Job's wait for it", m.FreeStages.Quota.P99)
 	}
 }

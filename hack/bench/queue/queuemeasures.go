@@ -84,7 +84,7 @@ func (t *queueTracker) measures(start, end time.Time, freeMiB int64, gangFit boo
 		}
 	}
 	m.ToAdmitted, m.ToRunning, m.WaitedFor = meter.SampleQuantiles(toAdmitted), meter.SampleQuantiles(toRunning), meter.SampleQuantiles(waitedFor)
-	m.FreeToAdmitted, m.FreeStages = meter.SampleQuantiles(freeToAdmitted), stages(splits, freeToAdmitted)
+	m.FreeToAdmitted, m.FreeStages = meter.SampleQuantiles(freeToAdmitted), stages(splits)
 	if m.Done > 0 {
 		m.LastDone = lastDone.Sub(start)
 	}
