@@ -109,7 +109,13 @@ func startEnv(t *testing.T) *env {
 // through wrap's transport, when wrap is set.
 func startEnvWrapped(t *testing.T, wrap transport.WrapperFunc) *env {
 	t.Helper()
-	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	return startEnvOn(t, framework.Options{ControllerManager: true}, wrap)
+}
+
+// startEnvOn is startEnvWrapped on a control plane started with opts.
+func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc) *env {
+	t.Helper()
+	cp := framework.Start(t, opts)
 	e := &env{cp: cp}
 
 	cfg := options.NewConfig()

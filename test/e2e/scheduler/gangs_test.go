@@ -109,11 +109,12 @@ func (e *env) bound(ctx context.Context, t *testing.T, pods []string) []string {
 }
 
 // waitUnschedulable waits until kube-scheduler has tried each pod and
-// found it unschedulable, and returns the last pod's reason.
-func (e *env) waitUnschedulable(ctx context.Context, t *testing.T, pods []string) string {
+// found it unschedulable, and returns the pods' reasons.
+func (e *env) waitUnschedulable(ctx context.Context, t *testing.T, pods []string) []string {
 	t.Helper()
-	var message string
+	var messages []string
 	for _, name := range pods {
+		var message string
 		framework.WaitFor(t, 60*time.Second, "pod "+name+" to be found unschedulable", func() (bool, string) {
 			pod, err := e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -127,8 +128,9 @@ func (e *env) waitUnschedulable(ctx context.Context, t *testing.T, pods []string
 			}
 			return false, "not tried yet; node " + pod.Spec.NodeName
 		})
+		messages = append(messages, name+": "+message)
 	}
-	return message
+	return messages
 }
 
 // allocations counts the GPUAllocations of the pods.
@@ -192,8 +194,7 @@ func testGangWaitsForRoom(ctx context.Context, t *testing.T, e *env) {
 
 	// 12000 MiB free: three members of 3500 fit, the fourth does not.
 	g := e.createGang(ctx, t, "room", "gang-room", 4, 3500)
-	reason := e.waitUnschedulable(ctx, t, g.pods)
-	t.Logf("the gang's pods wait: %s", reason)
+	t.Logf("the gang's pods wait: %q", e.waitUnschedulable(ctx, t, g.pods))
 	if b := e.bound(ctx, t, g.pods); len(b) > 0 {
 		t.Errorf("pods %v of a gang that does not fit were bound", b)
 	}
