@@ -19,7 +19,8 @@
 # --exit-after-demo to stop once the examples are placed, or
 # --scheduler=plugin to schedule with tessera-scheduler (kube-scheduler with
 # the Tessera plugin, which can preempt GPU slices) instead of kube-scheduler
-# and the extender.
+# and the extender, with Kubernetes' Workload API on in every control-plane
+# process, so that a PodGroup (deploy/examples/gangs) is placed all or nothing.
 #
 # --kueue also runs Kueue (built from the module proxy by
 # hack/build-kueue.sh, cached) with two example teams' queues from

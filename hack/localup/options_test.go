@@ -9,9 +9,11 @@ func TestCompleteScheduler(t *testing.T) {
 	tests := []struct {
 		name, mode, scheduler string
 		want, wantErr         string
+		// wantGangs: the Workload API is on.
+		wantGangs bool
 	}{
 		{name: "extender mode defaults to the extender", mode: modeExtender, want: schedulerExtender},
-		{name: "extender mode with tessera-scheduler", mode: modeExtender, scheduler: schedulerPlugin, want: schedulerPlugin},
+		{name: "extender mode with tessera-scheduler serves gangs", mode: modeExtender, scheduler: schedulerPlugin, want: schedulerPlugin, wantGangs: true},
 		{name: "DRA mode defaults to tessera-scheduler", mode: modeDRA, want: schedulerPlugin},
 		{name: "DRA mode with stock kube-scheduler", mode: modeDRA, scheduler: schedulerStock, want: schedulerStock},
 		{name: "no extender in DRA mode", mode: modeDRA, scheduler: schedulerExtender, wantErr: "--scheduler=extender: with --mode=dra want plugin or stock"},
@@ -32,6 +34,9 @@ func TestCompleteScheduler(t *testing.T) {
 			}
 			if o.scheduler != tc.want {
 				t.Errorf("scheduler %q, want %q", o.scheduler, tc.want)
+			}
+			if o.gangs() != tc.wantGangs {
+				t.Errorf("Workload API on: %t, want %t", o.gangs(), tc.wantGangs)
 			}
 		})
 	}

@@ -25,6 +25,10 @@ type options struct {
 	exitAfterDemo bool
 }
 
+// gangExamples is the example gang, a PodGroup and its pods, which the
+// cluster serves with --scheduler=plugin.
+const gangExamples = "deploy/examples/gangs"
+
 // Modes of the local cluster.
 const (
 	modeExtender = "extender"
@@ -77,6 +81,11 @@ func (o *options) completeScheduler() error {
 
 func (o *options) dra() bool { return o.mode == modeDRA }
 
+// gangs says whether the cluster serves Kubernetes' Workload API: only
+// tessera-scheduler with the Tessera plugin keeps its books exact in the
+// pod group cycle, where an extender gets no Reserve or Unreserve.
+func (o *options) gangs() bool { return o.scheduler == schedulerPlugin && !o.dra() }
+
 // cluster is everything localup started, stopped in reverse order.
 type cluster struct {
 	o       options
@@ -111,9 +120,11 @@ func run(ctx context.Context, o options) error {
 
 	say("Starting etcd, kube-apiserver and kube-controller-manager")
 	// The workload controllers always run: a person's Deployments and Jobs
-	// get pods, and PodDisruptionBudgets allow disruptions.
+	// get pods, and PodDisruptionBudgets allow disruptions. With
+	// tessera-scheduler the Workload API is on too, so that a PodGroup's
+	// pods are placed all or nothing (deploy/examples/gangs).
 	cp, err := framework.StartControlPlane(ctx, framework.Options{
-		ControllerManager: true, DRA: o.dra(), Workloads: true, Dir: filepath.Join(o.stateDir, "controlplane"),
+		ControllerManager: true, DRA: o.dra(), Workloads: true, Gangs: o.gangs(), Dir: filepath.Join(o.stateDir, "controlplane"),
 	})
 	c.cp = cp
 	if err != nil {
@@ -226,6 +237,9 @@ func (c *cluster) printAccess() {
 	}
 	if c.o.kueue {
 		fmt.Println("  kubectl get clusterqueues,localqueues,workloads -A")
+	}
+	if c.o.gangs() {
+		fmt.Printf("  kubectl apply -f %s   # a gang of GPU slices, placed all or nothing\n", gangExamples)
 	}
 	fmt.Println("  go run ./hack/inventory")
 	fmt.Println("Metrics:")

@@ -34,6 +34,15 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 		return metrics.ResultInvalid
 	}
 
+	if refusal := podGroupRefusal(pod); refusal != "" && len(req.Containers) > 0 {
+		for _, name := range names {
+			out.unresolvable = append(out.unresolvable, nodeReason{name, refusal})
+		}
+		if nodes := args.Nodes(); nodes != nil {
+			out.nodes = filterNodeList(nodes, nil)
+		}
+		return metrics.ResultUnschedulable
+	}
 	var j *judge
 	if len(req.Containers) == 0 {
 		// Nothing to place: every node fits.

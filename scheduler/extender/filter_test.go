@@ -76,6 +76,21 @@ func TestFilter(t *testing.T) {
 			wantResult:   metrics.ResultSuccess,
 		},
 		{
+			name:             "a GPU pod of a PodGroup is left to tessera-scheduler",
+			pod:              inPodGroup(podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000"), "trainer"),
+			nodes:            []string{"a100-1", "t4"},
+			wantFeasible:     []string{},
+			wantUnresolvable: map[string]string{"a100-1": "PodGroup trainer", "t4": "only by tessera-scheduler"},
+			wantResult:       metrics.ResultUnschedulable,
+		},
+		{
+			name:         "a pod of a PodGroup without GPU requests fits everywhere",
+			pod:          inPodGroup(podSpec("p", nil, "cpu=1"), "trainer"),
+			nodes:        []string{"a100-1", "t4"},
+			wantFeasible: []string{"a100-1", "t4"},
+			wantResult:   metrics.ResultSuccess,
+		},
+		{
 			name:         "a pod without GPU requests fits everywhere",
 			pod:          podSpec("p", nil, "cpu=1"),
 			nodes:        all,

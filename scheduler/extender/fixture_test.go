@@ -123,6 +123,12 @@ func podSpec(name string, annotations map[string]string, resources ...string) *c
 	}
 }
 
+// inPodGroup puts the pod in the PodGroup named podGroup.
+func inPodGroup(p *corev1.Pod, podGroup string) *corev1.Pod {
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(podGroup)}
+	return p
+}
+
 // privileged makes the pod's containers privileged.
 func privileged(p *corev1.Pod) *corev1.Pod {
 	for i := range p.Spec.Containers {

@@ -17,8 +17,9 @@ import (
 // protocol as the extender's bind: it waits while another pod's allocation
 // on the node is in flight, and undoes the allocation if the binding fails
 // (kube-scheduler then calls Unreserve), unless the binding may have been
-// made (commit.ErrAllocationKept). A pod that asks for no GPUs is left to
-// the next bind plugin.
+// made (commit.ErrAllocationKept). A PodGroup's pod whose binding failed
+// backs off (bindBackoff). A pod that asks for no GPUs is left to the next
+// bind plugin.
 func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
@@ -36,8 +37,10 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 			// The pod may be bound: Unreserve leaves its GPUs reserved.
 			s.reservedAt = time.Time{}
 		}
+		p.backoff.failed(pod, nodeName, err)
 		return fwk.AsStatus(err)
 	}
+	p.backoff.bound(pod.UID)
 	p.view.Bound(pod.UID)
 	logger.V(2).Info("Bound pod with GPUs")
 	return nil

@@ -32,6 +32,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if len(req.Containers) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	if reason, ok := p.backoff.waiting(pod.UID); ok {
+		// Unresolvable: no preemption frees what the binding lacked.
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+	}
 	p.requeue.waiting(pod, req.Request)
 	p.view.JoinGang(pod)
 	p.tellPreempting(pod, req)

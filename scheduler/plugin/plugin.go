@@ -57,6 +57,8 @@ type Plugin struct {
 	dryRuns dryRuns
 	// handle lists kube-scheduler's snapshot of the nodes.
 	handle fwk.Handle
+	// backoff holds back a PodGroup's pod whose binding failed.
+	backoff *bindBackoff
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
@@ -123,6 +125,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		recorder: h.EventRecorder(),
 		notifier: preemption.NewNotifier(h.EventRecorder(), keeper.Clock, preemption.DefaultRepeat),
 		handle:   h,
+		backoff:  newBindBackoff(ctx, keeper.Clock, h),
 		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
 	}, nil
 }

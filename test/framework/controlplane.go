@@ -39,6 +39,12 @@ type Options struct {
 	// integration and its users need. They are off unless asked for: they
 	// watch every pod, which load tests and benchmarks would pay for.
 	Workloads bool
+	// Gangs turns on Kubernetes' Workload API (the GenericWorkload feature
+	// gate and scheduling.k8s.io/v1beta1) in kube-apiserver,
+	// kube-controller-manager and every scheduler started through the
+	// control plane, so that a PodGroup's pods are scheduled all or
+	// nothing.
+	Gangs bool
 	// APIServerFlags are extra kube-apiserver flags, such as
 	// "--admission-control-config-file=...".
 	APIServerFlags []string
@@ -68,6 +74,8 @@ type ControlPlane struct {
 	apiServer     *Process
 	apiServerArgs []string
 	apiServerRuns int
+	// gangs is Options.Gangs: schedulers get the feature gate too.
+	gangs bool
 }
 
 // Start runs a control plane for the test and stops it when the test ends.
@@ -116,7 +124,7 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: opts.Dir, bin: bin}
+	cp := &ControlPlane{Dir: opts.Dir, bin: bin, gangs: opts.Gangs}
 	if cp.pki, err = newPKI(opts.Dir); err != nil {
 		return nil, fmt.Errorf("creating certificates: %w", err)
 	}
@@ -124,7 +132,11 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 	if err != nil {
 		return cp, err
 	}
-	if err := cp.startAPIServer(ctx, etcdURL, opts.APIServerFlags); err != nil {
+	apiServerFlags := opts.APIServerFlags
+	if opts.Gangs {
+		apiServerFlags = append(gangsAPIServerFlags(), apiServerFlags...)
+	}
+	if err := cp.startAPIServer(ctx, etcdURL, apiServerFlags); err != nil {
 		return cp, err
 	}
 	if err := cp.installCRDs(ctx); err != nil {
@@ -310,19 +322,26 @@ func (cp *ControlPlane) startControllerManager(opts Options) error {
 	if opts.Workloads {
 		controllers += "," + workloadControllers
 	}
-	_, err = cp.start("kube-controller-manager",
-		"--kubeconfig="+cp.KubeconfigPath,
-		"--authentication-kubeconfig="+cp.KubeconfigPath,
-		"--authorization-kubeconfig="+cp.KubeconfigPath,
+	if opts.Gangs {
+		controllers += "," + gangsController
+	}
+	args := []string{
+		"--kubeconfig=" + cp.KubeconfigPath,
+		"--authentication-kubeconfig=" + cp.KubeconfigPath,
+		"--authorization-kubeconfig=" + cp.KubeconfigPath,
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
+		"--secure-port=" + strconv.Itoa(port),
 		"--leader-elect=false",
-		"--controllers="+controllers,
-		"--service-account-private-key-file="+cp.pki.serviceAccountKF,
-		"--root-ca-file="+cp.pki.caFile,
+		"--controllers=" + controllers,
+		"--service-account-private-key-file=" + cp.pki.serviceAccountKF,
+		"--root-ca-file=" + cp.pki.caFile,
 		"--use-service-account-credentials=false",
 		"--kube-api-qps=500",
 		"--kube-api-burst=1000",
-	)
+	}
+	if opts.Gangs {
+		args = append(args, gangsFeatureGates)
+	}
+	_, err = cp.start("kube-controller-manager", args...)
 	return err
 }

@@ -87,13 +87,17 @@ func (cp *ControlPlane) StartSchedulerBinaryProcess(ctx context.Context, bin, co
 	if err != nil {
 		return nil, err
 	}
-	p, err := cp.startBinary(bin, filepath.Base(bin),
-		"--config="+file.Name(),
-		"--authentication-kubeconfig="+cp.KubeconfigPath,
-		"--authorization-kubeconfig="+cp.KubeconfigPath,
+	args := []string{
+		"--config=" + file.Name(),
+		"--authentication-kubeconfig=" + cp.KubeconfigPath,
+		"--authorization-kubeconfig=" + cp.KubeconfigPath,
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-	)
+		"--secure-port=" + strconv.Itoa(port),
+	}
+	if cp.gangs {
+		args = append(args, gangsFeatureGates)
+	}
+	p, err := cp.startBinary(bin, filepath.Base(bin), args...)
 	if err != nil {
 		return nil, err
 	}

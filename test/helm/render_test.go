@@ -80,7 +80,7 @@ func variants() map[string]render {
 			"devicePlugin": map[string]any{"mode": "dra", "libraryPath": "/usr/local/vgpu/libvgpu.so"},
 		}},
 		"plugin mode": {release: "plug", namespace: "tessera-plugin", values: map[string]any{
-			"scheduler": map[string]any{"mode": "plugin"},
+			"scheduler": map[string]any{"mode": "plugin", "gangs": true},
 			"metrics":   map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
 		}},
 		"dra with tessera-scheduler": {release: "drap", namespace: "tessera-drap", values: map[string]any{
@@ -149,6 +149,12 @@ func TestValuesRefused(t *testing.T) {
 			name:   "negative scheduler replicas",
 			values: map[string]any{"scheduler": map[string]any{"replicas": -1}},
 			want:   []string{"/scheduler/replicas", "minimum"},
+		},
+		{
+			// An extender never hears of the pod group cycle's undone trial.
+			name:   "gangs in extender mode",
+			values: map[string]any{"scheduler": map[string]any{"gangs": true}},
+			want:   []string{"scheduler.gangs needs scheduler.mode plugin", "Unreserve"},
 		},
 		{
 			name:   "negative webhook replicas",

@@ -44,6 +44,7 @@ type Admitter struct {
 	quotas     ResourceQuotaLister
 	claims     *draclaims.Translator
 	templates  draclaims.ClaimTemplates
+	podGroups  PodGroupAPI
 	// kueueNamespaces is cfg.KueueManagedNamespaces, parsed.
 	kueueNamespaces labels.Selector
 }
@@ -52,18 +53,20 @@ type Admitter struct {
 // and mode labels), GPU inventory (for warnings, and in DRA mode the GPU
 // sizes a memory percentage becomes) and ResourceQuotas (to refuse a pod
 // over its namespace's GPU quota) through the given listers, and in DRA
-// mode writes the pods' ResourceClaimTemplates through templates.
-func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister, quotas ResourceQuotaLister, templates draclaims.ClaimTemplates) (*Admitter, error) {
+// mode writes the pods' ResourceClaimTemplates through templates. It asks
+// podGroups whether the cluster serves the PodGroups pods name.
+func NewAdmitter(cfg Config, namespaces NamespaceGetter, gpuNodes GPUNodeLister, quotas ResourceQuotaLister,
+	templates draclaims.ClaimTemplates, podGroups PodGroupAPI) (*Admitter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("webhook configuration: %w", err)
 	}
-	if namespaces == nil || gpuNodes == nil || quotas == nil || templates == nil {
-		return nil, fmt.Errorf("webhook configuration: the namespace, GPUNode and ResourceQuota listers and the claim template client are required")
+	if namespaces == nil || gpuNodes == nil || quotas == nil || templates == nil || podGroups == nil {
+		return nil, fmt.Errorf("webhook configuration: the namespace, GPUNode and ResourceQuota listers, the claim template client and the PodGroup API check are required")
 	}
 	// Validate parsed it already.
 	kueueNamespaces, _ := labels.Parse(cfg.KueueManagedNamespaces)
 	return &Admitter{
-		cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, quotas: quotas, templates: templates,
+		cfg: cfg, namespaces: namespaces, gpuNodes: gpuNodes, quotas: quotas, templates: templates, podGroups: podGroups,
 		claims:          draclaims.NewTranslator(cfg.DeviceClass, cfg.ResourceNames.Count, gpuNodes),
 		kueueNamespaces: kueueNamespaces,
 	}, nil

@@ -58,7 +58,7 @@ func newAdmitter(t testing.TB, cfg Config, objs ...runtime.Object) *Admitter {
 		}
 	}
 	a, err := NewAdmitter(cfg, corelisters.NewNamespaceLister(nsIndexer), gpulisters.NewGPUNodeLister(gpuIndexer),
-		corelisters.NewResourceQuotaLister(quotaIndexer), draclaims.NewClaimTemplates(fake.NewClientset(), templateLister(t)))
+		corelisters.NewResourceQuotaLister(quotaIndexer), draclaims.NewClaimTemplates(fake.NewClientset(), templateLister(t)), podGroupsServed(true))
 	if err != nil {
 		t.Fatal(err)
 	}

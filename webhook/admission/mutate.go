@@ -17,7 +17,8 @@ import (
 // label) it turns their GPU resources into claims (mutateForDRA). A pod
 // that asks for no GPU is admitted unchanged. NVIDIA's MIG resources
 // become what Tessera places first, in both modes (migMutations). A Job's pod template gets
-// the counts and totals a pod would (mutateJob).
+// the counts and totals a pod would (mutateJob). A GPU pod that names a
+// PodGroup the cluster does not serve is warned about (podGroupWarning).
 func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if reviewsJob(req) {
 		return a.mutateJob(ctx, req)
@@ -46,6 +47,9 @@ func (a *Admitter) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest
 	}
 	if resp.Allowed {
 		resp.Warnings = append(resp.Warnings, a.migWarnings(ctx, profile)...)
+		if w := a.podGroupWarning(ctx, pod); w != "" {
+			resp.Warnings = append(resp.Warnings, w)
+		}
 	}
 	return resp
 }

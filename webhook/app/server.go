@@ -90,7 +90,7 @@ func NewServer(opts *Options, deps Dependencies) (*Server, error) {
 	s.informersSynced = []cache.InformerSynced{namespaces.Informer().HasSynced, gpuNodes.Informer().HasSynced,
 		templates.Informer().HasSynced, quotas.Informer().HasSynced}
 	admitter, err := admission.NewAdmitter(opts.Admission, namespaces.Lister(), gpuNodes.Lister(), quotas.Lister(),
-		draclaims.NewClaimTemplates(deps.Kube, templates.Lister()))
+		draclaims.NewClaimTemplates(deps.Kube, templates.Lister()), &podGroupDiscovery{discovery: deps.Kube.Discovery(), clock: deps.Clock})
 	if err != nil {
 		return nil, err
 	}

@@ -68,11 +68,17 @@ func (e *env) startTessera(t *testing.T, configure func(*options.Config)) {
 // keys replaced by its value, in place of kube-scheduler and the extender.
 func startPluginEnv(t *testing.T, replace map[string]string) *env {
 	t.Helper()
+	return startPluginEnvOn(t, controlPlaneOptions(), replace)
+}
+
+// startPluginEnvOn is startPluginEnv on a control plane started with opts.
+func startPluginEnvOn(t *testing.T, opts framework.Options, replace map[string]string) *env {
+	t.Helper()
 	bin, err := framework.SchedulerPluginBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startQueues(t)
+	e := startQueuesOn(t, opts)
 	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +102,13 @@ func startPluginEnv(t *testing.T, replace map[string]string) *env {
 // Kueue with the example teams' queues.
 func startQueues(t *testing.T) *env {
 	t.Helper()
-	e := startKueue(t, filepath.Join(framework.RepoRoot(), framework.KueueConfigFile))
+	return startQueuesOn(t, controlPlaneOptions())
+}
+
+// startQueuesOn is startQueues on a control plane started with opts.
+func startQueuesOn(t *testing.T, opts framework.Options) *env {
+	t.Helper()
+	e := startKueueOn(t, filepath.Join(framework.RepoRoot(), framework.KueueConfigFile), opts)
 	examples := filepath.Join(framework.RepoRoot(), "deploy", "examples", "kueue")
 	if err := framework.ApplyManifests(context.Background(), e.cp.Config, filepath.Join(examples, "queues.yaml"), filepath.Join(examples, "teams.yaml")); err != nil {
 		t.Fatalf("applying the example queues: %v", err)
@@ -108,7 +120,19 @@ func startQueues(t *testing.T) *env {
 // Kueue with the configuration file config.
 func startKueue(t *testing.T, config string) *env {
 	t.Helper()
-	cp := framework.Start(t, framework.Options{ControllerManager: true, Workloads: true})
+	return startKueueOn(t, config, controlPlaneOptions())
+}
+
+// controlPlaneOptions start the control plane with the workload
+// controllers, which Kueue's Job integration needs.
+func controlPlaneOptions() framework.Options {
+	return framework.Options{ControllerManager: true, Workloads: true}
+}
+
+// startKueueOn is startKueue on a control plane started with opts.
+func startKueueOn(t *testing.T, config string, opts framework.Options) *env {
+	t.Helper()
+	cp := framework.Start(t, opts)
 	cp.StartKueueWith(t, config)
 	client, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {

@@ -65,11 +65,18 @@ func (e *env) restartScheduler(t *testing.T) {
 // device plugin.
 func startPluginEnv(t *testing.T) *env {
 	t.Helper()
+	return startPluginEnvWith(t, framework.Options{ControllerManager: true})
+}
+
+// startPluginEnvWith is startPluginEnv on a control plane started with
+// opts.
+func startPluginEnvWith(t *testing.T, opts framework.Options) *env {
+	t.Helper()
 	bin, err := framework.SchedulerPluginBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	cp := framework.Start(t, opts)
 	e := &env{cp: cp}
 	shipped, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "deploy", "scheduler", "tessera-scheduler-config.yaml"))
 	if err != nil {
@@ -102,7 +109,13 @@ func startEnv(t *testing.T) *env {
 // through wrap's transport, when wrap is set.
 func startEnvWrapped(t *testing.T, wrap transport.WrapperFunc) *env {
 	t.Helper()
-	cp := framework.Start(t, framework.Options{ControllerManager: true})
+	return startEnvOn(t, framework.Options{ControllerManager: true}, wrap)
+}
+
+// startEnvOn is startEnvWrapped on a control plane started with opts.
+func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc) *env {
+	t.Helper()
+	cp := framework.Start(t, opts)
 	e := &env{cp: cp}
 
 	cfg := options.NewConfig()

@@ -134,6 +134,24 @@ func TestSelfManagedWebhook(t *testing.T) {
 		}
 	})
 
+	t.Run("a GPU pod naming a PodGroup the cluster does not serve is warned about", func(t *testing.T) {
+		pod := gpuPod("gang-member", "nvidia.com/gpumem", "4000")
+		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("trainer")}
+		p, err := kube.CoreV1().Pods(workNamespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without the Workload API the API server drops the field after
+		// admission: the warning is all that tells the pod's owner.
+		if p.Spec.SchedulingGroup != nil {
+			t.Errorf("the API server kept spec.schedulingGroup without the Workload API")
+		}
+		got := warnings.Take()
+		if len(got) != 1 || !strings.Contains(got[0], `PodGroup "trainer"`) || !strings.Contains(got[0], "GenericWorkload") {
+			t.Errorf("warnings %q, want one naming the PodGroup and the feature gate", got)
+		}
+	})
+
 	t.Run("an invalid pod is refused with the message kubectl shows", func(t *testing.T) {
 		_, err := kube.CoreV1().Pods(workNamespace).Create(ctx, gpuPod("too-many-cores", "nvidia.com/gpucores", "150"), metav1.CreateOptions{})
 		if err == nil {

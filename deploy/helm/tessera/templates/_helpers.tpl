@@ -109,6 +109,9 @@ so that two durations can be compared.
 {{- fail "scheduler.extender.gangFit.enabled does not work with devicePlugin.mode dra: kube-scheduler's DRA allocator chooses the GPUs there and would not keep the room the check holds" -}}
 {{- end -}}
 {{- end -}}
+{{- if and $s.gangs (ne $s.mode "plugin") -}}
+{{- fail "scheduler.gangs needs scheduler.mode plugin: kube-scheduler's pod group cycle tries a gang's pods and undoes them through Reserve and Unreserve, which an extender never gets, so the extender's books would keep GPUs for pods never placed; use tessera-scheduler, or Kueue's gang-fit check (scheduler.extender.gangFit) in extender mode" -}}
+{{- end -}}
 {{- if and $s.dra.schedulerName (ne $s.mode "plugin") -}}
 {{- fail "scheduler.dra.schedulerName needs scheduler.mode plugin: the DRA profile runs Tessera's TesseraDRA, which only tessera-scheduler has" -}}
 {{- end -}}
