@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
+	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -90,7 +91,7 @@ func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, c
 func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
 	r.mu.Lock()
 	w, ok := r.pods[pod.UID]
-	key := shapeKey(req)
+	key := fitgate.ShapeKey(req)
 	if !ok {
 		w = &waiter{pod: pod, priority: preemption.Priority(pod)}
 		r.pods[pod.UID] = w
@@ -226,7 +227,7 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 		var cands []candidate
 		// taken is what the pods chosen take of their namespaces' quotas.
 		taken := map[string]placement.Use{}
-		most := mostFreeMemoryMiB(&room)
+		most, _ := fitgate.MostFreeMemoryMiB(&room)
 		for _, s := range r.shapes {
 			if s.minMemoryMiB > most {
 				break
