@@ -70,6 +70,17 @@ func request(t testing.TB, count int32, memoryMiB int64) *placement.Request {
 	return req
 }
 
+// setUp returns a cluster that setup, if set, has changed, and a request
+// for count GPUs with memoryMiB each.
+func setUp(t *testing.T, setup func(c *cluster), count int32, memoryMiB int64) (*cluster, *placement.Request) {
+	t.Helper()
+	c := newCluster()
+	if setup != nil {
+		setup(c)
+	}
+	return c, request(t, count, memoryMiB)
+}
+
 // walk answers Fits by fitting req on every node of the view.
 func (c *cluster) walk(req *placement.Request) bool {
 	fits := false
@@ -113,11 +124,7 @@ func TestFits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster()
-			if tc.setup != nil {
-				tc.setup(c)
-			}
-			req := request(t, tc.count, tc.memoryMiB)
+			c, req := setUp(t, tc.setup, tc.count, tc.memoryMiB)
 			fits, possible := c.index.Fits(ShapeKey(req), req)
 			if fits != tc.fits || possible != tc.possible {
 				t.Errorf("Fits = %v, possible %v; want %v, %v", fits, possible, tc.fits, tc.possible)
@@ -176,11 +183,7 @@ func TestWhy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster()
-			if tc.setup != nil {
-				tc.setup(c)
-			}
-			req := request(t, tc.count, tc.memoryMiB)
+			c, req := setUp(t, tc.setup, tc.count, tc.memoryMiB)
 			if got := c.index.Why(ShapeKey(req), req); got != tc.want {
 				t.Errorf("Why = %q\nwant %q", got, tc.want)
 			}
