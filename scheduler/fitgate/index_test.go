@@ -169,7 +169,7 @@ func TestWhy(t *testing.T) {
 		memoryMiB int64
 		want      string
 	}{
-		{name: "no node", count: 1, memoryMiB: 1000, want: "no node with GPUs takes pods now"},
+		{name: "no node", count: 1, memoryMiB: 1000, want: "no node with GPUs that could hold the pod takes pods now"},
 		{name: "memory short names the largest free", setup: func(c *cluster) {
 			c.addNode("b", 81920)
 			c.addNode("a", 81920)
@@ -179,7 +179,7 @@ func TestWhy(t *testing.T) {
 		{name: "too few GPUs names the roomiest node", setup: func(c *cluster) {
 			c.addNode("a", 81920, 81920)
 			c.place("a", request(t, 1, 81920))
-		}, count: 2, memoryMiB: 1000, want: "no node can hold the pod's GPUs now; the node with the most free GPU memory, a, had 1/2 GPUs that fit, 2 needed (1 not enough memory)"},
+		}, count: 2, memoryMiB: 1000, want: "1 node(s) had 1/2 GPUs that fit, 2 needed (1 not enough memory)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

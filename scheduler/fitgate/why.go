@@ -1,7 +1,11 @@
 package fitgate
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tessera-gpu/tessera/scheduler/placement"
@@ -13,10 +17,13 @@ import (
 const WhyMaxAge = time.Second
 
 // Why says, in words for a pod's event, why no node could hold req by its
-// GPUs now: most often that no GPU has the memory a container asks for
-// free, naming the GPU with the most; otherwise what the node with the
-// most free GPU memory lacks. key is ShapeKey(req). The words are reused
-// for WhyMaxAge, and name the same node while nothing changes.
+// GPUs now. Only the nodes that could hold it were their GPUs all free
+// count. Most often no GPU of theirs has the memory a container asks for
+// free, and it names the GPU with the most; otherwise it says what each
+// node lacks, counting nodes alike as kube-scheduler does ("2 node(s) had
+// 1/8 GPUs that fit, 2 needed (7 not enough memory)"), the most common
+// first. key is ShapeKey(req). The words are reused for WhyMaxAge, and
+// name the same nodes while nothing changes.
 func (x *Index) Why(key string, req *placement.Request) string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -28,42 +35,69 @@ func (x *Index) Why(key string, req *placement.Request) string {
 	return s.why
 }
 
-// roomiest is the node with the most free GPU memory, and its GPU with
-// the most.
-type roomiest struct {
-	node, gpuNode       string
-	nodeFree, gpuFree   int64
-	nodeFound, gpuFound bool
-	failure             placement.Failure
-}
+// maxWhys is the most kinds of node Why names.
+const maxWhys = 3
 
 // why finds the reason req waits. It runs under x.mu.
 func (x *Index) why(req *placement.Request, now time.Time) string {
-	var r roomiest
+	var (
+		f        placement.Failure
+		gpuNode  string
+		gpuFree  int64
+		gpuFound bool
+		possible int
+	)
+	// possibleNode reports whether n could hold req were its GPUs free,
+	// leaving in f why it cannot now.
+	possibleNode := func(n *view.Node) bool {
+		closed, _ := x.rules.Closed(n, now, req)
+		return closed.OK() && !x.ft.Feasible(&n.Placement, req, &f) && !f.Unresolvable
+	}
 	x.view.Each(func(n *view.Node) {
-		if closed, _ := x.rules.Closed(n, now, req); !closed.OK() {
+		if !possibleNode(n) {
 			return
 		}
+		possible++
 		name := n.Placement.Name
-		if free := n.Placement.FreeMemoryMiB(); !r.nodeFound || free > r.nodeFree || free == r.nodeFree && name < r.node {
-			r.node, r.nodeFree, r.nodeFound = name, free, true
-			x.ft.Feasible(&n.Placement, req, &r.failure)
-		}
-		if free, ok := MostFreeMemoryMiB(&n.Placement); ok && (!r.gpuFound || free > r.gpuFree || free == r.gpuFree && name < r.gpuNode) {
-			r.gpuNode, r.gpuFree, r.gpuFound = name, free, true
+		if free, ok := MostFreeMemoryMiB(&n.Placement); ok && (!gpuFound || free > gpuFree || free == gpuFree && name < gpuNode) {
+			gpuNode, gpuFree, gpuFound = name, free, true
 		}
 	}, nil)
-	asked := MostMemoryMiB(req)
-	switch {
-	case !r.nodeFound:
-		return "no node with GPUs takes pods now"
-	case asked > 0 && (!r.gpuFound || r.gpuFree < asked):
-		if !r.gpuFound {
-			return fmt.Sprintf("no GPU has %d MiB free; none takes another pod", asked)
-		}
-		return fmt.Sprintf("no GPU has %d MiB free; the largest free is %d MiB on %s", asked, r.gpuFree, r.gpuNode)
+	switch asked := MostMemoryMiB(req); {
+	case possible == 0:
+		return "no node with GPUs that could hold the pod takes pods now"
+	case asked > 0 && !gpuFound:
+		return fmt.Sprintf("no GPU has %d MiB free; none takes another pod", asked)
+	case asked > 0 && gpuFree < asked:
+		return fmt.Sprintf("no GPU has %d MiB free; the largest free is %d MiB on %s", asked, gpuFree, gpuNode)
 	}
-	return "no node can hold the pod's GPUs now; " + r.failure.Of("the node with the most free GPU memory, "+r.node+",")
+	counts := map[string]int{}
+	x.view.Each(func(n *view.Node) {
+		if possibleNode(n) {
+			counts[f.Error()]++
+		}
+	}, nil)
+	whys := slices.SortedFunc(maps.Keys(counts), func(a, b string) int {
+		return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b))
+	})
+	var parts []string
+	for i, why := range whys {
+		if i == maxWhys {
+			parts = append(parts, fmt.Sprintf("%d node(s) for other reasons", possible-sumCounts(counts, whys[:i])))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", counts[why], why))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sumCounts adds up the counts of whys.
+func sumCounts(counts map[string]int, whys []string) int {
+	sum := 0
+	for _, why := range whys {
+		sum += counts[why]
+	}
+	return sum
 }
 
 // MostMemoryMiB is the most memory in MiB that one container of req asks

@@ -118,6 +118,6 @@ func (h *heldReasons) write(ctx context.Context, r heldReason) {
 		return
 	}
 	if h.recorder != nil {
-		h.recorder.Eventf(r.pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", r.why)
+		h.recorder.Eventf(r.pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", r.why)
 	}
 }
