@@ -161,6 +161,29 @@ func TestFitsAfterFreeAndFill(t *testing.T) {
 	}
 }
 
+// pinned asks for one GPU picked by UUID, with memoryMiB of it.
+func pinned(t testing.TB, uuid string, memoryMiB int64) *placement.Request {
+	t.Helper()
+	req, err := placement.NewRequest([]gpurequest.ContainerRequest{{Name: "main", Kind: gpuv1alpha1.ContainerApp, Count: 1, MemoryMiB: memoryMiB}},
+		gpurequest.Selection{UUIDs: []string{uuid}}, gpurequest.Spread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func TestWhyOfPinnedGPU(t *testing.T) {
+	c := newCluster()
+	c.addNode("a", 15360)
+	c.addNode("b", 81920)
+	c.place("a", request(t, 1, 0))
+	req := pinned(t, "a-GPU-0", 1000)
+	want := "1 node(s) had 0/1 of the pod's selected GPUs that fit (a-GPU-0, index 0: held whole by another pod)"
+	if got := c.index.Why(ShapeKey(req), req); got != want {
+		t.Errorf("Why = %q\nwant %q", got, want)
+	}
+}
+
 func TestWhy(t *testing.T) {
 	tests := []struct {
 		name      string

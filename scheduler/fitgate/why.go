@@ -19,7 +19,8 @@ const WhyMaxAge = time.Second
 // Why says, in words for a pod's event, why no node could hold req by its
 // GPUs now. Only the nodes that could hold it were their GPUs all free
 // count. Most often no GPU of theirs has the memory a container asks for
-// free, and it names the GPU with the most; otherwise it says what each
+// free, and it names the GPU with the most; otherwise, or when the pod
+// picks its GPUs by UUID, it says what each
 // node lacks, counting nodes alike as kube-scheduler does ("2 node(s) had
 // 1/8 GPUs that fit, 2 needed (7 not enough memory)"), the most common
 // first. key is ShapeKey(req). The words are reused for WhyMaxAge, and
@@ -63,7 +64,12 @@ func (x *Index) why(req *placement.Request, now time.Time) string {
 			gpuNode, gpuFree, gpuFound = name, free, true
 		}
 	}, nil)
-	switch asked := MostMemoryMiB(req); {
+	// A pod that picks its GPUs by UUID is told what each one lacks.
+	asked := MostMemoryMiB(req)
+	if len(req.Selection.UUIDs) > 0 {
+		asked = 0
+	}
+	switch {
 	case possible == 0:
 		return "no node with GPUs that could hold the pod takes pods now"
 	case asked > 0 && !gpuFound:

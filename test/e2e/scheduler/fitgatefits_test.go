@@ -34,6 +34,7 @@ func TestPluginFitGateNeverHoldsWhatFits(t *testing.T) {
 		{name: "main", count: 1, memory: 76800}, {name: "main", count: 1, core: 100},
 	}
 	var bound []string
+	held := 0
 	for step := range steps {
 		if len(bound) > 0 && rng.IntN(3) == 0 {
 			i := rng.IntN(len(bound))
@@ -46,7 +47,13 @@ func TestPluginFitGateNeverHoldsWhatFits(t *testing.T) {
 		e.createPod(ctx, t, gpuPod(name, group, nil, c))
 		if e.waitBoundOrRightlyHeld(ctx, t, step, name) {
 			bound = append(bound, name)
+		} else {
+			held++
 		}
+	}
+	t.Logf("%d of %d pods were held when created, each while no node could hold it", held, steps)
+	if held == 0 {
+		t.Error("no pod was held: the steps never filled the nodes")
 	}
 	e.checkNoOvercommit(ctx, t)
 }
