@@ -65,6 +65,10 @@ type requeuer struct {
 	// quotaFreed is when each namespace's GPU quota last may have got
 	// room (see QuotaFreed).
 	quotaFreed map[string]time.Time
+	// quotaWaiters are the waiters each namespace's GPU quota turned away
+	// (quotaAsked set), so that a namespace freeing GPUs looks at its own
+	// waiters only, not at every waiting pod.
+	quotaWaiters map[string]map[types.UID]*waiter
 }
 
 // waiter is a pod waiting for GPUs.
@@ -87,6 +91,7 @@ func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, c
 	return &requeuer{
 		activator: activator, logger: logger, view: v, clock: clk, rules: rules, index: fitgate.New(v, rules, clk),
 		pods: map[types.UID]*waiter{}, byKey: map[string]*shape{}, quotaFreed: map[string]time.Time{},
+		quotaWaiters: map[string]map[types.UID]*waiter{},
 	}
 }
 
@@ -101,7 +106,7 @@ func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
 	// Until this cycle turns it away on the quota again, the pod waits on
 	// no quota: one waiting on GPUs would take room a quota raised gives
 	// from the pods behind it.
-	w.quotaAsked = nil
+	r.setQuotaAsked(w, nil)
 	// The cycle's failure writes the pod's condition anew.
 	w.told = ""
 	chosen := r.replay(pod.UID, ended)
