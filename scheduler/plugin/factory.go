@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -13,14 +14,36 @@ import (
 // calls it.
 type Factory = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error)
 
-// NewFactory returns the factory to register with kube-scheduler
-// (app.WithPlugin(Name, NewFactory())). It builds the plugin for the first
-// profile that enables it and refuses every other, naming both, so that
-// the scheduler does not start: each plugin keeps its own view of the GPUs
-// and its own one-pod-per-node gate, and two profiles would each give away
-// GPUs the other had already given.
-func NewFactory() Factory {
-	return onlyOneProfile(New)
+// Factories are the plugins' factories to register with kube-scheduler:
+// app.WithPlugin(Name, f.Tessera) and app.WithPlugin(FitGateName,
+// f.FitGate).
+type Factories struct {
+	// Tessera builds the plugin for the first profile that enables it
+	// and refuses every other, naming both, so that the scheduler does
+	// not start: each plugin keeps its own view of the GPUs and its own
+	// one-pod-per-node gate, and two profiles would each give away GPUs
+	// the other had already given.
+	Tessera Factory
+	// FitGate builds the fit gate over the Tessera plugin of its profile,
+	// built before it or after.
+	FitGate Factory
+}
+
+// NewFactories returns the factories of one tessera-scheduler.
+func NewFactories() Factories {
+	var built atomic.Pointer[Plugin]
+	return Factories{
+		Tessera: onlyOneProfile(func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			pl, err := New(ctx, obj, h)
+			if p, ok := pl.(*Plugin); ok && err == nil {
+				built.Store(p)
+			}
+			return pl, err
+		}),
+		FitGate: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+			return &FitGate{tessera: &built}, nil
+		},
+	}
 }
 
 // onlyOneProfile wraps build so that it builds the plugin for one profile

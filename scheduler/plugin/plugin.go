@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/scheduler/commit"
+	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
@@ -62,6 +63,17 @@ type Plugin struct {
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
+
+	// profile, index, priorities, reasons and unsynced are the fit
+	// gate's (see FitGate): the profile whose pods it holds, whether any
+	// node could hold a request, the priorities a pod could preempt, the
+	// reasons told to held pods, and the pods that wait for the view to
+	// sync.
+	profile    string
+	index      *fitgate.Index
+	priorities *fitgate.Priorities
+	reasons    *heldReasons
+	unsynced   *unsynced
 }
 
 // New builds the plugin from its arguments (the fields of the extender's
@@ -96,9 +108,19 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	rules := keeper.Rules()
 	rq := newRequeuer(h, logger, keeper.View, keeper.Clock, rules)
+	priorities := fitgate.NewPriorities()
+	prioritiesSynced, err := keeper.Pods.Informer().AddEventHandler(priorities.Handler())
+	if err != nil {
+		return nil, fmt.Errorf("watching pods' priorities: %w", err)
+	}
+	ready := func() bool { return keeper.HasSynced() && prioritiesSynced.HasSynced() }
 	if err := keeper.Start(ctx, rq); err != nil {
 		return nil, err
 	}
+	reasons := newHeldReasons(keeper.Kube, h.EventRecorder(), keeper.Clock)
+	go reasons.run(ctx)
+	waiting := &unsynced{ready: ready}
+	go func() { rq.activate("GPU view synced; judging the pods that waited for it", waiting.run(ctx)) }()
 	// kube-scheduler's own /metrics knows nothing of the GPUs.
 	if _, err := keeper.ServeMetrics(ctx, "plugin"); err != nil {
 		return nil, err
@@ -120,13 +142,19 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		},
 		clock:    keeper.Clock,
 		requeue:  rq,
-		ready:    keeper.HasSynced,
+		ready:    ready,
 		rules:    rules,
 		recorder: h.EventRecorder(),
 		notifier: preemption.NewNotifier(h.EventRecorder(), keeper.Clock, preemption.DefaultRepeat),
 		handle:   h,
 		backoff:  newBindBackoff(ctx, keeper.Clock, h),
 		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
+
+		profile:    h.ProfileName(),
+		index:      rq.index,
+		priorities: priorities,
+		reasons:    reasons,
+		unsynced:   waiting,
 	}, nil
 }
 

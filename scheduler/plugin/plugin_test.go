@@ -18,6 +18,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -66,7 +67,13 @@ func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view
 		ready:   func() bool { return true },
 		rules:   rules,
 		fitters: sync.Pool{New: func() any { return new(placement.Fitter) }},
+
+		profile:    "tessera-scheduler",
+		priorities: fitgate.NewPriorities(),
+		reasons:    newHeldReasons(nil, nil, clk),
 	}
+	p.index = p.requeue.index
+	p.unsynced = &unsynced{ready: func() bool { return p.ready() }}
 	return p, v, act
 }
 

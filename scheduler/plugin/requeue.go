@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
+	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -28,7 +29,8 @@ import (
 // once its view holds the change (Freed); kube-scheduler's queueing hints
 // ask only about added Nodes and deleted assigned pods (see
 // EventsToRegister). A pod is remembered
-// from its first PreFilter until Reserve places it or it is deleted. A
+// from its first PreFilter, or from when the fit gate first asks about
+// it, until Reserve places it or it is deleted. A
 // pod activated while its cycle runs is retried when the cycle fails:
 // kube-scheduler records the activation.
 //
@@ -43,6 +45,8 @@ type requeuer struct {
 	view      *view.View
 	clock     clock.PassiveClock
 	rules     view.Rules
+	// index is the fit gate's, told of each free first.
+	index *fitgate.Index
 
 	mu   sync.Mutex
 	pods map[types.UID]*waiter
@@ -61,6 +65,10 @@ type requeuer struct {
 	// quotaFreed is when each namespace's GPU quota last may have got
 	// room (see QuotaFreed).
 	quotaFreed map[string]time.Time
+	// quotaWaiters are the waiters each namespace's GPU quota turned away
+	// (quotaAsked set), so that a namespace freeing GPUs looks at its own
+	// waiters only, not at every waiting pod.
+	quotaWaiters map[string]map[types.UID]*waiter
 }
 
 // waiter is a pod waiting for GPUs.
@@ -75,12 +83,15 @@ type waiter struct {
 	// quotaAsked, for a pod its namespace's GPU quota turned away in its
 	// last cycle, is the least it asked of the quota; nil for others.
 	quotaAsked *placement.Use
+	// told is why the fit gate holds the pod, as last written on it.
+	told string
 }
 
 func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules view.Rules) *requeuer {
 	return &requeuer{
-		activator: activator, logger: logger, view: v, clock: clk, rules: rules,
+		activator: activator, logger: logger, view: v, clock: clk, rules: rules, index: fitgate.New(v, rules, clk),
 		pods: map[types.UID]*waiter{}, byKey: map[string]*shape{}, quotaFreed: map[string]time.Time{},
+		quotaWaiters: map[string]map[types.UID]*waiter{},
 	}
 }
 
@@ -89,29 +100,66 @@ func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, c
 // was activated for.
 func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
 	r.mu.Lock()
-	w, ok := r.pods[pod.UID]
-	key := shapeKey(req)
-	if !ok {
-		w = &waiter{pod: pod, priority: preemption.Priority(pod)}
-		r.pods[pod.UID] = w
-		r.join(w, key, req)
-	} else {
-		w.pod = pod
-		if w.shape.key != key {
-			r.leave(w)
-			w.gone = false
-			r.join(w, key, req)
-		}
-	}
+	w := r.remember(pod, req)
 	ended := w.trying
 	w.trying, w.heldOn = w.heldOn, ""
 	// Until this cycle turns it away on the quota again, the pod waits on
 	// no quota: one waiting on GPUs would take room a quota raised gives
 	// from the pods behind it.
-	w.quotaAsked = nil
+	r.setQuotaAsked(w, nil)
+	// The cycle's failure writes the pod's condition anew.
+	w.told = ""
 	chosen := r.replay(pod.UID, ended)
 	r.mu.Unlock()
 	r.activate("Retrying pods for GPUs a failed cycle left", chosen)
+}
+
+// asked remembers a pod the fit gate asks about, before it asks the
+// index: a free from then on plays the pod.
+func (r *requeuer) asked(pod *v1.Pod, req *placement.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.remember(pod, req)
+}
+
+// held notes that the fit gate holds the pod, for why, and returns
+// whether why differs from what the pod was last told. The room the pod
+// was activated for, if any, is not played again: the gate runs under
+// kube-scheduler's queue lock, which activating takes, and that room was
+// taken or the gate would not hold the pod.
+func (r *requeuer) held(uid types.UID, why string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.pods[uid]
+	if !ok {
+		return false
+	}
+	w.heldOn = ""
+	if w.told == why {
+		return false
+	}
+	w.told = why
+	return true
+}
+
+// remember returns the waiter of the pod, adding it, or moving it to the
+// shape of req. It runs under r.mu.
+func (r *requeuer) remember(pod *v1.Pod, req *placement.Request) *waiter {
+	w, ok := r.pods[pod.UID]
+	key := fitgate.ShapeKey(req)
+	if !ok {
+		w = &waiter{pod: pod, priority: preemption.Priority(pod)}
+		r.pods[pod.UID] = w
+		r.join(w, key, req)
+		return w
+	}
+	w.pod = pod
+	if w.shape.key != key {
+		r.leave(w)
+		w.gone = false
+		r.join(w, key, req)
+	}
+	return w
 }
 
 // placed drops a pod that Reserve placed on node, and plays again the
@@ -156,6 +204,8 @@ func (r *requeuer) Forget(uid types.UID) {
 // Freed activates the waiting pods that the node, as the view holds it
 // now, could serve.
 func (r *requeuer) Freed(node string) {
+	// The pods activated ask the fit gate again, which must know the room.
+	r.index.Freed(node)
 	r.mu.Lock()
 	chosen := r.play(node, "")
 	r.mu.Unlock()
@@ -226,7 +276,7 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 		var cands []candidate
 		// taken is what the pods chosen take of their namespaces' quotas.
 		taken := map[string]placement.Use{}
-		most := mostFreeMemoryMiB(&room)
+		most, _ := fitgate.MostFreeMemoryMiB(&room)
 		for _, s := range r.shapes {
 			if s.minMemoryMiB > most {
 				break

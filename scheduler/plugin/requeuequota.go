@@ -1,10 +1,12 @@
 package plugin
 
 import (
+	"maps"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
@@ -22,7 +24,7 @@ func (r *requeuer) overQuota(pod *v1.Pod, since time.Time, asked placement.Use) 
 	w, ok := r.pods[pod.UID]
 	var chosen []*v1.Pod
 	if ok {
-		w.quotaAsked = &asked
+		r.setQuotaAsked(w, &asked)
 		if freed, ok := r.quotaFreed[pod.Namespace]; ok && !freed.Before(since) {
 			chosen = append(chosen, w.pod)
 		}
@@ -41,12 +43,7 @@ func (r *requeuer) QuotaFreed(namespace string) {
 	r.quotaFreed[namespace] = r.clock.Now()
 	limits := r.rules.Limits(namespace)
 	used := r.view.Used(namespace)
-	var waiting []*waiter
-	for _, w := range r.pods {
-		if w.quotaAsked != nil && w.pod.Namespace == namespace {
-			waiting = append(waiting, w)
-		}
-	}
+	waiting := slices.Collect(maps.Values(r.quotaWaiters[namespace]))
 	slices.SortFunc(waiting, func(a, b *waiter) int {
 		switch {
 		case before(a, b):
@@ -69,6 +66,27 @@ func (r *requeuer) QuotaFreed(namespace string) {
 	}
 	r.mu.Unlock()
 	r.activate("GPU quota freed; retrying pods", chosen, "namespace", namespace)
+}
+
+// setQuotaAsked sets what the waiter last asked of its namespace's GPU
+// quota when the quota turned it away, nil when it did not, and files it
+// among its namespace's waiters on the quota. It runs under r.mu.
+func (r *requeuer) setQuotaAsked(w *waiter, asked *placement.Use) {
+	w.quotaAsked = asked
+	ns, uid := w.pod.Namespace, w.pod.UID
+	if asked != nil {
+		if r.quotaWaiters[ns] == nil {
+			r.quotaWaiters[ns] = map[types.UID]*waiter{}
+		}
+		r.quotaWaiters[ns][uid] = w
+		return
+	}
+	if waiters, ok := r.quotaWaiters[ns]; ok {
+		delete(waiters, uid)
+		if len(waiters) == 0 {
+			delete(r.quotaWaiters, ns)
+		}
+	}
 }
 
 // quotaRoom reports whether the namespace's GPU quota has room for the

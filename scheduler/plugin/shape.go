@@ -3,7 +3,6 @@ package plugin
 import (
 	"cmp"
 	"slices"
-	"strconv"
 
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
@@ -42,6 +41,7 @@ func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
 // remove forgets the waiter.
 func (r *requeuer) remove(w *waiter) {
 	delete(r.pods, w.pod.UID)
+	r.setQuotaAsked(w, nil)
 	r.leave(w)
 }
 
@@ -74,41 +74,4 @@ func minMemoryMiB(req *placement.Request) int64 {
 		}
 	}
 	return max(least, 0)
-}
-
-// mostFreeMemoryMiB is the most free memory of one GPU of the node that
-// takes another container.
-func mostFreeMemoryMiB(n *placement.Node) int64 {
-	var most int64
-	for i := range n.Devices {
-		d := &n.Devices[i]
-		if d.Healthy && !d.Cordoned && d.UsedShares < d.ShareLimit {
-			most = max(most, d.MemoryMiB-d.UsedMemoryMiB)
-		}
-	}
-	return most
-}
-
-// shapeKey is the same for requests that fit the same GPUs the same way.
-func shapeKey(req *placement.Request) string {
-	b := make([]byte, 0, 64)
-	for _, c := range req.Containers {
-		b = strconv.AppendQuote(b, string(c.Kind))
-		for _, v := range []int64{int64(c.Count), c.MemoryMiB, int64(c.MemoryPercent), int64(c.Cores)} {
-			b = strconv.AppendInt(append(b, ' '), v, 10)
-		}
-		b = append(b, ';')
-	}
-	sel := &req.Selection
-	for _, list := range [][]string{sel.Types, sel.ExcludeTypes, sel.UUIDs, sel.ExcludeUUIDs, sel.MIGProfiles} {
-		b = append(b, '[')
-		for _, item := range list {
-			b = strconv.AppendQuote(b, item)
-		}
-		b = append(b, ']')
-	}
-	b = strconv.AppendQuote(b, string(sel.Mode))
-	b = strconv.AppendBool(b, sel.NUMABind)
-	b = strconv.AppendQuote(b, string(req.GPUPolicy))
-	return string(b)
 }

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -16,7 +17,7 @@ import (
 // them by), what no eviction changes there: most often that no GPU has
 // the memory one container asks for, naming the largest.
 func (p *Plugin) whyNever(pod *v1.Pod, req podrequest.Request, nodes []string) []string {
-	asked := mostMemoryMiB(req.Request)
+	asked := fitgate.MostMemoryMiB(req.Request)
 	var (
 		tooSmall, other int
 		largest         placement.Device
@@ -51,15 +52,4 @@ func (p *Plugin) whyNever(pod *v1.Pod, req podrequest.Request, nodes []string) [
 		parts = append(parts, fmt.Sprintf("%d node(s) could not take the pod's GPUs even with no pods on them", other))
 	}
 	return parts
-}
-
-// mostMemoryMiB is the most memory in MiB that one container of req asks
-// of each of its GPUs; a percentage or a whole GPU counts as none, since
-// every GPU has it.
-func mostMemoryMiB(req *placement.Request) int64 {
-	var most int64
-	for i := range req.Containers {
-		most = max(most, req.Containers[i].MemoryMiB)
-	}
-	return most
 }

@@ -105,6 +105,16 @@ func preemptionCases() []preemptionCase {
 
 // testPreemption runs the preemption cases, each on a node of its own.
 func testPreemption(ctx context.Context, t *testing.T, e *env) {
+	e.createPriorityClasses(ctx, t)
+	for i, tc := range preemptionCases() {
+		t.Run(tc.name, func(t *testing.T) { e.runPreemption(ctx, t, fmt.Sprintf("preempt-%d", i), tc) })
+	}
+}
+
+// createPriorityClasses creates lowPriority, highPriority and
+// highNeverPreempts.
+func (e *env) createPriorityClasses(ctx context.Context, t *testing.T) {
+	t.Helper()
 	for _, pc := range []*schedulingv1.PriorityClass{
 		{ObjectMeta: metav1.ObjectMeta{Name: lowPriority}, Value: 100},
 		{ObjectMeta: metav1.ObjectMeta{Name: highPriority}, Value: 1000},
@@ -113,9 +123,6 @@ func testPreemption(ctx context.Context, t *testing.T, e *env) {
 		if _, err := e.cp.Kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-	}
-	for i, tc := range preemptionCases() {
-		t.Run(tc.name, func(t *testing.T) { e.runPreemption(ctx, t, fmt.Sprintf("preempt-%d", i), tc) })
 	}
 }
 

@@ -1,6 +1,6 @@
 // Command tessera-scheduler is kube-scheduler v1.37 with Tessera's
 // placement compiled in as the framework plugins "Tessera" (package
-// plugin, plugin mode) and "TesseraDRA" (package drascore, a score beside
+// plugin, plugin mode) with its fit gate "TesseraFitGate", and "TesseraDRA" (package drascore, a score beside
 // DynamicResources in DRA mode). It takes kube-scheduler's flags and a
 // KubeSchedulerConfiguration that enables one of them, such as
 // deploy/scheduler/tessera-scheduler-config.yaml or
@@ -21,6 +21,7 @@ import (
 )
 
 func main() {
-	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, plugin.NewFactory()), app.WithPlugin(drascore.Name, drascore.New))
+	factories := plugin.NewFactories()
+	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, factories.Tessera), app.WithPlugin(plugin.FitGateName, factories.FitGate), app.WithPlugin(drascore.Name, drascore.New))
 	os.Exit(cli.Run(command))
 }

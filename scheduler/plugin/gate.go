@@ -1,0 +1,111 @@
+package plugin
+
+import (
+	"context"
+	"sync/atomic"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/fitgate"
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
+)
+
+// FitGateName is the fit gate's name in a KubeSchedulerConfiguration.
+const FitGateName = "TesseraFitGate"
+
+// heldPrefix begins the reason of every pod the fit gate holds.
+const heldPrefix = "held by Tessera until GPUs free up: "
+
+// notSynced is the reason of the pods held until the view syncs.
+const notSynced = "held by Tessera until its view of GPUs and allocations has synced with the API"
+
+var (
+	_ fwk.PreEnqueuePlugin  = (*FitGate)(nil)
+	_ fwk.EnqueueExtensions = (*FitGate)(nil)
+)
+
+// FitGate keeps GPU pods that no live node could hold by their GPUs now
+// out of kube-scheduler's active queue, so that kube-scheduler does not
+// filter every node for each of them in turn while a freed GPU waits
+// behind them. The Tessera plugin's requeuer releases them as GPUs free,
+// in kube-scheduler's queue order and only as many as the room holds. It
+// is a plugin of its own, beside Tessera in the same profile, so that it
+// registers no cluster events: kube-scheduler asks a gate about each pod
+// it holds on every event the gate registers, and Tessera's own events
+// (an assigned pod deleted) come many times a second under a backlog.
+type FitGate struct {
+	tessera *atomic.Pointer[Plugin]
+}
+
+// Name returns the gate's name.
+func (g *FitGate) Name() string { return FitGateName }
+
+// EventsToRegister registers no events: the requeuer activates held pods.
+func (g *FitGate) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return nil, nil
+}
+
+// PreEnqueue holds the pod when Tessera's view says no live node could
+// hold its GPUs now (see Plugin.gate). Without the Tessera plugin in the
+// profile it holds nothing.
+func (g *FitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
+	p := g.tessera.Load()
+	if p == nil {
+		return nil
+	}
+	return p.gate(pod)
+}
+
+// gate holds a GPU pod of the profile that no live node could hold by
+// its GPUs now, but one could once GPUs free, and tells it why. It never
+// holds a pod whose wait is not for GPUs to free: one without GPUs, with
+// an invalid request, already holding GPUs, nominated by preemption,
+// of a gang, one that could preempt a lower-priority pod, or one its
+// namespace's GPU quota turns away; nor one no node could hold even with
+// its GPUs all free, which kube-scheduler tells why. Pods that come
+// before the view has synced wait for the sync and are judged then.
+func (p *Plugin) gate(pod *v1.Pod) *fwk.Status {
+	if pod.Spec.SchedulerName != p.profile || pod.Spec.NodeName != "" ||
+		pod.Status.NominatedNodeName != "" || pod.Spec.SchedulingGroup != nil ||
+		pod.Annotations[gpuv1alpha1.GangHoldAnnotation] != "" {
+		return nil
+	}
+	req, err := p.parser.Parse(pod)
+	if err != nil || len(req.Containers) == 0 {
+		return nil
+	}
+	if p.unsynced.wait(pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, notSynced)
+	}
+	if _, holding := p.view.Pod(pod.UID); holding || p.couldPreempt(pod) {
+		return nil
+	}
+	// Remembered before the index is asked, so that a free in between
+	// plays the pod.
+	p.requeue.asked(pod, req.Request)
+	key := fitgate.ShapeKey(req.Request)
+	if fits, possible := p.index.Fits(key, req.Request); fits || !possible {
+		return nil
+	}
+	quota := p.rules.Quota(p.view, pod.Namespace, pod.UID, req.Request)
+	if !quota.Unstated.OK() || !quota.Closed().OK() {
+		return nil
+	}
+	why := heldPrefix + p.index.Why(key, req.Request)
+	if p.requeue.held(pod.UID, why) {
+		p.reasons.tell(pod, why)
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+}
+
+// couldPreempt reports whether the pod may preempt and some bound pod has
+// a lower priority: kube-scheduler's preemption may make room for it.
+func (p *Plugin) couldPreempt(pod *v1.Pod) bool {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		return false
+	}
+	lowest, ok := p.priorities.Lowest()
+	return ok && lowest < preemption.Priority(pod)
+}

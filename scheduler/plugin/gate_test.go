@@ -1,0 +1,178 @@
+package plugin
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// gatedPod is a pod of the plugin's profile asking for one GPU with
+// memoryMiB, created at second created.
+func gatedPod(name string, memoryMiB int64, created int64) *v1.Pod {
+	pod := gpuPod(name, memoryMiB)
+	pod.Spec.SchedulerName = "tessera-scheduler"
+	pod.CreationTimestamp = metav1.NewTime(time.Unix(created, 0))
+	return pod
+}
+
+// fillBoth leaves 5120 MiB free on each of node-1's two GPUs.
+func fillBoth(v *view.View) {
+	allocationOn(v, gpuPod("fill-0", 10240), node, "GPU-0", 10240)
+	allocationOn(v, gpuPod("fill-1", 10240), node, "GPU-1", 10240)
+}
+
+func TestGate(t *testing.T) {
+	const short = "held by Tessera until GPUs free up: no GPU has 10000 MiB free; the largest free is 5120 MiB on node-1"
+	tests := []struct {
+		name   string
+		full   bool
+		change func(p *Plugin, pod *v1.Pod)
+		want   string // the reason the pod is held; "" when it passes
+	}{
+		{name: "a pod some GPU has room for passes"},
+		{name: "a pod no GPU has room for now is held", full: true, want: short},
+		{name: "a pod without GPUs passes", full: true, change: func(_ *Plugin, pod *v1.Pod) {
+			pod.Spec.Containers[0].Resources.Limits = nil
+		}},
+		{name: "an invalid request passes", full: true, change: func(_ *Plugin, pod *v1.Pod) {
+			pod.Spec.Containers[0].Resources.Limits[gpurequest.DefaultResourceNames().MemoryPercentage] = resource.MustParse("50")
+		}},
+		{name: "a pod no GPU could ever hold passes", full: true, change: func(_ *Plugin, pod *v1.Pod) {
+			pod.Spec.Containers[0].Resources.Limits[gpurequest.DefaultResourceNames().Memory] = resource.MustParse("20000")
+		}},
+		{name: "a nominated pod passes", full: true, change: func(_ *Plugin, pod *v1.Pod) { pod.Status.NominatedNodeName = node }},
+		{name: "a gang's pod passes", full: true, change: func(_ *Plugin, pod *v1.Pod) {
+			pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("gang")}
+		}},
+		{name: "a pod of a gang with held room passes", full: true, change: func(_ *Plugin, pod *v1.Pod) {
+			pod.Annotations = map[string]string{gpuv1alpha1.GangHoldAnnotation: "default/gang"}
+		}},
+		{name: "another profile's pod passes", full: true, change: func(_ *Plugin, pod *v1.Pod) { pod.Spec.SchedulerName = "default-scheduler" }},
+		{name: "a pod that could preempt a lower-priority pod passes", full: true, change: func(p *Plugin, pod *v1.Pod) {
+			bindLowPriority(p)
+			pod.Spec.Priority = ptr.To[int32](10)
+		}},
+		{name: "a pod that may not preempt is held", full: true, want: short, change: func(p *Plugin, pod *v1.Pod) {
+			bindLowPriority(p)
+			pod.Spec.Priority = ptr.To[int32](10)
+			pod.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
+		}},
+		{name: "a pod of the bound pods' priority is held", full: true, want: short, change: func(p *Plugin, _ *v1.Pod) { bindLowPriority(p) }},
+		{name: "a pod holding GPUs passes", full: true, change: func(p *Plugin, pod *v1.Pod) {
+			allocationOn(p.view, pod, node, "GPU-0", 1000)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, v, _ := newTestPlugin(t)
+			if tc.full {
+				fillBoth(v)
+			}
+			pod := gatedPod("pod", 10000, 0)
+			if tc.change != nil {
+				tc.change(p, pod)
+			}
+			status := p.gate(pod)
+			if got := status.Message(); got != tc.want {
+				t.Errorf("gate says %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// bindLowPriority has the plugin see a bound pod of priority 0.
+func bindLowPriority(p *Plugin) {
+	bound := gpuPod("bound", 1000)
+	bound.Spec.NodeName = node
+	p.priorities.Handler().OnAdd(bound, true)
+}
+
+// TestGateReleasesInQueueOrder holds pods, frees one GPU and checks that
+// exactly the first pod in queue order that the GPU holds is released,
+// and that the gate then lets it by.
+func TestGateReleasesInQueueOrder(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	fillBoth(v)
+	var held []*v1.Pod
+	for i := range 4 {
+		held = append(held, gatedPod("held-"+string(rune('a'+i)), 10000, int64(i)))
+	}
+	high := gatedPod("high", 10000, 10)
+	high.Spec.Priority = ptr.To[int32](10)
+	high.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
+	held = append(held, high)
+	for _, pod := range held {
+		if p.gate(pod).IsSuccess() {
+			t.Fatalf("pod %s passed the gate on a full node", pod.Name)
+		}
+	}
+	v.Release("fill-0")
+	p.requeue.Freed(node)
+	if got, want := act.take(), keys([]*v1.Pod{high}); !slices.Equal(got, want) {
+		t.Fatalf("the free released %v, want %v", got, want)
+	}
+	if status := p.gate(high); !status.IsSuccess() {
+		t.Fatalf("the released pod is held again: %s", status.Message())
+	}
+	allocationOn(v, high, node, "GPU-0", 10000)
+	if status := p.gate(held[0]); status.IsSuccess() {
+		t.Error("once the released pod took the room, the next pod passes too")
+	}
+}
+
+// TestGateTellsOnce checks that a pod held again for the same reason is
+// not told again, and is when the reason changes.
+func TestGateTellsOnce(t *testing.T) {
+	p, v, _ := newTestPlugin(t)
+	fillBoth(v)
+	pod := gatedPod("pod", 10000, 0)
+	p.gate(pod)
+	p.gate(pod)
+	if n := p.reasons.queue.Len(); n != 1 {
+		t.Fatalf("held twice for one reason, %d writes are queued, want 1", n)
+	}
+	p.reasons.queue.Get()
+	p.reasons.queue.Done(pod.UID)
+	allocationOn(v, gpuPod("more", 1000), node, "GPU-0", 1000)
+	allocationOn(v, gpuPod("more-1", 1000), node, "GPU-1", 1000)
+	p.clock.(interface{ SetTime(time.Time) }).SetTime(p.clock.Now().Add(2 * time.Second))
+	p.gate(pod)
+	if n := p.reasons.queue.Len(); n != 1 {
+		t.Fatalf("held for a new reason, %d writes are queued, want 1", n)
+	}
+	if why := p.reasons.pending[pod.UID].why; !strings.Contains(why, "the largest free is 4120 MiB") {
+		t.Errorf("the pod is told %q", why)
+	}
+}
+
+// TestGateWaitsForSync checks that pods that come before the view has
+// synced are held, and handed back together once it has.
+func TestGateWaitsForSync(t *testing.T) {
+	p, _, _ := newTestPlugin(t)
+	synced := false
+	p.ready = func() bool { return synced }
+	pod := gatedPod("early", 1000, 0)
+	if got := p.gate(pod).Message(); got != notSynced {
+		t.Fatalf("before the sync the gate says %q, want %q", got, notSynced)
+	}
+	synced = true
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if got := p.unsynced.run(ctx); len(got) != 1 || got[0] != pod {
+		t.Fatalf("after the sync the pods judged are %v", got)
+	}
+	if status := p.gate(pod); !status.IsSuccess() {
+		t.Errorf("after the sync a pod that fits is held: %s", status.Message())
+	}
+}

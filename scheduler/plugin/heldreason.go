@@ -1,0 +1,123 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// heldReasonsPerSecond bounds the writes that tell held pods why they
+// wait: a burst of thousands of pods held at once is told over seconds,
+// not in one storm of writes.
+const heldReasonsPerSecond = 50
+
+// heldReasons tells held pods why they wait, as kube-scheduler tells the
+// pods it turns away: a PodScheduled condition that is False with reason
+// Unschedulable, and a FailedScheduling event. It writes from a goroutine
+// of its own, since the fit gate runs under kube-scheduler's queue lock,
+// at most heldReasonsPerSecond pods a second; a pod told twice before its
+// turn is told the latest reason once.
+type heldReasons struct {
+	kube     kubernetes.Interface
+	recorder events.EventRecorder
+	clock    clock.PassiveClock
+	limiter  flowcontrol.RateLimiter
+	queue    workqueue.TypedInterface[types.UID]
+
+	mu      sync.Mutex
+	pending map[types.UID]heldReason
+}
+
+// heldReason is what one pod is to be told.
+type heldReason struct {
+	pod *v1.Pod
+	why string
+}
+
+func newHeldReasons(kube kubernetes.Interface, recorder events.EventRecorder, clk clock.PassiveClock) *heldReasons {
+	return &heldReasons{
+		kube:     kube,
+		recorder: recorder,
+		clock:    clk,
+		limiter:  flowcontrol.NewTokenBucketRateLimiter(heldReasonsPerSecond, heldReasonsPerSecond),
+		queue:    workqueue.NewTyped[types.UID](),
+		pending:  map[types.UID]heldReason{},
+	}
+}
+
+// tell queues telling the pod why, unless its condition says so already.
+func (h *heldReasons) tell(pod *v1.Pod, why string) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Message == why {
+			return
+		}
+	}
+	h.mu.Lock()
+	h.pending[pod.UID] = heldReason{pod: pod, why: why}
+	h.mu.Unlock()
+	h.queue.Add(pod.UID)
+}
+
+// run tells the pods queued until ctx ends.
+func (h *heldReasons) run(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		h.queue.ShutDown()
+	}()
+	for {
+		uid, quit := h.queue.Get()
+		if quit {
+			return
+		}
+		h.mu.Lock()
+		r, ok := h.pending[uid]
+		delete(h.pending, uid)
+		h.mu.Unlock()
+		if ok && h.limiter.Wait(ctx) == nil {
+			h.write(ctx, r)
+		}
+		h.queue.Done(uid)
+	}
+}
+
+// write sets the pod's condition and records the event.
+func (h *heldReasons) write(ctx context.Context, r heldReason) {
+	patch, err := json.Marshal(map[string]any{
+		// The UID makes the patch fail on another pod of the same name.
+		"metadata": map[string]any{"uid": r.pod.UID},
+		"status": map[string]any{"conditions": []v1.PodCondition{{
+			Type:               v1.PodScheduled,
+			Status:             v1.ConditionFalse,
+			Reason:             v1.PodReasonUnschedulable,
+			Message:            r.why,
+			LastTransitionTime: metav1.NewTime(h.clock.Now()),
+		}}},
+	})
+	if err != nil {
+		return
+	}
+	_, err = h.kube.CoreV1().Pods(r.pod.Namespace).Patch(ctx, r.pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err):
+		// Gone, or another pod of that name.
+		return
+	case err != nil:
+		klog.FromContext(ctx).V(2).Info("Telling a held pod why it waits failed", "pod", klog.KObj(r.pod), "err", err)
+		return
+	}
+	if h.recorder != nil {
+		h.recorder.Eventf(r.pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", r.why)
+	}
+}
