@@ -1,5 +1,7 @@
 package placement
 
+import gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+
 // Device is one GPU as the scheduler sees it: capacity from the GPUNode's
 // status and spec, usage from the allocations placed on it.
 type Device struct {
@@ -25,6 +27,9 @@ type Device struct {
 	// MIGProfile is set when the device is a MIG instance, such as
 	// "1g.10gb": it goes whole to one container.
 	MIGProfile string
+	// MIG is set when the GPU makes MIG instances on demand: how it can
+	// be cut. It is shared with the GPUNode and never changed.
+	MIG *gpuv1alpha1.MIGGeometry
 
 	// UsedMemoryMiB is the memory held by the pods placed on the GPU.
 	UsedMemoryMiB int64
@@ -32,6 +37,9 @@ type Device struct {
 	UsedCores int32
 	// UsedShares is the number of containers holding the GPU at once.
 	UsedShares int32
+	// UsedSlices are the memory slices held by the MIG instances placed
+	// on the GPU, one bit each.
+	UsedSlices uint32
 }
 
 // Node is one node's devices and their usage.
@@ -51,6 +59,7 @@ func (n *Node) Add(holds []Hold) {
 			d.UsedMemoryMiB += h.MemoryMiB
 			d.UsedCores += h.Cores
 			d.UsedShares += h.Shares
+			d.UsedSlices |= h.Slices
 		}
 	}
 }
@@ -64,6 +73,7 @@ func (n *Node) Remove(holds []Hold) {
 			d.UsedMemoryMiB = max(d.UsedMemoryMiB-h.MemoryMiB, 0)
 			d.UsedCores = max(d.UsedCores-h.Cores, 0)
 			d.UsedShares = max(d.UsedShares-h.Shares, 0)
+			d.UsedSlices &^= h.Slices
 		}
 	}
 }
