@@ -19,9 +19,10 @@ import (
 type Manager struct {
 	maker gpu.MIGMaker
 	clock clock.PassiveClock
-	// grace is how long an instance it made is kept even when no
-	// allocation it has seen needs it: the allocation that it was made
-	// for may not have reached the caches yet.
+	// grace is how long an instance it made is kept while no allocation
+	// it has seen needs it: the pod it was made for may not have reached
+	// the caches yet. Once an allocation was seen needing it, it goes as
+	// soon as none does.
 	grace time.Duration
 
 	mu sync.Mutex
@@ -39,6 +40,8 @@ type instanceKey struct {
 type record struct {
 	owner string
 	at    time.Time
+	// needed is set once a reconcile found a live allocation needing it.
+	needed bool
 }
 
 // New returns a manager that makes instances through maker.
@@ -96,7 +99,8 @@ type Needed struct {
 // Reconcile destroys the instances on the GPUs that no needed instance
 // is: of a pod that ended, of an allocation that failed, or left by a
 // daemon that stopped. An instance it made within the grace period is
-// kept. It goes on past a GPU it cannot read, and returns the errors.
+// kept until an allocation is seen needing it. It goes on past a GPU it
+// cannot read, and returns the errors.
 func (m *Manager) Reconcile(ctx context.Context, gpus []string, needed []Needed) error {
 	logger := klog.FromContext(ctx)
 	m.mu.Lock()
@@ -110,7 +114,14 @@ func (m *Manager) Reconcile(ctx context.Context, gpus []string, needed []Needed)
 		}
 		for _, inst := range instances {
 			key := instanceKey{g, inst.GPUInstanceID}
-			if isNeeded(g, inst, needed) || m.recent(key) {
+			if isNeeded(g, inst, needed) {
+				if r, ok := m.made[key]; ok {
+					r.needed = true
+					m.made[key] = r
+				}
+				continue
+			}
+			if m.recent(key) {
 				continue
 			}
 			logger.Info("Destroying a MIG instance no allocation needs", "gpu", g, "gpuInstance", inst.GPUInstanceID, "start", inst.Placement.Start, "size", inst.Placement.Size)
@@ -125,10 +136,10 @@ func (m *Manager) Reconcile(ctx context.Context, gpus []string, needed []Needed)
 }
 
 // recent reports whether the manager made the instance within the grace
-// period; m.mu is held.
+// period, and no reconcile has found it needed yet; m.mu is held.
 func (m *Manager) recent(key instanceKey) bool {
 	r, ok := m.made[key]
-	return ok && m.clock.Since(r.at) < m.grace
+	return ok && !r.needed && m.clock.Since(r.at) < m.grace
 }
 
 func isNeeded(gpuUUID string, inst gpu.MadeMIG, needed []Needed) bool {

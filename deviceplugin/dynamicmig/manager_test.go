@@ -105,4 +105,14 @@ func TestReconcile(t *testing.T) {
 	if err := m.Reconcile(ctx, []string{gpu0}, nil); err != nil || node.MIGInstanceCount(0) != 0 {
 		t.Errorf("after its pod ended: %d instances, %v", node.MIGInstanceCount(0), err)
 	}
+	// An instance seen needed goes as soon as its pod ends, grace or not.
+	if _, err := m.Prepare(ctx, gpu0, "pod-b/main", at(small, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reconcile(ctx, []string{gpu0}, []Needed{{GPU: gpu0, MIG: *at(small, 4)}}); err != nil || node.MIGInstanceCount(0) != 1 {
+		t.Fatalf("while needed: %d instances, %v", node.MIGInstanceCount(0), err)
+	}
+	if err := m.Reconcile(ctx, []string{gpu0}, nil); err != nil || node.MIGInstanceCount(0) != 0 {
+		t.Errorf("after the pod that needed it ended: %d instances, %v", node.MIGInstanceCount(0), err)
+	}
 }

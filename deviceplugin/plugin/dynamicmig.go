@@ -19,8 +19,10 @@ const (
 	// allocation needs are looked for and destroyed.
 	migReconcilePeriod = 5 * time.Second
 	// migGrace is how long an instance just made is kept although no
-	// allocation in the caches needs it yet.
-	migGrace = 2 * time.Minute
+	// allocation in the caches needs it yet: the kubelet allocated it for
+	// a pod that the caches see within moments, and a pod that ended
+	// before a reconcile saw it loses its instance this much later.
+	migGrace = 15 * time.Second
 )
 
 // migPreparer returns, with dynamicMIG, what makes the MIG instances the
