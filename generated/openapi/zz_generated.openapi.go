@@ -811,7 +811,7 @@ func schema_tessera_apis_gpu_v1alpha1_MIGGeometry(ref common.ReferenceCallback) 
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "MIGGeometry is how a GPU in MIG mode can be cut into instances. Its memory is in slices (8 on an A100 or H100), numbered from 0; an instance takes a run of them, and two instances never share one.",
+				Description: "MIGGeometry is how a GPU in MIG mode can be cut into instances. Its memory is in slices (8 on an A100 or H100, at most 16), numbered from 0; an instance takes a run of them, and two instances never share one.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"profiles": {

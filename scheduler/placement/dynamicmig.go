@@ -47,6 +47,24 @@ func migProfile(c *gpurequest.ContainerRequest, d *Device) int {
 	return best
 }
 
+// migMemoryOn is the memory of the instance c gets on d, or what c asks
+// for when no profile holds it.
+func migMemoryOn(c *gpurequest.ContainerRequest, d *Device) int64 {
+	if p := migProfile(c, d); p >= 0 {
+		return d.MIG.Profiles[p].MemoryMiB
+	}
+	return c.MemoryOn(d.MemoryMiB)
+}
+
+// migCoresOn is the compute of the instance c gets on d, or what c asks
+// for when no profile holds it.
+func migCoresOn(c *gpurequest.ContainerRequest, d *Device) int32 {
+	if p := migProfile(c, d); p >= 0 {
+		return d.MIG.Profiles[p].ComputePercent
+	}
+	return c.Cores
+}
+
 // migFit decides whether c gets an instance on d beside the slices taken
 // (the node's, unless free, and the pod's own in p): the profile's index
 // and the first free placement's, or the reason it gets none.
@@ -81,12 +99,16 @@ func migShortfall(c *gpurequest.ContainerRequest, d *Device) Reason {
 	return ReasonMemory
 }
 
+// MaxMIGSlices is the most memory slices of a GPU that placement
+// handles, the API's bound (8 on every GPU that has MIG today).
+const MaxMIGSlices = 16
+
 // sliceMask is the set of memory slices a placement takes.
-func sliceMask(pl gpuv1alpha1.MIGPlacement) uint32 {
-	if pl.Start < 0 || pl.Size <= 0 || pl.Start+pl.Size > 32 {
-		return ^uint32(0) // out of the API's bounds: takes everything, fits nowhere taken
+func sliceMask(pl gpuv1alpha1.MIGPlacement) uint16 {
+	if pl.Start < 0 || pl.Size <= 0 || pl.Start+pl.Size > MaxMIGSlices {
+		return ^uint16(0) // out of the API's bounds: takes everything, fits nowhere taken
 	}
-	return (uint32(1)<<pl.Size - 1) << pl.Start
+	return (uint16(1)<<pl.Size - 1) << pl.Start
 }
 
 // migAllocation is the instance recorded for a container given profile

@@ -37,7 +37,7 @@ func dynamic(index int32, opts ...func(*Device)) Device {
 	return with(d, opts...)
 }
 
-func slicesUsed(mask uint32) func(*Device) { return func(d *Device) { d.UsedSlices = mask } }
+func slicesUsed(mask uint16) func(*Device) { return func(d *Device) { d.UsedSlices = mask } }
 
 // migMode is a request in HAMi's MIG mode.
 func migMode(containers ...gpurequest.ContainerRequest) *Request {
@@ -341,12 +341,12 @@ func checkInstances(t *testing.T, step int, n *Node, cs *[]gpurequest.ContainerR
 // exactly their slices and no more instances than the share limit.
 func checkNoOverlap(t *testing.T, step int, n *Node, allocs [][]gpuv1alpha1.ContainerAllocation) {
 	t.Helper()
-	taken := map[string]uint32{}
+	taken := map[string]uint16{}
 	count := map[string]int32{}
 	for _, alloc := range allocs {
 		for _, c := range alloc {
 			for _, d := range c.Devices {
-				var mask uint32
+				var mask uint16
 				for s := d.MIG.Placement.Start; s < d.MIG.Placement.Start+d.MIG.Placement.Size; s++ {
 					mask |= 1 << s
 				}

@@ -18,7 +18,7 @@ type Hold struct {
 	// Slices are the memory slices of the MIG instances made on demand
 	// for the pod on the GPU, over all its phases: an instance lives as
 	// long as the pod.
-	Slices uint32
+	Slices uint16
 }
 
 // Holds returns the per-GPU holds of an allocation, one per GPU in order of

@@ -10,13 +10,14 @@ import (
 type use struct {
 	memoryMiB int64
 	cores     int32
-	shares    int16 // at most MaxContainers
-	// slices are the memory slices of the MIG instances made on demand
-	// for them.
-	slices uint32
+	shares    int8 // at most MaxContainers
 	// zeroCores is set when one of them asks for no cores, which a GPU
 	// whose cores are fully taken does not accept.
 	zeroCores bool
+	// slices are the memory slices of the MIG instances made on demand
+	// for them. The fields fill 16 bytes: the search copies and compares
+	// a use per GPU at every step.
+	slices uint16
 }
 
 // add adds container c, which takes the given memory and cores, to u.
@@ -41,13 +42,21 @@ func exclusive(c *gpurequest.ContainerRequest, d *Device) bool {
 // memoryOn is the memory c takes on d: what it asks for, or all of a MIG
 // instance, which is never split, or of the instance made for it.
 func memoryOn(c *gpurequest.ContainerRequest, d *Device) int64 {
+	// The common case inline; the rest out of line, so that memoryOn
+	// stays within the inliner's budget.
+	if c.MemoryMiB > 0 && d.MIG == nil && d.MIGProfile == "" {
+		return c.MemoryMiB
+	}
+	return memoryOnDevice(c, d)
+}
+
+// memoryOnDevice is memoryOn for any request and device.
+func memoryOnDevice(c *gpurequest.ContainerRequest, d *Device) int64 {
 	switch {
+	case d.MIG != nil:
+		return migMemoryOn(c, d)
 	case d.MIGProfile != "":
 		return d.MemoryMiB
-	case d.MIG != nil:
-		if p := migProfile(c, d); p >= 0 {
-			return d.MIG.Profiles[p].MemoryMiB
-		}
 	}
 	return c.MemoryOn(d.MemoryMiB)
 }
@@ -56,12 +65,19 @@ func memoryOn(c *gpurequest.ContainerRequest, d *Device) int64 {
 // alone takes all of it, so that its hold keeps everyone else out; one
 // given a MIG instance made on demand takes the instance's.
 func coresOn(c *gpurequest.ContainerRequest, d *Device) int32 {
-	if d.MIG != nil {
-		if p := migProfile(c, d); p >= 0 {
-			return d.MIG.Profiles[p].ComputePercent
-		}
+	// As memoryOn: the common case inline, the rest out of line.
+	if c.Cores < min(d.Cores, gpurequest.MaxPercent) && d.MIG == nil && d.MIGProfile == "" {
+		return c.Cores
 	}
-	if exclusive(c, d) {
+	return coresOnDevice(c, d)
+}
+
+// coresOnDevice is coresOn for any request and device.
+func coresOnDevice(c *gpurequest.ContainerRequest, d *Device) int32 {
+	switch {
+	case d.MIG != nil:
+		return migCoresOn(c, d)
+	case exclusive(c, d):
 		return d.Cores
 	}
 	return c.Cores
@@ -132,7 +148,10 @@ func check(d *Device, c *gpurequest.ContainerRequest, p use, free bool) (Reason,
 	}
 	alone := exclusive(c, d)
 	cores := c.Cores
-	if alone {
+	switch {
+	case d.MIG != nil:
+		cores = migCoresOn(c, d)
+	case alone:
 		cores = d.Cores
 	}
 	p.add(memoryOn(c, d), cores)

@@ -60,9 +60,9 @@ func TestDynamicMIGRoomFromAllocations(t *testing.T) {
 	if got := nextStart(); got != 0 {
 		t.Errorf("after the first pod ended, next instance at slice %d, want 0", got)
 	}
-	var slices uint32
+	var slices uint16
 	v.Read([]string{"n1"}, "", func(_ string, n *Node) { slices = n.Placement.Devices[0].UsedSlices })
-	if want := uint32(0b100); !reflect.DeepEqual(slices, want) {
+	if want := uint16(0b100); !reflect.DeepEqual(slices, want) {
 		t.Errorf("held slices %b, want %b", slices, want)
 	}
 }

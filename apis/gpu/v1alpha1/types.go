@@ -235,8 +235,8 @@ type GPUDevice struct {
 }
 
 // MIGGeometry is how a GPU in MIG mode can be cut into instances. Its
-// memory is in slices (8 on an A100 or H100), numbered from 0; an
-// instance takes a run of them, and two instances never share one.
+// memory is in slices (8 on an A100 or H100, at most 16), numbered from
+// 0; an instance takes a run of them, and two instances never share one.
 type MIGGeometry struct {
 	// profiles are the GPU instance profiles the GPU offers.
 	// +required
@@ -288,13 +288,13 @@ type MIGPlacement struct {
 	// start is the first memory slice.
 	// +required
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=31
+	// +kubebuilder:validation:Maximum=15
 	Start int32 `json:"start"`
 
 	// size is the number of memory slices.
 	// +required
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=32
+	// +kubebuilder:validation:Maximum=16
 	Size int32 `json:"size"`
 }
 

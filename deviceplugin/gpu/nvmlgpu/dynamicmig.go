@@ -15,8 +15,11 @@ import (
 var _ gpu.MIGMaker = (*Backend)(nil)
 
 // maxGeometryItems is the API's bound on a geometry's profiles and on a
-// profile's placements.
-const maxGeometryItems = 32
+// profile's placements; maxSlices its bound on a GPU's memory slices.
+const (
+	maxGeometryItems = 32
+	maxSlices        = 16
+)
 
 // gpuProfiles returns the GPU instance profiles the GPU offers, in NVML's
 // order, each with its profile index (what GetGpuInstanceProfileInfo
@@ -69,8 +72,10 @@ func geometry(h nvml.Device, memoryMiB int64) (*gpuv1alpha1.MIGGeometry, error) 
 			MemoryMiB:      int64(info.MemorySizeMB),
 			ComputePercent: int32(math.Round(100 * float64(info.SliceCount) / float64(max(most, 1)))),
 		}
-		for _, pl := range placements[:min(len(placements), maxGeometryItems)] {
-			p.Placements = append(p.Placements, gpuv1alpha1.MIGPlacement{Start: int32(pl.Start), Size: int32(pl.Size)})
+		for _, pl := range placements {
+			if pl.Start+pl.Size <= maxSlices && len(p.Placements) < maxGeometryItems {
+				p.Placements = append(p.Placements, gpuv1alpha1.MIGPlacement{Start: int32(pl.Start), Size: int32(pl.Size)})
+			}
 		}
 		if len(p.Placements) > 0 {
 			g.Profiles = append(g.Profiles, p)

@@ -30,7 +30,7 @@ type instance struct {
 }
 
 // validateGeometry checks a simulated GPU's MIG geometry: profiles with
-// places to lie within 32 memory slices, and no instances beside it.
+// places to lie within 16 memory slices, and no instances beside it.
 func validateGeometry(path *field.Path, g *gpuv1alpha1.MIGGeometry, instances bool) field.ErrorList {
 	if g == nil {
 		return nil
@@ -48,8 +48,8 @@ func validateGeometry(path *field.Path, g *gpuv1alpha1.MIGGeometry, instances bo
 			errs = append(errs, field.Invalid(pp, p.Name, "needs a name, memoryMiB above 0 and placements"))
 		}
 		for j, pl := range p.Placements {
-			if pl.Start < 0 || pl.Size < 1 || pl.Start+pl.Size > 32 {
-				errs = append(errs, field.Invalid(pp.Child("placements").Index(j), pl, "must lie within memory slices 0 to 31"))
+			if pl.Start < 0 || pl.Size < 1 || pl.Start+pl.Size > 16 {
+				errs = append(errs, field.Invalid(pp.Child("placements").Index(j), pl, "must lie within memory slices 0 to 15"))
 			}
 		}
 	}

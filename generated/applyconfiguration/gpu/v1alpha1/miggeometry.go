@@ -22,8 +22,8 @@ package v1alpha1
 // with apply.
 //
 // MIGGeometry is how a GPU in MIG mode can be cut into instances. Its
-// memory is in slices (8 on an A100 or H100), numbered from 0; an
-// instance takes a run of them, and two instances never share one.
+// memory is in slices (8 on an A100 or H100, at most 16), numbered from
+// 0; an instance takes a run of them, and two instances never share one.
 type MIGGeometryApplyConfiguration struct {
 	// profiles are the GPU instance profiles the GPU offers.
 	Profiles []MIGProfileApplyConfiguration `json:"profiles,omitempty"`
