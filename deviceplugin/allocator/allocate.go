@@ -35,6 +35,9 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 	for attempt := 1; ; attempt++ {
 		logger := klog.LoggerWithValues(klog.FromContext(ctx), "gpuAllocation", klog.KObj(alloc))
 		resp, served, complete, err := a.plan(ctx, alloc, req)
+		if err == nil {
+			err = a.prepareMIG(ctx, alloc, served, resp)
+		}
 		var pe planError
 		switch {
 		case errors.As(err, &pe) && !live:

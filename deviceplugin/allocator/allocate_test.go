@@ -232,6 +232,13 @@ func TestAllocateRefuses(t *testing.T) {
 			message: []string{"pod ns/p (UID uid-p) was deleted", "UID uid-other"},
 		},
 		{
+			name: "a MIG instance made on demand on a node that makes none", pods: []*corev1.Pod{testPod("p", "uid-p")},
+			allocs: []*gpuv1alpha1.GPUAllocation{testAllocation("p", "uid-p", testNode, container("main", gpuv1alpha1.ContainerApp, gpuv1alpha1.DeviceAllocation{
+				UUID: "GPU-a", MemoryMiB: 9856, Cores: 14, MIG: &gpuv1alpha1.MIGAllocation{Profile: "1g.10gb", ProfileID: 19, Placement: gpuv1alpha1.MIGPlacement{Size: 1}}}))},
+			req: request(1), code: codes.FailedPrecondition, wantFailed: true,
+			message: []string{`container "main" of pod ns/p was given a MIG instance made on demand, but node node-1 makes none`},
+		},
+		{
 			name: "pod being deleted", pods: []*corev1.Pod{beingDeleted},
 			allocs: []*gpuv1alpha1.GPUAllocation{oneGPU("GPU-a")},
 			req:    request(1), code: codes.NotFound, wantFailed: true,

@@ -55,6 +55,9 @@ type Config struct {
 	PollInterval time.Duration
 	// Response says what containers get besides their devices.
 	Response ResponseConfig
+	// MIG makes the MIG instances the scheduler placed on GPUs that make
+	// them on demand; nil when the node makes none.
+	MIG MIGPreparer
 }
 
 // Allocator serves the kubelet from GPUAllocations. Calls are serialised:

@@ -86,6 +86,14 @@ type Configuration struct {
 	// AllocationLookupTimeout bounds how long Allocate waits for the pod's
 	// GPUAllocation to appear when the plugin's cache has not seen it yet.
 	AllocationLookupTimeout metav1.Duration `json:"allocationLookupTimeout"`
+	// DynamicMIG serves each GPU in MIG mode as itself, with its MIG
+	// geometry, and makes the MIG instance the scheduler places for a
+	// container when the kubelet allocates it, destroying it when the pod
+	// ends. The GPU's MIG mode is never changed: the administrator puts it
+	// in MIG mode. Instances the administrator made on it are destroyed
+	// when no allocation needs them. Device-plugin mode only, and not
+	// with the cdi device-list strategy.
+	DynamicMIG bool `json:"dynamicMIG,omitempty"`
 	// DeviceListStrategy is how a container's GPUs reach the NVIDIA
 	// container runtime: StrategyEnvVar, StrategyVolumeMounts or
 	// StrategyCDI.

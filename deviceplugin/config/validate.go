@@ -56,6 +56,9 @@ func (c *Configuration) Validate() error {
 		if c.DeviceListStrategy == StrategyVolumeMounts {
 			errs = append(errs, field.Invalid(field.NewPath("deviceListStrategy"), c.DeviceListStrategy, "not supported in DRA mode, where containers get their GPUs through CDI: use envvar or cdi"))
 		}
+		if c.DynamicMIG {
+			errs = append(errs, field.Forbidden(field.NewPath("dynamicMIG"), "not supported in DRA mode: MIG instances are made on demand only in device-plugin mode; in DRA mode, lay out the instances with nvidia-smi, and each is a device"))
+		}
 		errs = append(errs, absolute(field.NewPath("draPluginDir"), c.DRAPluginDir, true)...)
 		errs = append(errs, absolute(field.NewPath("pluginRegistryDir"), c.PluginRegistryDir, true)...)
 	}
@@ -68,6 +71,9 @@ func (c *Configuration) Validate() error {
 	}
 	if !slices.Contains(DeviceListStrategies(), c.DeviceListStrategy) {
 		errs = append(errs, field.NotSupported(field.NewPath("deviceListStrategy"), c.DeviceListStrategy, DeviceListStrategies()))
+	}
+	if c.DynamicMIG && c.DeviceListStrategy == StrategyCDI {
+		errs = append(errs, field.Invalid(field.NewPath("deviceListStrategy"), c.DeviceListStrategy, "not supported with dynamicMIG: the CDI spec names devices before they exist, and a MIG instance made on demand does not yet; use envvar or volume-mounts"))
 	}
 	errs = append(errs, absolute(field.NewPath("cdiSpecDir"), c.CDISpecDir, c.DeviceListStrategy == StrategyCDI || c.Mode == ModeDRA)...)
 	errs = append(errs, absolute(field.NewPath("driverRoot"), c.DriverRoot, false)...)

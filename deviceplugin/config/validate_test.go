@@ -29,6 +29,10 @@ func TestValidate(t *testing.T) {
 		{name: "resource name must be qualified", mutate: func(c *Configuration) { c.ResourceName = "nvidia.com/gpu/x" }, want: "resourceName: Invalid value"},
 		{name: "DRA mode with its directories", mutate: func(c *Configuration) { c.Mode = ModeDRA }},
 		{name: "mode is one of the modes", mutate: func(c *Configuration) { c.Mode = "extender" }, want: `mode: Unsupported value: "extender": supported values: "device-plugin", "dra"`},
+		{name: "DRA mode makes no MIG instances on demand", mutate: func(c *Configuration) { c.Mode = ModeDRA; c.DynamicMIG = true }, want: "dynamicMIG: Forbidden: not supported in DRA mode"},
+		{name: "MIG instances made on demand are not in a CDI spec", mutate: func(c *Configuration) {
+			c.DynamicMIG, c.DeviceListStrategy, c.CDISpecDir = true, StrategyCDI, "/var/run/cdi"
+		}, want: "deviceListStrategy: Invalid value: \"cdi\": not supported with dynamicMIG"},
 		{name: "DRA mode has no volume-mounts strategy", mutate: func(c *Configuration) { c.Mode = ModeDRA; c.DeviceListStrategy = StrategyVolumeMounts }, want: "deviceListStrategy: Invalid value"},
 		{name: "DRA directories absolute in DRA mode", mutate: func(c *Configuration) { c.Mode = ModeDRA; c.CDISpecDir = "cdi" }, want: `cdiSpecDir: Invalid value: "cdi": must be an absolute path`},
 		{name: "plugin dir absolute", mutate: func(c *Configuration) { c.PluginDir = "plugins" }, want: "pluginDir: Invalid value: \"plugins\": must be an absolute path"},

@@ -1,6 +1,10 @@
 package gpu
 
-import "strconv"
+import (
+	"strconv"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
 
 // Device is one physical GPU as the backend reports it, before any scaling.
 type Device struct {
@@ -22,6 +26,9 @@ type Device struct {
 	// MIG is set when the device is a MIG instance of a GPU in MIG mode;
 	// UUID is then the instance's, and Index, Model and NUMANode its GPU's.
 	MIG *MIG
+	// MIGGeometry is set on a GPU in MIG mode whose instances the plugin
+	// makes on demand: how it can be cut. The GPU is then the device.
+	MIGGeometry *gpuv1alpha1.MIGGeometry
 }
 
 // MIG says what slice of which GPU a MIG instance is.

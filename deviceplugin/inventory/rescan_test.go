@@ -41,7 +41,7 @@ func simulatedMIGNode(t *testing.T) migNode {
 	}
 	write("{uuid: MIG-a, profile: 3g.20gb, memoryMiB: 19968, gpuInstanceID: 1}")
 	return migNode{
-		backend:  simulated.New(path, time.Second, testingclock.NewFakeClock(time.Now())),
+		backend:  simulated.New(path, time.Second, testingclock.NewFakeClock(time.Now()), false),
 		parent:   "GPU-p",
 		capsFile: "/proc/" + gpu.MIGMinorsFile,
 		relayout: func() {

@@ -57,7 +57,27 @@ func statusApply(name string, s *gpuv1alpha1.GPUNodeStatus) *gpuac.GPUNodeApplyC
 			}
 			dev.WithMIG(mig)
 		}
+		if g := d.MIGGeometry; g != nil {
+			dev.WithMIGGeometry(geometryApply(g))
+		}
 		status.WithDevices(dev)
 	}
 	return gpuac.GPUNode(name).WithStatus(status)
+}
+
+// geometryApply is the apply configuration of a GPU's MIG geometry.
+func geometryApply(g *gpuv1alpha1.MIGGeometry) *gpuac.MIGGeometryApplyConfiguration {
+	out := gpuac.MIGGeometry()
+	for _, p := range g.Profiles {
+		profile := gpuac.MIGProfile().
+			WithName(p.Name).
+			WithProfileID(p.ProfileID).
+			WithMemoryMiB(p.MemoryMiB).
+			WithComputePercent(p.ComputePercent)
+		for _, pl := range p.Placements {
+			profile.WithPlacements(gpuac.MIGPlacement().WithStart(pl.Start).WithSize(pl.Size))
+		}
+		out.WithProfiles(profile)
+	}
+	return out
 }

@@ -33,6 +33,12 @@ func (s Scaling) Device(d gpu.Device) gpuv1alpha1.GPUDevice {
 		NUMANode:      int32(d.NUMANode),
 		Health:        health,
 		HealthMessage: truncate(d.Health.Message, maxHealthMessage),
+		MIGGeometry:   d.MIGGeometry,
+	}
+	if d.MIGGeometry != nil {
+		// Its instances are handed out whole, at their own memory and
+		// compute: scaling neither splits nor over-commits them.
+		out.MemoryMiB, out.Cores = d.MemoryMiB, 100
 	}
 	if d.MIG != nil {
 		// A MIG instance is handed out whole, to one container, as it

@@ -19,7 +19,7 @@ import (
 // finds it (where the container toolkit put it).
 func NewBackend(cfg *config.Configuration, clk clock.WithTicker) gpu.Backend {
 	if cfg.SimulatedGPUFile != "" {
-		return simulated.New(cfg.SimulatedGPUFile, cfg.SimulatedReloadPeriod.Duration, clk)
+		return simulated.New(cfg.SimulatedGPUFile, cfg.SimulatedReloadPeriod.Duration, clk, cfg.DynamicMIG)
 	}
 	var opts []nvml.LibraryOption
 	if cfg.DriverRoot != "" {
@@ -37,5 +37,6 @@ func NewBackend(cfg *config.Configuration, clk clock.WithTicker) gpu.Backend {
 		RecoveryPeriod: cfg.HealthRecoveryPeriod.Duration,
 		ProcRoot:       cfg.ProcRoot,
 		Clock:          clk,
+		DynamicMIG:     cfg.DynamicMIG,
 	})
 }

@@ -325,6 +325,7 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 			Library:              p.cfg.Library(),
 			MemoryOversubscribed: p.cfg.MemoryScaling > 1,
 		},
+		MIG: p.migPreparer(ctx, g, inv, caches),
 	})
 	p.health.Set(health.Registration, true, errors.New("not registered with the kubelet yet"))
 	server := dpserver.New(dpserver.Config{

@@ -50,8 +50,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &gpuv1alpha1.GPUNodeSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GPUNodeStatus"):
 		return &gpuv1alpha1.GPUNodeStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MIGAllocation"):
+		return &gpuv1alpha1.MIGAllocationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MIGGeometry"):
+		return &gpuv1alpha1.MIGGeometryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MIGInstance"):
 		return &gpuv1alpha1.MIGInstanceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MIGPlacement"):
+		return &gpuv1alpha1.MIGPlacementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MIGProfile"):
+		return &gpuv1alpha1.MIGProfileApplyConfiguration{}
 
 	}
 	return nil

@@ -43,7 +43,11 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUNodeList":         schema_tessera_apis_gpu_v1alpha1_GPUNodeList(ref),
 		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUNodeSpec":         schema_tessera_apis_gpu_v1alpha1_GPUNodeSpec(ref),
 		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.GPUNodeStatus":       schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref),
+		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGAllocation":       schema_tessera_apis_gpu_v1alpha1_MIGAllocation(ref),
+		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGGeometry":         schema_tessera_apis_gpu_v1alpha1_MIGGeometry(ref),
 		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGInstance":         schema_tessera_apis_gpu_v1alpha1_MIGInstance(ref),
+		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGPlacement":        schema_tessera_apis_gpu_v1alpha1_MIGPlacement(ref),
+		"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGProfile":          schema_tessera_apis_gpu_v1alpha1_MIGProfile(ref),
 		resource.Quantity{}.OpenAPIModelName():                                 schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -191,10 +195,18 @@ func schema_tessera_apis_gpu_v1alpha1_DeviceAllocation(ref common.ReferenceCallb
 							Format:      "int32",
 						},
 					},
+					"mig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "mig is set when the GPU's MIG instances are made on demand: the instance the container gets, which the node's daemon makes when the kubelet allocates the container. memoryMiB and cores are then the instance's.",
+							Ref:         ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGAllocation"),
+						},
+					},
 				},
 				Required: []string{"uuid", "index", "memoryMiB", "cores"},
 			},
 		},
+		Dependencies: []string{
+			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGAllocation"},
 	}
 }
 
@@ -505,12 +517,18 @@ func schema_tessera_apis_gpu_v1alpha1_GPUDevice(ref common.ReferenceCallback) co
 							Ref:         ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGInstance"),
 						},
 					},
+					"migGeometry": {
+						SchemaProps: spec.SchemaProps{
+							Description: "migGeometry is set on a GPU in MIG mode whose instances the node's daemon makes on demand (dynamic MIG): the profiles the GPU can be cut into and where each may lie. Such a GPU serves MIG instances only; each container placed on it gets one instance, whole, made when the kubelet allocates it and destroyed when the pod ends.",
+							Ref:         ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGGeometry"),
+						},
+					},
 				},
 				Required: []string{"uuid", "index", "model", "memoryMiB", "cores", "shareLimit", "health"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGInstance"},
+			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGGeometry", "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGInstance"},
 	}
 }
 
@@ -750,6 +768,82 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 	}
 }
 
+func schema_tessera_apis_gpu_v1alpha1_MIGAllocation(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MIGAllocation is a MIG instance that the scheduler placed on a GPU whose instances are made on demand.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"profile": {
+						SchemaProps: spec.SchemaProps{
+							Description: "profile is the instance's profile, such as \"1g.10gb\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"profileID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "profileID is NVML's ID of the GPU instance profile.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"placement": {
+						SchemaProps: spec.SchemaProps{
+							Description: "placement is the run of memory slices the instance takes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGPlacement"),
+						},
+					},
+				},
+				Required: []string{"profile", "profileID", "placement"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGPlacement"},
+	}
+}
+
+func schema_tessera_apis_gpu_v1alpha1_MIGGeometry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MIGGeometry is how a GPU in MIG mode can be cut into instances. Its memory is in slices (8 on an A100 or H100, at most 16), numbered from 0; an instance takes a run of them, and two instances never share one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"profiles": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "profiles are the GPU instance profiles the GPU offers.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGProfile"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"profiles"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGProfile"},
+	}
+}
+
 func schema_tessera_apis_gpu_v1alpha1_MIGInstance(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -805,6 +899,102 @@ func schema_tessera_apis_gpu_v1alpha1_MIGInstance(ref common.ReferenceCallback) 
 				Required: []string{"parentUUID", "profile"},
 			},
 		},
+	}
+}
+
+func schema_tessera_apis_gpu_v1alpha1_MIGPlacement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MIGPlacement is a run of a GPU's memory slices that one instance may take.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"start": {
+						SchemaProps: spec.SchemaProps{
+							Description: "start is the first memory slice.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"size": {
+						SchemaProps: spec.SchemaProps{
+							Description: "size is the number of memory slices.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"start", "size"},
+			},
+		},
+	}
+}
+
+func schema_tessera_apis_gpu_v1alpha1_MIGProfile(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MIGProfile is one GPU instance profile of a GPU in MIG mode.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the profile as NVIDIA names it, such as \"1g.10gb\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"profileID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "profileID is NVML's ID of the GPU instance profile, which the node's daemon creates the instance by.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"memoryMiB": {
+						SchemaProps: spec.SchemaProps{
+							Description: "memoryMiB is an instance's memory, in MiB.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"computePercent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "computePercent is an instance's share of the GPU's compute, in percent (14 for one of seven slices).",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"placements": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "placements are where an instance of the profile may lie, in the order they are tried.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGPlacement"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "profileID", "memoryMiB", "computePercent", "placements"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/tessera-gpu/tessera/apis/gpu/v1alpha1.MIGPlacement"},
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command gpucheck runs the device plugin's NVML backend against this
 // machine's real NVIDIA driver and prints what it found: the driver, every
 // GPU (and MIG instance) as the plugin would publish it, what NVML measures
-// of each, and the health events seen while it watches. It exits non-zero
+// of each, and the health events seen while it watches; then, on a GPU in
+// MIG mode with no instances, it makes and destroys one MIG instance as a
+// plugin with dynamicMIG does (never changing MIG mode). It exits non-zero
 // when the driver cannot be used or a step fails. hack/gpu-check.sh runs it.
 package main
 
@@ -47,8 +49,19 @@ func run(ctx context.Context, out io.Writer, lib nvml.Interface, watch time.Dura
 		return fmt.Errorf("discovery: %w", err)
 	}
 	fmt.Fprintf(out, "driver %s, %d devices\n", inv.DriverVersion, len(inv.Devices))
+	instances := map[string]int{}
+	for _, d := range inv.Devices {
+		if d.MIG != nil {
+			instances[d.MIG.ParentUUID]++
+		}
+	}
 	if len(inv.Devices) == 0 {
-		return errors.New("discovery found no GPU")
+		// A GPU in MIG mode with no instances serves nothing, unless
+		// its instances are made on demand.
+		if err := checkDynamicMIG(ctx, out, lib, instances); err != nil {
+			return err
+		}
+		return errors.New("discovery found no GPU that serves without dynamic MIG")
 	}
 	for _, d := range inv.Devices {
 		fmt.Fprintf(out, "device %s: index %d, %q, %d MiB, NUMA node %d, healthy %v, device files %v\n",
@@ -78,5 +91,5 @@ func run(ctx context.Context, out io.Writer, lib nvml.Interface, watch time.Dura
 		return fmt.Errorf("health watch: %w", err)
 	}
 	fmt.Fprintf(out, "%d health events; discovery, usage and the health watch work with this driver\n", events)
-	return nil
+	return checkDynamicMIG(ctx, out, lib, instances)
 }

@@ -32,10 +32,46 @@ func TestRunPrintsWhatTheBackendFound(t *testing.T) {
 		"device " + node.UUID(1) + ": index 1",
 		"usage " + node.UUID(1) + ": 1024 of 40960 MiB used",
 		"0 health events; discovery, usage and the health watch work",
+		"dynamic MIG: GPU " + node.UUID(0) + " is in MIG mode but has 1 instances, which may be in use; not touching it",
+		"dynamic MIG: SKIPPED: every GPU in MIG mode has instances",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestRunMakesAndDestroysAMIGInstance runs the check against go-nvml's
+// mock of a GPU in MIG mode with no instances, which serves nothing
+// without dynamic MIG, and of one not in MIG mode, where the MIG check
+// says that it skips.
+func TestRunMakesAndDestroysAMIGInstance(t *testing.T) {
+	tests := []struct {
+		name          string
+		migMode       bool
+		want, wantErr string
+	}{
+		{"a GPU in MIG mode with no instances", true, "made and destroyed an instance on GPU", "discovery found no GPU that serves without dynamic MIG"},
+		{"no GPU in MIG mode", false, "dynamic MIG: SKIPPED: no GPU is in MIG mode", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node, err := nvmlfake.New(gpus.A100_SXM4_40GB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.migMode {
+				node.SetDynamicMIG(0, false)
+			}
+			var out bytes.Buffer
+			err = run(t.Context(), &out, node, time.Millisecond)
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("run: %v, want error %q", err, tt.wantErr)
+			}
+			if !strings.Contains(out.String(), tt.want) || node.MIGInstanceCount(0) != 0 {
+				t.Errorf("output lacks %q, or %d instances are left:\n%s", tt.want, node.MIGInstanceCount(0), out.String())
+			}
+		})
 	}
 }
 

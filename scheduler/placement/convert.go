@@ -12,7 +12,8 @@ import (
 // decides where they lie. Apply the node's allocations with Add.
 func NewNode(gn *gpuv1alpha1.GPUNode, buf []Device) Node {
 	n := Node{Name: gn.Name, Devices: buf[:0]}
-	for _, d := range gn.Status.Devices {
+	for i := range gn.Status.Devices {
+		d := &gn.Status.Devices[i]
 		n.Devices = append(n.Devices, Device{
 			UUID:       d.UUID,
 			Index:      d.Index,
@@ -23,6 +24,7 @@ func NewNode(gn *gpuv1alpha1.GPUNode, buf []Device) Node {
 			ShareLimit: d.ShareLimit,
 			Healthy:    d.Health == gpuv1alpha1.GPUHealthy,
 			Cordoned:   slices.Contains(gn.Spec.CordonedDevices, d.UUID),
+			MIG:        d.MIGGeometry,
 		})
 		if d.MIG != nil {
 			n.Devices[len(n.Devices)-1].MIGProfile = d.MIG.Profile

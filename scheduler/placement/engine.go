@@ -31,6 +31,13 @@ type engine struct {
 	candidates [MaxContainers]uint64
 	// chosen[c] is the set of GPUs given to container c.
 	chosen [MaxContainers]uint64
+	// migAt[c] is, for container c given a GPU that makes MIG instances
+	// on demand, the instance's profile and placement on it.
+	migAt [MaxContainers]migChoice
+	// dynamicMIG is set when a GPU that passes the static filters makes
+	// MIG instances on demand: its slices make containers that run at
+	// different times compete too.
+	dynamicMIG bool
 	// pod is the pod's use of each GPU in the long-running phase.
 	pod [MaxDevices]use
 	// loads caches each GPU's load from the node's usage, for the GPUs in
@@ -65,10 +72,11 @@ func (e *engine) place(node *Node, req *Request, choose bool) bool {
 	filters := hasFilters(&req.Selection)
 	for g := range node.Devices {
 		d := &node.Devices[g]
-		if d.Healthy && !d.Cordoned && !filters {
+		if d.Healthy && !d.Cordoned && !filters && d.MIG == nil {
 			e.static |= 1 << g
 		} else if _, ok := staticReason(d, &req.Selection); ok {
 			e.static |= 1 << g
+			e.dynamicMIG = e.dynamicMIG || d.MIG != nil
 		}
 	}
 	for c := range req.Containers {
@@ -93,10 +101,12 @@ func (e *engine) place(node *Node, req *Request, choose bool) bool {
 		e.candidates[c] = set
 	}
 	e.orderLongRunning()
-	if !choose && e.sidecars == 0 && (e.numLong <= 1 || e.roomy()) {
+	if !choose && e.sidecars == 0 && (!e.dynamicMIG || len(req.Containers) == 1) && (e.numLong <= 1 || e.roomy()) {
 		// Containers that never run beside another of the pod's, or
 		// that could all run together on any GPU they fit, fit wherever
-		// each fits alone, which the candidates already say.
+		// each fits alone, which the candidates already say. MIG
+		// instances made on demand live as long as the pod, so that
+		// its containers compete for their slices whenever they run.
 		return true
 	}
 	if e.greedy() {
@@ -104,8 +114,9 @@ func (e *engine) place(node *Node, req *Request, choose bool) bool {
 	}
 	clear(e.chosen[:])
 	clear(e.pod[:])
-	if e.search(0) {
-		e.placeInits()
+	// Init containers fit beside the Sidecars whatever the Apps take,
+	// but for the slices of MIG instances made on demand.
+	if e.search(0) && e.placeInits() {
 		return true
 	}
 	if e.steps > MaxSearchSteps {
@@ -124,6 +135,7 @@ func (e *engine) reset(node *Node, req *Request) {
 	e.binpack = req.GPUPolicy == gpurequest.Binpack
 	e.outcome, e.needed, e.steps = DetailNone, 0, 0
 	e.static, e.loaded = 0, 0
+	e.dynamicMIG = false
 	e.numLong, e.sidecars = 0, 0
 	clear(e.chosen[:min(len(req.Containers), MaxContainers)])
 	clear(e.pod[:min(len(node.Devices), MaxDevices)])
@@ -164,13 +176,31 @@ func (e *engine) take(c, g int) {
 	d := &e.node.Devices[g]
 	cr := &e.req.Containers[c]
 	e.chosen[c] |= 1 << g
+	e.takeSlices(c, g)
 	e.pod[g].add(memoryOn(cr, d), coresOn(cr, d))
+}
+
+// takeSlices places container c's MIG instance on GPU g, when g makes
+// them on demand, at the first free run of slices, and marks the slices
+// taken by the pod.
+func (e *engine) takeSlices(c, g int) {
+	d := &e.node.Devices[g]
+	if d.MIG == nil {
+		return
+	}
+	profile, placement, _, _ := migFit(&e.req.Containers[c], d, e.pod[g], e.free)
+	e.migAt[c] = migChoice{profile: int8(profile), placement: int8(placement)}
+	if placement >= 0 {
+		e.pod[g].slices |= sliceMask(d.MIG.Profiles[profile].Placements[placement])
+	}
 }
 
 // sidecarUse is what the Sidecars listed before container c take on GPU g:
 // the company an Init container at c has.
 func (e *engine) sidecarUse(c, g int) use {
-	var u use
+	// The slices of MIG instances made on demand are the pod's for its
+	// whole life.
+	u := use{slices: e.pod[g].slices}
 	d := &e.node.Devices[g]
 	for k := range c {
 		cr := &e.req.Containers[k]
@@ -199,7 +229,7 @@ func (e *engine) roomy() bool {
 			all.add(memoryOn(cr, d), coresOn(cr, d))
 			alone = alone || exclusive(cr, d)
 		}
-		if _, ok := room(d, all, alone, e.free); all.shares > 1 && !ok {
+		if _, ok := room(d, all, alone, e.free); all.shares > 1 && (!ok || d.MIG != nil) {
 			return false
 		}
 	}

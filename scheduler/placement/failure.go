@@ -28,6 +28,12 @@ const (
 	// ReasonMIGCount: the GPU is a MIG instance and the container asks for
 	// more than one GPU; CUDA uses one MIG instance per process.
 	ReasonMIGCount
+	// ReasonMIGOnly: the GPU makes MIG instances on demand and the pod
+	// does not ask for MIG instances.
+	ReasonMIGOnly
+	// ReasonMIGRoom: the GPU makes MIG instances on demand and no run of
+	// its memory slices is free for the profile the container needs.
+	ReasonMIGRoom
 	// ReasonExclusiveTaken: the container asks for the GPU alone and
 	// someone else uses it.
 	ReasonExclusiveTaken
@@ -51,6 +57,8 @@ var reasonText = [NumReasons]string{
 	ReasonUUIDExcluded:   "excluded by UUID",
 	ReasonMIGProfile:     "not a MIG instance",
 	ReasonMIGCount:       "MIG instance, more than one GPU asked",
+	ReasonMIGOnly:        "in MIG mode, and the pod does not ask for MIG (nvidia.com/vgpu-mode: mig)",
+	ReasonMIGRoom:        "no room for the MIG instance",
 	ReasonExclusiveTaken: "in use, exclusive use asked",
 	ReasonShareLimit:     "share limit reached",
 	ReasonMemory:         "not enough memory",

@@ -132,6 +132,7 @@ func (e *engine) give(c, g int, longRunning bool) {
 		e.take(c, g)
 	} else {
 		e.chosen[c] |= 1 << g
+		e.takeSlices(c, g)
 	}
 }
 

@@ -15,6 +15,10 @@ type Hold struct {
 	Cores int32
 	// Shares is the number of the pod's containers on the GPU at once.
 	Shares int32
+	// Slices are the memory slices of the MIG instances made on demand
+	// for the pod on the GPU, over all its phases: an instance lives as
+	// long as the pod.
+	Slices uint16
 }
 
 // Holds returns the per-GPU holds of an allocation, one per GPU in order of
@@ -26,8 +30,13 @@ func Holds(containers []gpuv1alpha1.ContainerAllocation) []Hold {
 	var holds []Hold
 	for i := range containers {
 		for _, d := range containers[i].Devices {
-			if holdIndex(holds, d.UUID) < 0 {
+			k := holdIndex(holds, d.UUID)
+			if k < 0 {
+				k = len(holds)
 				holds = append(holds, Hold{UUID: d.UUID})
+			}
+			if d.MIG != nil {
+				holds[k].Slices |= sliceMask(d.MIG.Placement)
 			}
 		}
 	}

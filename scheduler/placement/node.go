@@ -1,18 +1,29 @@
 package placement
 
+import gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+
 // Device is one GPU as the scheduler sees it: capacity from the GPUNode's
 // status and spec, usage from the allocations placed on it.
 type Device struct {
+	// The fields are ordered so that none is padded: filtering reads
+	// thousands of nodes' devices, and a smaller Device is faster.
+
 	// UUID identifies the GPU.
 	UUID string
-	// Index is the GPU's index on its node.
-	Index int32
 	// Model is the GPU's product name.
 	Model string
-	// NUMANode is the NUMA node the GPU is attached to, -1 when unknown.
-	NUMANode int32
+	// MIGProfile is set when the device is a MIG instance, such as
+	// "1g.10gb": it goes whole to one container.
+	MIGProfile string
+	// MIG is set when the GPU makes MIG instances on demand: how it can
+	// be cut. It is shared with the GPUNode and never changed.
+	MIG *gpuv1alpha1.MIGGeometry
 	// MemoryMiB is the memory that may be allocated.
 	MemoryMiB int64
+	// Index is the GPU's index on its node.
+	Index int32
+	// NUMANode is the NUMA node the GPU is attached to, -1 when unknown.
+	NUMANode int32
 	// Cores is the compute that may be allocated, 100 for one whole GPU
 	// unless the device plugin scales cores.
 	Cores int32
@@ -22,10 +33,10 @@ type Device struct {
 	Healthy bool
 	// Cordoned is true when the administrator took the GPU out of placement.
 	Cordoned bool
-	// MIGProfile is set when the device is a MIG instance, such as
-	// "1g.10gb": it goes whole to one container.
-	MIGProfile string
 
+	// UsedSlices are the memory slices held by the MIG instances placed
+	// on the GPU, one bit each.
+	UsedSlices uint16
 	// UsedMemoryMiB is the memory held by the pods placed on the GPU.
 	UsedMemoryMiB int64
 	// UsedCores is the compute held by the pods placed on the GPU.
@@ -51,6 +62,7 @@ func (n *Node) Add(holds []Hold) {
 			d.UsedMemoryMiB += h.MemoryMiB
 			d.UsedCores += h.Cores
 			d.UsedShares += h.Shares
+			d.UsedSlices |= h.Slices
 		}
 	}
 }
@@ -64,6 +76,7 @@ func (n *Node) Remove(holds []Hold) {
 			d.UsedMemoryMiB = max(d.UsedMemoryMiB-h.MemoryMiB, 0)
 			d.UsedCores = max(d.UsedCores-h.Cores, 0)
 			d.UsedShares = max(d.UsedShares-h.Shares, 0)
+			d.UsedSlices &^= h.Slices
 		}
 	}
 }

@@ -96,12 +96,20 @@ func (e *engine) tieBefore(a, b int, withPod bool) bool {
 // compareClass orders devices by everything placement looks at after the
 // static filters, so that interchangeable devices compare equal.
 func (e *engine) compareClass(a, b *Device) int {
-	ka := [...]int64{a.MemoryMiB, int64(a.Cores), int64(a.ShareLimit), int64(a.NUMANode), 0, 0, 0}
-	kb := [...]int64{b.MemoryMiB, int64(b.Cores), int64(b.ShareLimit), int64(b.NUMANode), 0, 0, 0}
+	ka := [...]int64{a.MemoryMiB, int64(a.Cores), int64(a.ShareLimit), int64(a.NUMANode), 0, 0, 0, 0}
+	kb := [...]int64{b.MemoryMiB, int64(b.Cores), int64(b.ShareLimit), int64(b.NUMANode), 0, 0, 0, 0}
 	if !e.free {
-		ka[4], ka[5], ka[6] = a.UsedMemoryMiB, int64(a.UsedCores), int64(a.UsedShares)
-		kb[4], kb[5], kb[6] = b.UsedMemoryMiB, int64(b.UsedCores), int64(b.UsedShares)
+		ka[4], ka[5], ka[6], ka[7] = a.UsedMemoryMiB, int64(a.UsedCores), int64(a.UsedShares), int64(a.UsedSlices)
+		kb[4], kb[5], kb[6], kb[7] = b.UsedMemoryMiB, int64(b.UsedCores), int64(b.UsedShares), int64(b.UsedSlices)
 	}
+	if c := compareKeys(ka[:], kb[:]); c != 0 {
+		return c
+	}
+	return compareGeometry(a.MIG, b.MIG)
+}
+
+// compareKeys compares two keys of equal length in lexical order.
+func compareKeys(ka, kb []int64) int {
 	for i := range ka {
 		switch {
 		case ka[i] < kb[i]:

@@ -16,12 +16,16 @@ func (e *engine) assignment() []gpuv1alpha1.ContainerAllocation {
 		devices := make([]gpuv1alpha1.DeviceAllocation, 0, bits.OnesCount64(e.chosen[c]))
 		for m := e.chosen[c]; m != 0; m &= m - 1 {
 			d := &e.node.Devices[bits.TrailingZeros64(m)]
-			devices = append(devices, gpuv1alpha1.DeviceAllocation{
+			da := gpuv1alpha1.DeviceAllocation{
 				UUID:      d.UUID,
 				Index:     d.Index,
 				MemoryMiB: memoryOn(cr, d),
 				Cores:     coresOn(cr, d),
-			})
+			}
+			if at := e.migAt[c]; d.MIG != nil && at.placement >= 0 {
+				da.MIG = migAllocation(d, int(at.profile), int(at.placement))
+			}
+			devices = append(devices, da)
 		}
 		out[c] = gpuv1alpha1.ContainerAllocation{Name: cr.Name, Kind: cr.Kind, Devices: devices}
 	}

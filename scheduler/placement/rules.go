@@ -10,10 +10,14 @@ import (
 type use struct {
 	memoryMiB int64
 	cores     int32
-	shares    int16 // at most MaxContainers
+	shares    int8 // at most MaxContainers
 	// zeroCores is set when one of them asks for no cores, which a GPU
 	// whose cores are fully taken does not accept.
 	zeroCores bool
+	// slices are the memory slices of the MIG instances made on demand
+	// for them. The fields fill 16 bytes: the search copies and compares
+	// a use per GPU at every step.
+	slices uint16
 }
 
 // add adds container c, which takes the given memory and cores, to u.
@@ -25,24 +29,55 @@ func (u *use) add(memoryMiB int64, cores int32) {
 }
 
 // exclusive reports whether c asks for device d alone: 100 cores, or all of
-// a device whose cores are scaled. A MIG instance is always had alone.
+// a device whose cores are scaled. A MIG instance is always had alone; a
+// GPU that makes instances on demand never is, its instances' slices
+// keeping them apart.
 func exclusive(c *gpurequest.ContainerRequest, d *Device) bool {
+	if d.MIG != nil {
+		return false
+	}
 	return d.MIGProfile != "" || c.Cores == gpurequest.MaxPercent || (d.Cores > 0 && c.Cores == d.Cores)
 }
 
 // memoryOn is the memory c takes on d: what it asks for, or all of a MIG
-// instance, which is never split.
+// instance, which is never split, or of the instance made for it.
 func memoryOn(c *gpurequest.ContainerRequest, d *Device) int64 {
-	if d.MIGProfile != "" {
+	// The common case inline; the rest out of line, so that memoryOn
+	// stays within the inliner's budget.
+	if c.MemoryMiB > 0 && d.MIG == nil && d.MIGProfile == "" {
+		return c.MemoryMiB
+	}
+	return memoryOnDevice(c, d)
+}
+
+// memoryOnDevice is memoryOn for any request and device.
+func memoryOnDevice(c *gpurequest.ContainerRequest, d *Device) int64 {
+	switch {
+	case d.MIG != nil:
+		return migMemoryOn(c, d)
+	case d.MIGProfile != "":
 		return d.MemoryMiB
 	}
 	return c.MemoryOn(d.MemoryMiB)
 }
 
 // coresOn is the compute c takes on d. A container that asks for the GPU
-// alone takes all of it, so that its hold keeps everyone else out.
+// alone takes all of it, so that its hold keeps everyone else out; one
+// given a MIG instance made on demand takes the instance's.
 func coresOn(c *gpurequest.ContainerRequest, d *Device) int32 {
-	if exclusive(c, d) {
+	// As memoryOn: the common case inline, the rest out of line.
+	if c.Cores < min(d.Cores, gpurequest.MaxPercent) && d.MIG == nil && d.MIGProfile == "" {
+		return c.Cores
+	}
+	return coresOnDevice(c, d)
+}
+
+// coresOnDevice is coresOn for any request and device.
+func coresOnDevice(c *gpurequest.ContainerRequest, d *Device) int32 {
+	switch {
+	case d.MIG != nil:
+		return migCoresOn(c, d)
+	case exclusive(c, d):
 		return d.Cores
 	}
 	return c.Cores
@@ -68,6 +103,8 @@ func staticReason(d *Device, sel *gpurequest.Selection) (Reason, bool) {
 	case len(sel.UUIDs) > 0 && !equalAnyFold(d.UUID, sel.UUIDs),
 		equalAnyFold(d.UUID, sel.ExcludeUUIDs):
 		return ReasonUUIDExcluded, false
+	case d.MIG != nil:
+		return dynamicMIGReason(sel)
 	case len(sel.MIGProfiles) > 0 && !equalAnyFold(d.MIGProfile, sel.MIGProfiles),
 		sel.Mode == gpurequest.ModeMIG && d.MIGProfile == "":
 		return ReasonMIGProfile, false
@@ -96,6 +133,11 @@ func Largest(n *Node, req *Request) *Device {
 // the node's usage (ignored when free) and the pod's own use p of the same
 // phase.
 func check(d *Device, c *gpurequest.ContainerRequest, p use, free bool) (Reason, bool) {
+	if d.MIG != nil {
+		if _, _, r, ok := migFit(c, d, p, free); !ok {
+			return r, false
+		}
+	}
 	if d.MIGProfile != "" {
 		switch {
 		case c.Count > 1:
@@ -106,7 +148,10 @@ func check(d *Device, c *gpurequest.ContainerRequest, p use, free bool) (Reason,
 	}
 	alone := exclusive(c, d)
 	cores := c.Cores
-	if alone {
+	switch {
+	case d.MIG != nil:
+		cores = migCoresOn(c, d)
+	case alone:
 		cores = d.Cores
 	}
 	p.add(memoryOn(c, d), cores)

@@ -54,7 +54,7 @@ func unixNano(ns int64) time.Time {
 func (n *Node) rebuild() {
 	for i := range n.Placement.Devices {
 		d := &n.Placement.Devices[i]
-		d.UsedMemoryMiB, d.UsedCores, d.UsedShares = 0, 0, 0
+		d.UsedMemoryMiB, d.UsedCores, d.UsedShares, d.UsedSlices = 0, 0, 0, 0
 	}
 	for _, p := range n.pods {
 		n.Placement.Add(p.holds)

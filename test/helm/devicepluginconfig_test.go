@@ -38,3 +38,23 @@ func TestDevicePluginPeriods(t *testing.T) {
 		})
 	}
 }
+
+// TestDevicePluginDynamicMIG pins that devicePlugin.dynamicMIG reaches the
+// plugin's configuration, off by default.
+func TestDevicePluginDynamicMIG(t *testing.T) {
+	for _, want := range []bool{false, true} {
+		r := defaults()
+		if want {
+			r.values = map[string]any{"devicePlugin": map[string]any{"dynamicMIG": true}}
+		}
+		cm := findOne(t, r.mustTemplate(t), "ConfigMap", "-device-plugin")
+		text, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
+		var cfg config.Configuration
+		if err := yaml.UnmarshalStrict([]byte(text), &cfg); err != nil {
+			t.Fatalf("the plugin cannot read its configuration: %v\n%s", err, text)
+		}
+		if cfg.DynamicMIG != want {
+			t.Errorf("dynamicMIG %v, want %v:\n%s", cfg.DynamicMIG, want, text)
+		}
+	}
+}

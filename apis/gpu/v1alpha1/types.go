@@ -224,6 +224,78 @@ type GPUDevice struct {
 	// limits; the GPU it is cut from is not a device of its own.
 	// +optional
 	MIG *MIGInstance `json:"mig,omitempty"`
+
+	// migGeometry is set on a GPU in MIG mode whose instances the node's
+	// daemon makes on demand (dynamic MIG): the profiles the GPU can be
+	// cut into and where each may lie. Such a GPU serves MIG instances
+	// only; each container placed on it gets one instance, whole, made
+	// when the kubelet allocates it and destroyed when the pod ends.
+	// +optional
+	MIGGeometry *MIGGeometry `json:"migGeometry,omitempty"`
+}
+
+// MIGGeometry is how a GPU in MIG mode can be cut into instances. Its
+// memory is in slices (8 on an A100 or H100, at most 16), numbered from
+// 0; an instance takes a run of them, and two instances never share one.
+type MIGGeometry struct {
+	// profiles are the GPU instance profiles the GPU offers.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Profiles []MIGProfile `json:"profiles"`
+}
+
+// MIGProfile is one GPU instance profile of a GPU in MIG mode.
+type MIGProfile struct {
+	// name is the profile as NVIDIA names it, such as "1g.10gb".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+
+	// profileID is NVML's ID of the GPU instance profile, which the
+	// node's daemon creates the instance by.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	ProfileID int32 `json:"profileID"`
+
+	// memoryMiB is an instance's memory, in MiB.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	MemoryMiB int64 `json:"memoryMiB"`
+
+	// computePercent is an instance's share of the GPU's compute, in
+	// percent (14 for one of seven slices).
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	ComputePercent int32 `json:"computePercent"`
+
+	// placements are where an instance of the profile may lie, in the
+	// order they are tried.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Placements []MIGPlacement `json:"placements"`
+}
+
+// MIGPlacement is a run of a GPU's memory slices that one instance may
+// take.
+type MIGPlacement struct {
+	// start is the first memory slice.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=15
+	Start int32 `json:"start"`
+
+	// size is the number of memory slices.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Size int32 `json:"size"`
 }
 
 // MIGInstance says what slice of which GPU a MIG device is.
@@ -415,6 +487,32 @@ type DeviceAllocation struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
 	Cores int32 `json:"cores"`
+
+	// mig is set when the GPU's MIG instances are made on demand: the
+	// instance the container gets, which the node's daemon makes when the
+	// kubelet allocates the container. memoryMiB and cores are then the
+	// instance's.
+	// +optional
+	MIG *MIGAllocation `json:"mig,omitempty"`
+}
+
+// MIGAllocation is a MIG instance that the scheduler placed on a GPU whose
+// instances are made on demand.
+type MIGAllocation struct {
+	// profile is the instance's profile, such as "1g.10gb".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Profile string `json:"profile"`
+
+	// profileID is NVML's ID of the GPU instance profile.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	ProfileID int32 `json:"profileID"`
+
+	// placement is the run of memory slices the instance takes.
+	// +required
+	Placement MIGPlacement `json:"placement"`
 }
 
 // AllocationPhase is how far the device plugin has served an allocation.

@@ -29,6 +29,10 @@ type Options struct {
 	ProcRoot string
 	// Clock is the time source.
 	Clock clock.PassiveClock
+	// DynamicMIG publishes a GPU in MIG mode as itself, with its MIG
+	// geometry, for instances made on demand, instead of the instances
+	// on it.
+	DynamicMIG bool
 }
 
 // Backend reads GPUs, their health and their use through NVML.

@@ -65,6 +65,14 @@ func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 			inv.Devices = append(inv.Devices, d)
 			continue
 		}
+		if b.opts.DynamicMIG {
+			if d.MIGGeometry, err = geometry(handle, d.MemoryMiB); err != nil {
+				return gpu.Inventory{}, fmt.Errorf("reading the MIG geometry of GPU %d: %w", i, err)
+			}
+			logger.V(4).Info("Found GPU in MIG mode for instances made on demand", "uuid", d.UUID, "index", d.Index, "profiles", len(d.MIGGeometry.Profiles))
+			inv.Devices = append(inv.Devices, d)
+			continue
+		}
 		// CUDA runs only on a MIG-mode GPU's instances: they are the
 		// devices, never the GPU itself.
 		instances, err := b.migInstances(d, handle, minor)

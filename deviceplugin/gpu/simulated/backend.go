@@ -18,17 +18,23 @@ type Backend struct {
 	path         string
 	reloadPeriod time.Duration
 	clock        clock.WithTicker
+	// dynamicMIG serves GPUs with a MIG geometry whole; otherwise they
+	// are in MIG mode with no instances, and serve nothing.
+	dynamicMIG bool
 
 	mu   sync.Mutex
 	file File
+	// migMu serialises the changes to the instances file.
+	migMu sync.Mutex
 }
 
 var _ gpu.Backend = (*Backend)(nil)
 
 // New returns a backend for the file at path, read again every reloadPeriod
-// while health is watched.
-func New(path string, reloadPeriod time.Duration, clk clock.WithTicker) *Backend {
-	return &Backend{path: path, reloadPeriod: reloadPeriod, clock: clk}
+// while health is watched; with dynamicMIG, GPUs with a MIG geometry are
+// served whole, for instances made on demand.
+func New(path string, reloadPeriod time.Duration, clk clock.WithTicker, dynamicMIG bool) *Backend {
+	return &Backend{path: path, reloadPeriod: reloadPeriod, clock: clk, dynamicMIG: dynamicMIG}
 }
 
 // Discover reads the file.
@@ -41,6 +47,9 @@ func (b *Backend) Discover(ctx context.Context) (gpu.Inventory, error) {
 	b.file = f
 	b.mu.Unlock()
 	devices := f.Devices()
+	if !b.dynamicMIG {
+		devices = slices.DeleteFunc(devices, func(d gpu.Device) bool { return d.MIGGeometry != nil })
+	}
 	slices.SortFunc(devices, func(a, b gpu.Device) int { return a.Index - b.Index })
 	return gpu.Inventory{DriverVersion: DriverVersion, Devices: devices}, nil
 }

@@ -20,7 +20,7 @@ gpus:
 
 func TestDiscoverOrdersByIndexAndSaysSimulated(t *testing.T) {
 	path := writeFile(t, "gpus:\n- {uuid: b, model: m, memoryMiB: 1, index: 1}\n- {uuid: a, model: m, memoryMiB: 1, index: 0}\n")
-	inv, err := New(path, time.Second, testingclock.NewFakeClock(time.Now())).Discover(context.Background())
+	inv, err := New(path, time.Second, testingclock.NewFakeClock(time.Now()), false).Discover(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func startWatch(t *testing.T, content string) *watch {
 	w := &watch{path: writeFile(t, content), clk: testingclock.NewFakeClock(time.Now()), events: make(chan gpu.HealthEvent, 10), done: make(chan error)}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	t.Cleanup(w.cancel)
-	w.b = New(w.path, time.Second, w.clk)
+	w.b = New(w.path, time.Second, w.clk, false)
 	if _, err := w.b.Discover(w.ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,13 @@ const maxCapabilityError = 512
 //	    computePercent: 14   # optional
 //	    capabilityError: permission denied # optional: the instance's
 //	                         # capability devices cannot be read
+//	  migGeometry:         # optional, instead of migInstances: the GPU is
+//	    profiles:          # in MIG mode, its instances made on demand
+//	    - name: 1g.10gb
+//	      profileID: 19
+//	      memoryMiB: 9856
+//	      computePercent: 14
+//	      placements: [{start: 0, size: 1}, {start: 1, size: 1}]
 type File struct {
 	// GPUs are the node's simulated GPUs.
 	GPUs []FileGPU `json:"gpus"`
@@ -69,6 +76,11 @@ type FileGPU struct {
 	// MIGInstances, when set, put the GPU in MIG mode: the instances are
 	// its devices.
 	MIGInstances []FileMIGInstance `json:"migInstances,omitempty"`
+	// MIGGeometry, when set, puts the GPU in MIG mode with no instances:
+	// a daemon with dynamicMIG serves it whole and makes its instances
+	// on demand, kept in the instances file beside this one
+	// (InstancesFile); any other serves nothing of it.
+	MIGGeometry *gpuv1alpha1.MIGGeometry `json:"migGeometry,omitempty"`
 }
 
 // FileMIGInstance is one MIG instance of a simulated GPU.
@@ -155,6 +167,7 @@ func (f *File) Validate() error {
 		if g.UtilizationPercent < 0 || g.UtilizationPercent > 100 {
 			errs = append(errs, field.Invalid(p.Child("utilizationPercent"), g.UtilizationPercent, "must be between 0 and 100"))
 		}
+		errs = append(errs, validateGeometry(p.Child("migGeometry"), g.MIGGeometry, len(g.MIGInstances) > 0)...)
 		for j, m := range g.MIGInstances {
 			mp := p.Child("migInstances").Index(j)
 			errs = append(errs, uniqueUUID(mp.Child("uuid"), m.UUID, uuids)...)
@@ -232,6 +245,7 @@ func (f *File) Devices() []gpu.Device {
 			// A real GPU's minor number is its index but for rare
 			// cases: good enough for a simulated one.
 			DeviceNodes: []string{gpu.DeviceNode(g.index(i))},
+			MIGGeometry: g.MIGGeometry,
 		}
 		if len(g.MIGInstances) == 0 {
 			devices = append(devices, d)

@@ -71,6 +71,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 0
+    - name: mig
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGAllocation
     - name: uuid
       type:
         scalar: string
@@ -165,6 +168,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: mig
       type:
         namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGInstance
+    - name: migGeometry
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGGeometry
     - name: model
       type:
         scalar: string
@@ -250,6 +256,32 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: models
       type:
         scalar: string
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGAllocation
+  map:
+    fields:
+    - name: placement
+      type:
+        namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGPlacement
+      default: {}
+    - name: profile
+      type:
+        scalar: string
+      default: ""
+    - name: profileID
+      type:
+        scalar: numeric
+      default: 0
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGGeometry
+  map:
+    fields:
+    - name: profiles
+      type:
+        list:
+          elementType:
+            namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGProfile
+          elementRelationship: associative
+          keys:
+          - name
 - name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGInstance
   map:
     fields:
@@ -273,6 +305,42 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGPlacement
+  map:
+    fields:
+    - name: size
+      type:
+        scalar: numeric
+      default: 0
+    - name: start
+      type:
+        scalar: numeric
+      default: 0
+- name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGProfile
+  map:
+    fields:
+    - name: computePercent
+      type:
+        scalar: numeric
+      default: 0
+    - name: memoryMiB
+      type:
+        scalar: numeric
+      default: 0
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: placements
+      type:
+        list:
+          elementType:
+            namedType: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGPlacement
+          elementRelationship: atomic
+    - name: profileID
+      type:
+        scalar: numeric
+      default: 0
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

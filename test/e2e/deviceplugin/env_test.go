@@ -43,6 +43,10 @@ type cluster struct {
 type simNode struct {
 	name string
 	gpus string
+	// dynamicMIG runs its device plugin with dynamicMIG.
+	dynamicMIG bool
+	// gpuFile is set to the path of the simulated-GPU file.
+	gpuFile *string
 }
 
 // startCluster starts a cluster with the extender's defaults and a device
@@ -57,6 +61,10 @@ func startCluster(t *testing.T, nodes ...simNode) *cluster {
 		pcfg.SplitCount = 4
 		pcfg.PluginDir = pluginDir
 		pcfg.SimulatedGPUFile = gpuFile
+		pcfg.DynamicMIG = n.dynamicMIG
+		if n.gpuFile != nil {
+			*n.gpuFile = gpuFile
+		}
 		pcfg.MetricsAddress = ""
 		p, err := plugin.New(pcfg, plugin.Dependencies{Kube: c.cp.Kube, Tessera: c.cp.Tessera})
 		if err != nil {

@@ -35,14 +35,16 @@ type gpuSpec struct {
 	shares    int32
 	// mig, when set, is the profile of the MIG instance this GPU is.
 	mig string
+	// geometry, when set, makes the GPU's MIG instances on demand.
+	geometry *gpuv1alpha1.MIGGeometry
 }
 
-func a100(numa int32) gpuSpec { return gpuSpec{"NVIDIA A100-SXM4-80GB", 81920, numa, 10, ""} }
-func t4() gpuSpec             { return gpuSpec{"Tesla T4", 15360, 0, 10, ""} }
+func a100(numa int32) gpuSpec { return gpuSpec{"NVIDIA A100-SXM4-80GB", 81920, numa, 10, "", nil} }
+func t4() gpuSpec             { return gpuSpec{"Tesla T4", 15360, 0, 10, "", nil} }
 
 // migInstance is a MIG instance of an A100 40GB, had alone.
 func migInstance(profile string, memoryMiB int64) gpuSpec {
-	return gpuSpec{"NVIDIA A100-SXM4-40GB MIG " + profile, memoryMiB, 0, 1, profile}
+	return gpuSpec{"NVIDIA A100-SXM4-40GB MIG " + profile, memoryMiB, 0, 1, profile, nil}
 }
 
 // addNode creates a Node whose device plugin advertises split virtual GPUs
@@ -73,6 +75,7 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 		if g.mig != "" {
 			status.Devices[i].MIG = &gpuv1alpha1.MIGInstance{ParentUUID: "GPU-" + name + "-parent", Profile: g.mig}
 		}
+		status.Devices[i].MIGGeometry = g.geometry
 	}
 	gn := framework.CreateGPUNode(ctx, t, e.cp.Tessera, name, &status)
 	framework.RenewNodeLease(ctx, t, e.cp.Kube, name, time.Now())

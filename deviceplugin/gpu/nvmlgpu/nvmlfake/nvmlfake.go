@@ -4,6 +4,8 @@
 package nvmlfake
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -198,4 +200,81 @@ func (n *Node) SetMIG(i int, instances ...MIGInstance) {
 			},
 		}, nvml.SUCCESS
 	}
+}
+
+// SetDynamicMIG puts GPU i in MIG mode with no instances, for instances
+// made on demand through go-nvml's mock of GPU and compute instances. Its
+// MIG devices are the compute instances made, in GPU instance order, each
+// with the UUID MIGUUID gives. When failCompute is set, making a compute
+// instance fails.
+func (n *Node) SetDynamicMIG(i int, failCompute bool) {
+	d := n.Device(i)
+	d.MigMode = nvml.DEVICE_MIG_ENABLE
+	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return MIGSlots, nvml.SUCCESS }
+	d.GetMigDeviceHandleByIndexFunc = func(slot int) (nvml.Device, nvml.Return) {
+		if slot < 0 || slot >= MIGSlots {
+			return nil, nvml.ERROR_INVALID_ARGUMENT
+		}
+		made := n.madeInstances(d)
+		if slot >= len(made) {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		gi, ci := made[slot][0], made[slot][1]
+		return &mock.Device{
+			GetUUIDFunc:              func() (string, nvml.Return) { return MIGUUID(d.UUID, gi, ci), nvml.SUCCESS },
+			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return gi, nvml.SUCCESS },
+			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return ci, nvml.SUCCESS },
+		}, nvml.SUCCESS
+	}
+	d.GetGpuInstanceByIdFunc = func(id int) (nvml.GpuInstance, nvml.Return) {
+		d.RLock()
+		defer d.RUnlock()
+		for gi := range d.GpuInstances {
+			if int(gi.Info.Id) == id {
+				return gi, nvml.SUCCESS
+			}
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	create := d.CreateGpuInstanceWithPlacementFunc
+	d.CreateGpuInstanceWithPlacementFunc = func(info *nvml.GpuInstanceProfileInfo, pl *nvml.GpuInstancePlacement) (nvml.GpuInstance, nvml.Return) {
+		gi, ret := create(info, pl)
+		if ret == nvml.SUCCESS && failCompute {
+			gi.(*server.GpuInstance).CreateComputeInstanceFunc = func(*nvml.ComputeInstanceProfileInfo) (nvml.ComputeInstance, nvml.Return) {
+				return nil, nvml.ERROR_INSUFFICIENT_RESOURCES
+			}
+		}
+		return gi, ret
+	}
+}
+
+// MIGUUID is the UUID of the MIG device of compute instance ci in GPU
+// instance gi on the GPU with the UUID.
+func MIGUUID(gpuUUID string, gi, ci int) string {
+	return fmt.Sprintf("MIG-%s-%d-%d", gpuUUID, gi, ci)
+}
+
+// madeInstances lists the GPU and compute instance IDs of the compute
+// instances on d, by GPU instance ID.
+func (n *Node) madeInstances(d *server.Device) [][2]int {
+	d.RLock()
+	defer d.RUnlock()
+	var made [][2]int
+	for gi := range d.GpuInstances {
+		gi.RLock()
+		for ci := range gi.ComputeInstances {
+			made = append(made, [2]int{int(gi.Info.Id), int(ci.Info.Id)})
+		}
+		gi.RUnlock()
+	}
+	slices.SortFunc(made, func(a, b [2]int) int { return a[0] - b[0] })
+	return made
+}
+
+// MIGInstanceCount is the number of GPU instances on GPU i.
+func (n *Node) MIGInstanceCount(i int) int {
+	d := n.Device(i)
+	d.RLock()
+	defer d.RUnlock()
+	return len(d.GpuInstances)
 }

@@ -32,6 +32,11 @@ type DeviceAllocationApplyConfiguration struct {
 	// cores is the share of the GPU's compute the container may use, in
 	// percent; 0 means no limit is enforced.
 	Cores *int32 `json:"cores,omitempty"`
+	// mig is set when the GPU's MIG instances are made on demand: the
+	// instance the container gets, which the node's daemon makes when the
+	// kubelet allocates the container. memoryMiB and cores are then the
+	// instance's.
+	MIG *MIGAllocationApplyConfiguration `json:"mig,omitempty"`
 }
 
 // DeviceAllocationApplyConfiguration constructs a declarative configuration of the DeviceAllocation type for use with
@@ -69,5 +74,13 @@ func (b *DeviceAllocationApplyConfiguration) WithMemoryMiB(value int64) *DeviceA
 // If called multiple times, the Cores field is set to the value of the last call.
 func (b *DeviceAllocationApplyConfiguration) WithCores(value int32) *DeviceAllocationApplyConfiguration {
 	b.Cores = &value
+	return b
+}
+
+// WithMIG sets the MIG field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MIG field is set to the value of the last call.
+func (b *DeviceAllocationApplyConfiguration) WithMIG(value *MIGAllocationApplyConfiguration) *DeviceAllocationApplyConfiguration {
+	b.MIG = value
 	return b
 }

@@ -52,6 +52,12 @@ type GPUDeviceApplyConfiguration struct {
 	// whole, to one container at a time, and never shared by HAMi-core
 	// limits; the GPU it is cut from is not a device of its own.
 	MIG *MIGInstanceApplyConfiguration `json:"mig,omitempty"`
+	// migGeometry is set on a GPU in MIG mode whose instances the node's
+	// daemon makes on demand (dynamic MIG): the profiles the GPU can be
+	// cut into and where each may lie. Such a GPU serves MIG instances
+	// only; each container placed on it gets one instance, whole, made
+	// when the kubelet allocates it and destroyed when the pod ends.
+	MIGGeometry *MIGGeometryApplyConfiguration `json:"migGeometry,omitempty"`
 }
 
 // GPUDeviceApplyConfiguration constructs a declarative configuration of the GPUDevice type for use with
@@ -137,5 +143,13 @@ func (b *GPUDeviceApplyConfiguration) WithHealthMessage(value string) *GPUDevice
 // If called multiple times, the MIG field is set to the value of the last call.
 func (b *GPUDeviceApplyConfiguration) WithMIG(value *MIGInstanceApplyConfiguration) *GPUDeviceApplyConfiguration {
 	b.MIG = value
+	return b
+}
+
+// WithMIGGeometry sets the MIGGeometry field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MIGGeometry field is set to the value of the last call.
+func (b *GPUDeviceApplyConfiguration) WithMIGGeometry(value *MIGGeometryApplyConfiguration) *GPUDeviceApplyConfiguration {
+	b.MIGGeometry = value
 	return b
 }

@@ -1,0 +1,47 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/allocator"
+	"github.com/tessera-gpu/tessera/deviceplugin/dynamicmig"
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
+)
+
+const (
+	// migReconcilePeriod is how often the MIG instances no live
+	// allocation needs are looked for and destroyed.
+	migReconcilePeriod = 5 * time.Second
+	// migGrace is how long an instance just made is kept although no
+	// allocation in the caches needs it yet: the kubelet allocated it for
+	// a pod that the caches see within moments, and a pod that ended
+	// before a reconcile saw it loses its instance this much later.
+	migGrace = 15 * time.Second
+)
+
+// migPreparer returns, with dynamicMIG, what makes the MIG instances the
+// scheduler places, and starts destroying those no live allocation
+// needs; nil without.
+func (p *Plugin) migPreparer(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches) allocator.MIGPreparer {
+	if !p.cfg.DynamicMIG {
+		return nil
+	}
+	maker, ok := p.deps.Backend.(gpu.MIGMaker)
+	if !ok {
+		klog.FromContext(ctx).Error(errors.New("the GPU backend cannot make MIG instances"), "MIG instances are not made on demand; pods placed on them fail to start")
+		return nil
+	}
+	m := dynamicmig.New(maker, p.deps.Clock, migGrace)
+	live := dynamicmig.Live{NodeName: p.cfg.NodeName, Allocations: caches.allocations, Pods: caches.pods}
+	g.Go(func() error {
+		m.Run(ctx, p.deps.Clock, migReconcilePeriod, live, inv.Devices)
+		return nil
+	})
+	return m
+}
