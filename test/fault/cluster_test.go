@@ -129,6 +129,9 @@ func startCluster(t *testing.T, mode string, nodes int) *cluster {
 type setup struct {
 	// workloads runs kube-controller-manager's workload controllers.
 	workloads bool
+	// gangs turns Kubernetes' Workload API (PodGroup) on in every
+	// control-plane process and in tessera-scheduler.
+	gangs bool
 	// prepare runs once the control plane serves, before what places pods.
 	prepare func(t *testing.T, cp *framework.ControlPlane)
 	// configure and edits are the cluster's.
@@ -139,7 +142,7 @@ type setup struct {
 // startClusterWith is startCluster with what s adds.
 func startClusterWith(t *testing.T, mode string, nodes int, s setup) *cluster {
 	t.Helper()
-	cp := framework.Start(t, framework.Options{ControllerManager: true, DRA: mode == draMode, Workloads: s.workloads})
+	cp := framework.Start(t, framework.Options{ControllerManager: true, DRA: mode == draMode, Workloads: s.workloads, Gangs: s.gangs})
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(1)))
 	c := &cluster{cp: cp, ctx: klog.NewContext(context.Background(), logger), mode: mode, configure: s.configure, edits: s.edits}
 	if s.prepare != nil {

@@ -155,22 +155,11 @@ func (e *env) allocations(ctx context.Context, t *testing.T, pods []string) int 
 // what its pods are allocated and what is reserved for pods not yet bound.
 func (e *env) heldMiB(t *testing.T, node string) int64 {
 	t.Helper()
-	body, err := httpGet("http://" + e.scheduler.MetricsAddress + "/metrics/state")
+	held, err := framework.HeldMiB(t.Context(), e.scheduler.MetricsAddress, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bytes float64
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, "tessera_gpu_memory_allocated_bytes{") || !strings.Contains(line, `node="`+node+`"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("parsing %q: %v", line, err)
-		}
-		bytes += v
-	}
-	return int64(bytes) >> 20
+	return held
 }
 
 // waitHeldMiB waits until tessera-scheduler's view holds want MiB on the
