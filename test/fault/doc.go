@@ -31,4 +31,12 @@
 // kube-apiserver restarts, and checks that held room is never
 // over-committed nor left waiting, that no Workload is rejected, and that
 // a free lets a waiting Workload in before Kueue's own retry.
+//
+// TestPodGroupFaults runs tessera-scheduler with Kubernetes' Workload API
+// on under a stream of PodGroups of GPU slices on fragmented GPUs, through
+// tessera-scheduler killed while gangs wait, the bindings of each gang's
+// last member refused for a while and kube-apiserver restarts, and checks
+// that no GPU is over-committed, that no gang stays half placed past its
+// bound, and that tessera-scheduler's view holds exactly what the bound
+// pods are allocated.
 package fault

@@ -51,7 +51,7 @@ func TestPodGroupFaults(t *testing.T) {
 			time.Sleep(3 * time.Second)
 			f.inject(ctx, t, c)
 			time.Sleep(5 * time.Second)
-			created := l.stop()
+			created := l.stop(t)
 
 			c.drainPodGroups(ctx, t)
 			c.checkGang(ctx, t)
@@ -88,8 +88,10 @@ func podGroupFaults() []fault {
 				time.Sleep(2 * time.Second)
 			}
 		}, maxWait},
-		{"bindings of the gangs' pods refused for 15 s", func(ctx context.Context, t *testing.T, c *cluster) {
-			allow := c.cp.RefuseBindings(ctx, t, podGroupPrefix+"-")
+		{"bindings of each gang's last member refused for 15 s", func(ctx context.Context, t *testing.T, c *cluster) {
+			// The other members bind: each gang placed meanwhile is
+			// half placed until the refusals end.
+			allow := c.cp.RefuseBindings(ctx, t, memberName("", gangSize-1))
 			time.Sleep(refusedBinds)
 			allow()
 		}, maxWait + refusedBinds},

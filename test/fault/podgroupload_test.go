@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,14 +16,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 const (
 	// podGroupNamespace holds the stream's PodGroups and their pods, apart
 	// from the fragments, which end one by one.
 	podGroupNamespace = "podgroups"
-	// podGroupPrefix begins the name of every pod of the stream.
-	podGroupPrefix = "pg"
+	// memberPrefix and the member's index begin the name of every pod of
+	// the stream: pg-m2-f1-005-big is the third member of gang f1-005-big.
+	memberPrefix = "pg-m"
 	// gangSize members in each PodGroup, all of them its minCount.
 	gangSize = 3
 	// gangsAlive PodGroups at most at a time.
@@ -72,15 +75,20 @@ func startPodGroupLoad(ctx context.Context, c *cluster, prefix string) *podGroup
 	return l
 }
 
-// stop ends the stream, waits for it and returns how many gangs it made.
-func (l *podGroupLoad) stop() int {
+// stop ends the stream, waits for it, gives every gang left its members
+// and returns how many gangs it made.
+func (l *podGroupLoad) stop(t *testing.T) int {
+	t.Helper()
 	l.cancel()
 	l.wg.Wait()
+	framework.WaitFor(t, watchBackoff, "every gang to have its members", func() (bool, string) {
+		err := completeGangs(l.c.ctx, l.c)
+		return err == nil, fmt.Sprint(err)
+	})
 	return l.created
 }
 
-// fill creates PodGroups until gangsAlive are, and the members each
-// alive one lacks: one not created while kube-apiserver restarted.
+// fill creates PodGroups until gangsAlive are, and the members any lacks.
 func (l *podGroupLoad) fill(ctx context.Context) {
 	kube := l.c.cp.Kube
 	groups, err := kube.SchedulingV1beta1().PodGroups(podGroupNamespace).List(ctx, metav1.ListOptions{})
@@ -91,7 +99,7 @@ func (l *podGroupLoad) fill(ctx context.Context) {
 	for range gangsAlive - len(alive) {
 		kind := []gangJobKind{smallJob, bigJob}[l.created%2]
 		pg := &schedulingv1beta1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%03d-%s", podGroupPrefix, l.prefix, l.created, kind.name), Namespace: podGroupNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%03d-%s", l.prefix, l.created, kind.name), Namespace: podGroupNamespace},
 			Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
 				Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: gangSize},
 			}},
@@ -100,27 +108,40 @@ func (l *podGroupLoad) fill(ctx context.Context) {
 			return
 		}
 		l.created++
-		alive = append(alive, *pg)
+	}
+	_ = completeGangs(ctx, l.c)
+}
+
+// completeGangs creates the members each alive PodGroup lacks: one not
+// created while kube-apiserver restarted.
+func completeGangs(ctx context.Context, c *cluster) error {
+	kube := c.cp.Kube
+	groups, err := kube.SchedulingV1beta1().PodGroups(podGroupNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
 	}
 	pods, err := kube.CoreV1().Pods(podGroupNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return
+		return err
 	}
 	exists := map[string]bool{}
 	for _, p := range pods.Items {
 		exists[p.Name] = true
 	}
-	for _, g := range alive {
+	for _, g := range groups.Items {
 		kind := smallJob
 		if strings.HasSuffix(g.Name, bigJob.name) {
 			kind = bigJob
 		}
 		for i := range gangSize {
-			if name := fmt.Sprintf("%s-%d", g.Name, i); !exists[name] {
-				_, _ = kube.CoreV1().Pods(podGroupNamespace).Create(ctx, gangMember(name, g.Name, kind), metav1.CreateOptions{})
+			if name := memberName(g.Name, i); !exists[name] && g.DeletionTimestamp == nil {
+				if _, err := kube.CoreV1().Pods(podGroupNamespace).Create(ctx, gangMember(name, g.Name, kind), metav1.CreateOptions{}); err != nil {
+					return err
+				}
 			}
 		}
 	}
+	return nil
 }
 
 // deleteOldestWholeGang deletes the oldest PodGroup whose pods all run,
@@ -154,6 +175,11 @@ func (l *podGroupLoad) deleteOldestWholeGang(ctx context.Context) {
 	_ = kube.SchedulingV1beta1().PodGroups(podGroupNamespace).Delete(ctx, victim, metav1.DeleteOptions{})
 	_ = kube.CoreV1().Pods(podGroupNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
 		metav1.ListOptions{LabelSelector: gangLabel + "=" + victim})
+}
+
+// memberName names the ith member of the gang.
+func memberName(gang string, i int) string {
+	return fmt.Sprintf("%s%d-%s", memberPrefix, i, gang)
 }
 
 // gangMember is a pod of the PodGroup group asking for one GPU slice of
