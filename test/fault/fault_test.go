@@ -72,17 +72,7 @@ func TestFaults(t *testing.T) {
 func modeFaults(c *cluster) []fault {
 	faults := []fault{{"none", func(context.Context, *testing.T, *cluster) { time.Sleep(5 * time.Second) }, maxWait}}
 	// Faults every mode meets.
-	apiServerRestarted := fault{"kube-apiserver restarted 3 times", func(ctx context.Context, t *testing.T, c *cluster) {
-		for range 3 {
-			restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			err := c.cp.RestartAPIServer(restartCtx)
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(3 * time.Second)
-		}
-	}, maxWait + watchBackoff}
+	apiServerRestarted := apiServerRestarts(3)
 	kubeletRestarted := fault{"kubelet stand-in restarted 5 times", func(_ context.Context, t *testing.T, c *cluster) {
 		n := c.nodes[0]
 		for range 5 {
@@ -125,6 +115,22 @@ func modeFaults(c *cluster) []fault {
 			}
 		}, maxWait},
 		kubeletRestarted)
+}
+
+// apiServerRestarts restarts kube-apiserver n times, 3 s apart once it
+// serves again.
+func apiServerRestarts(n int) fault {
+	return fault{fmt.Sprintf("kube-apiserver restarted %d times", n), func(ctx context.Context, t *testing.T, c *cluster) {
+		for range n {
+			restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			err := c.cp.RestartAPIServer(restartCtx)
+			cancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+		}
+	}, maxWait + watchBackoff}
 }
 
 func testFaults(t *testing.T, mode string) {

@@ -66,6 +66,7 @@ func gangFaults() []gangFault {
 	// A Workload sent back is let in when a free makes room for it, well
 	// before Kueue's own retry; maxWait gives that a loaded machine.
 	freeBound := maxWait
+	restarts := apiServerRestarts(2)
 	return []gangFault{
 		{"none", func(context.Context, *testing.T, *cluster, *gangLoad) { time.Sleep(10 * time.Second) }, bound, freeBound},
 		{"placer killed 2 times, then rolled over", func(ctx context.Context, t *testing.T, c *cluster, _ *gangLoad) {
@@ -92,17 +93,8 @@ func gangFaults() []gangFault {
 			time.Sleep(refusedBinds)
 			allow()
 		}, bound + refusedBinds, freeBound + refusedBinds},
-		{"kube-apiserver restarted 2 times", func(ctx context.Context, t *testing.T, c *cluster, _ *gangLoad) {
-			for range 2 {
-				restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				err := c.cp.RestartAPIServer(restartCtx)
-				cancel()
-				if err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(3 * time.Second)
-			}
-		}, bound + watchBackoff, freeBound + watchBackoff},
+		{restarts.name, func(ctx context.Context, t *testing.T, c *cluster, _ *gangLoad) { restarts.inject(ctx, t, c) },
+			bound + watchBackoff, freeBound + watchBackoff},
 	}
 }
 
@@ -142,10 +134,7 @@ func testGangFitFaults(t *testing.T, mode string) {
 			defer stopMonitor()
 			go m.run(mctx)
 			prefix := fmt.Sprintf("g%d", i)
-			if err := c.createFragments(ctx, prefix, nodes*gpusPerNode); err != nil {
-				t.Fatal(err)
-			}
-			c.waitRunning(t, namespace, nodes*gpusPerNode)
+			c.fragmentGPUs(ctx, t, prefix)
 			l := startGangLoad(ctx, c, prefix)
 			time.Sleep(3 * time.Second)
 			f.inject(ctx, t, c, l)
@@ -271,7 +260,13 @@ func (c *cluster) deleteGangWork(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(t, 90*time.Second, "the Jobs' pods and their allocations to be gone", func() (bool, string) {
+	c.waitNoPods(ctx, t)
+}
+
+// waitNoPods waits until no pod or allocation is left in any namespace.
+func (c *cluster) waitNoPods(ctx context.Context, t *testing.T) {
+	t.Helper()
+	framework.WaitFor(t, 90*time.Second, "the pods and their allocations to be gone", func() (bool, string) {
 		s, err := readStateIn(ctx, c.cp, "")
 		if err != nil {
 			return false, err.Error()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -65,18 +66,19 @@ type gangLoad struct {
 	created int
 }
 
-// createFragments places one fragment on each GPU and waits until they
-// all run.
-func (c *cluster) createFragments(ctx context.Context, prefix string, n int) error {
+// fragmentGPUs places one fragment on each GPU of the cluster and waits
+// until they all run.
+func (c *cluster) fragmentGPUs(ctx context.Context, t *testing.T, prefix string) {
+	t.Helper()
 	names := gpurequest.DefaultResourceNames()
-	for i := range n {
+	for i := range nodes * gpusPerNode {
 		p := gpuPod(fmt.Sprintf("%s-frag-%02d", prefix, i), schedulerName)
 		p.Spec.Containers[0].Resources.Limits[names.Memory] = *resource.NewQuantity(fragmentMiB, resource.DecimalSI)
 		if _, err := c.cp.Kube.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			return err
+			t.Fatal(err)
 		}
 	}
-	return nil
+	c.waitRunning(t, namespace, nodes*gpusPerNode)
 }
 
 // startGangLoad runs the stream until stop; prefix names its Jobs.

@@ -43,10 +43,7 @@ func TestPodGroupFaults(t *testing.T) {
 			defer stopMonitor()
 			go m.run(mctx)
 			prefix := fmt.Sprintf("f%d", i)
-			if err := c.createFragments(ctx, prefix, nodes*gpusPerNode); err != nil {
-				t.Fatal(err)
-			}
-			c.waitRunning(t, namespace, nodes*gpusPerNode)
+			c.fragmentGPUs(ctx, t, prefix)
 			l := startPodGroupLoad(ctx, c, prefix)
 			time.Sleep(3 * time.Second)
 			f.inject(ctx, t, c)
@@ -95,17 +92,7 @@ func podGroupFaults() []fault {
 			time.Sleep(refusedBinds)
 			allow()
 		}, maxWait + refusedBinds},
-		{"kube-apiserver restarted 2 times", func(ctx context.Context, t *testing.T, c *cluster) {
-			for range 2 {
-				restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-				err := c.cp.RestartAPIServer(restartCtx)
-				cancel()
-				if err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(3 * time.Second)
-			}
-		}, maxWait + watchBackoff},
+		apiServerRestarts(2),
 	}
 }
 
@@ -201,11 +188,5 @@ func (c *cluster) deletePodGroups(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(t, 90*time.Second, "the gangs' pods and their allocations to be gone", func() (bool, string) {
-		s, err := readStateIn(ctx, c.cp, "")
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(s.pods)+len(s.allocations) == 0, fmt.Sprintf("%d pods, %d allocations", len(s.pods), len(s.allocations))
-	})
+	c.waitNoPods(ctx, t)
 }
