@@ -184,6 +184,42 @@ func TestWhyOfPinnedGPU(t *testing.T) {
 	}
 }
 
+// TestWhyOfMIGInstance pins that a pod limited to MIG instances is told
+// that no instance has room, not how much memory is free: on a GPU that
+// makes its instances on demand, with 1g instances at slices 0 and 1 and
+// a 3g instance at 4, no place is left for another 3g instance.
+func TestWhyOfMIGInstance(t *testing.T) {
+	c := newCluster()
+	gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	gn.Status.Devices = []gpuv1alpha1.GPUDevice{{
+		UUID: "a-GPU-0", Model: "A100", MemoryMiB: 81920, Cores: 100, ShareLimit: 7, Health: gpuv1alpha1.GPUHealthy,
+		MIGGeometry: &gpuv1alpha1.MIGGeometry{Profiles: []gpuv1alpha1.MIGProfile{
+			{Name: "1g.10gb", ProfileID: 19, MemoryMiB: 9856, ComputePercent: 14, Placements: []gpuv1alpha1.MIGPlacement{{Start: 0, Size: 1}, {Start: 1, Size: 1}}},
+			{Name: "3g.40gb", ProfileID: 9, MemoryMiB: 40192, ComputePercent: 42, Placements: []gpuv1alpha1.MIGPlacement{{Start: 0, Size: 4}, {Start: 4, Size: 4}}},
+		}},
+	}}
+	c.view.SetGPUNode(gn)
+	c.view.SetLease("a", c.clock.Now())
+	mig := func(memoryMiB int64) *placement.Request {
+		req, err := placement.NewRequest([]gpurequest.ContainerRequest{{Name: "main", Kind: gpuv1alpha1.ContainerApp, Count: 1, MemoryMiB: memoryMiB}},
+			gpurequest.Selection{Mode: gpurequest.ModeMIG}, gpurequest.Spread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	for _, memoryMiB := range []int64{9000, 9000, 30000} {
+		if _, ok := c.place("a", mig(memoryMiB)); !ok {
+			t.Fatalf("an instance for %d MiB should fit", memoryMiB)
+		}
+	}
+	req := mig(30000)
+	got := c.index.Why(ShapeKey(req), req)
+	if want := "no room for the MIG instance"; !strings.Contains(got, want) || strings.Contains(got, "MiB free") {
+		t.Errorf("Why = %q; want it to say %q, not what memory is free", got, want)
+	}
+}
+
 func TestWhy(t *testing.T) {
 	tests := []struct {
 		name      string

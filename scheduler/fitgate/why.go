@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
@@ -20,7 +21,7 @@ const WhyMaxAge = time.Second
 // GPUs now. Only the nodes that could hold it were their GPUs all free
 // count. Most often no GPU of theirs has the memory a container asks for
 // free, and it names the GPU with the most; otherwise, or when the pod
-// picks its GPUs by UUID, it says what each
+// picks its GPUs by UUID or is limited to MIG instances, it says what each
 // node lacks, counting nodes alike as kube-scheduler does ("2 node(s) had
 // 1/8 GPUs that fit, 2 needed (7 not enough memory)"), the most common
 // first. key is ShapeKey(req). The words are reused for WhyMaxAge, and
@@ -64,9 +65,11 @@ func (x *Index) why(req *placement.Request, now time.Time) string {
 			gpuNode, gpuFree, gpuFound = name, free, true
 		}
 	}, nil)
-	// A pod that picks its GPUs by UUID is told what each one lacks.
+	// A pod that picks its GPUs by UUID is told what each one lacks, and
+	// so is a pod limited to MIG instances, which free memory does not
+	// hold: a free run of slices or a free instance does.
 	asked := MostMemoryMiB(req)
-	if len(req.Selection.UUIDs) > 0 {
+	if len(req.Selection.UUIDs) > 0 || req.Selection.Mode == gpurequest.ModeMIG {
 		asked = 0
 	}
 	switch {
