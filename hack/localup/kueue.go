@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 
 	"github.com/tessera-gpu/tessera/test/framework"
 )
@@ -90,11 +91,15 @@ func waitAdmitted(ctx context.Context, client dynamic.Interface, job *batchv1.Jo
 	return queue
 }
 
-// jobPlacements waits up to a minute for the job's pods to be placed and
-// returns a line per pod: the pod, its node and the GPUs, memory and
-// cores Tessera gave it, or why it is pending.
+// jobPlacements waits up to a minute for the job's pods, as many as its
+// parallelism, to be created and placed, and returns a line per pod: the
+// pod, its node and the GPUs, memory and cores Tessera gave it, or why it
+// is pending.
 func (c *cluster) jobPlacements(ctx context.Context, job *batchv1.Job) []string {
 	selector := metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name}
+	// The Job controller creates the pods one by one: the first may be
+	// placed before the last exists.
+	want := max(int(ptr.Deref(job.Spec.Parallelism, 1)), 1)
 	var pods []corev1.Pod
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := c.cp.Kube.CoreV1().Pods(job.Namespace).List(ctx, selector)
@@ -108,7 +113,7 @@ func (c *cluster) jobPlacements(ctx context.Context, job *batchv1.Job) []string 
 				placed++
 			}
 		}
-		return len(pods) > 0 && placed == len(pods), nil
+		return len(pods) >= want && placed == len(pods), nil
 	})
 	if len(pods) == 0 {
 		return []string{"-\t-\t-\t-\t-"}
