@@ -2,6 +2,7 @@ package gangplace
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -45,19 +46,39 @@ func measure(v *view.View, names []string, reqs []*placement.Request, open func(
 	var rooms []room
 	var ft placement.Fitter
 	none := func(types.UID) bool { return false }
+	alike := uniform(reqs)
 	v.Read(names, "", func(name string, n *view.Node) {
 		if n == nil || !n.HasGPUNode || !open(n) {
 			return
 		}
 		c := n.Without(none)
 		before := c.Fragments()
-		holds := ft.Pack(c, reqs, len(reqs))
+		var holds int
+		if alike {
+			// Where one pod no longer fits, none of the others does.
+			for holds < len(reqs) && ft.Pack(c, reqs[holds:holds+1], 1) == 1 {
+				holds++
+			}
+		} else {
+			holds = ft.Pack(c, reqs, len(reqs))
+		}
 		if holds == 0 {
 			return
 		}
 		rooms = append(rooms, room{name: name, holds: holds, fragments: c.Fragments() - before, leftMiB: c.FreeMemoryMiB()})
 	})
 	return rooms
+}
+
+// uniform reports whether the pods all ask for the same, as a gang's
+// pods made from one template do.
+func uniform(reqs []*placement.Request) bool {
+	for _, r := range reqs[1:] {
+		if !reflect.DeepEqual(r, reqs[0]) {
+			return false
+		}
+	}
+	return true
 }
 
 // choose picks up to limit sets of the fewest rooms that together hold
