@@ -10,6 +10,9 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/tessera-gpu/tessera/scheduler/gangplace"
 )
 
 // podGroup is a PodGroup of the default namespace with its pods to place.
@@ -106,6 +109,48 @@ func TestNormalizePlacementScore(t *testing.T) {
 				if scores[i].Score != want {
 					t.Errorf("score %d normalized to %d, want %d", tc.scores[i], scores[i].Score, want)
 				}
+			}
+		})
+	}
+}
+
+// proposed is a pod of a placement and its node, with its cycle state.
+type proposed struct {
+	pod   *v1.Pod
+	state fwk.CycleState
+}
+
+func (a proposed) GetPod() *v1.Pod               { return a.pod }
+func (a proposed) GetPodInfo() fwk.PodInfo       { return nil }
+func (a proposed) GetNodeName() string           { return node }
+func (a proposed) GetCycleState() fwk.CycleState { return a.state }
+
+func TestScorePlacement(t *testing.T) {
+	tests := []struct {
+		name   string
+		memory []int64
+		want   gangplace.Effect
+	}{
+		{name: "two pods fill the node's two GPUs", memory: []int64{15360, 15360}, want: gangplace.Effect{Pods: 2, Nodes: 1}},
+		{name: "two pods leave two GPUs partly used", memory: []int64{7680, 7680}, want: gangplace.Effect{Pods: 2, Nodes: 1, Fragments: 2}},
+		{name: "a pod that asks for no GPUs counts as placed", memory: []int64{0}, want: gangplace.Effect{Pods: 1, Nodes: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, _, _ := newTestPlugin(t)
+			a := &fwk.PodGroupAssignments{Placement: &fwk.Placement{Name: "test"}}
+			for i, memory := range tc.memory {
+				pod := gpuPod("g-"+string(rune('0'+i)), memory)
+				if memory == 0 {
+					pod.Spec.Containers[0].Resources.Limits = nil
+				}
+				state := framework.NewCycleState()
+				p.PreFilter(context.Background(), state, pod, nil)
+				a.ProposedAssignments = append(a.ProposedAssignments, proposed{pod: pod, state: state})
+			}
+			got, status := p.ScorePlacement(context.Background(), nil, &podGroup{pg: &schedulingv1beta1.PodGroup{}}, a)
+			if !status.IsSuccess() || got != tc.want.Score() {
+				t.Errorf("ScorePlacement = %d (%v), want %d (%+v)", got, status, tc.want.Score(), tc.want)
 			}
 		})
 	}
