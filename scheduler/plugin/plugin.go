@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -63,6 +64,9 @@ type Plugin struct {
 	handle fwk.Handle
 	// backoff holds back a PodGroup's pod whose binding failed.
 	backoff *bindBackoff
+	// gangs hold back the bindings of a gang's pods placed together until
+	// all of them can be bound.
+	gangs *gangBarriers
 	// topology proposes the placements of a PodGroup with a topology
 	// constraint: kube-scheduler's own generator, which a profile with
 	// Tessera's cannot also enable.
@@ -117,6 +121,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("watching pods' priorities: %w", err)
 	}
 	ready := func() bool { return keeper.HasSynced() && prioritiesSynced.HasSynced() }
+	backoff := newBindBackoff(ctx, keeper.Clock, h)
+	gangs := newGangBarriers(logger, keeper.Clock, gangBindTimeout, backoff.failed)
+	if _, err := keeper.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: gangs.podDeleted}); err != nil {
+		return nil, fmt.Errorf("watching the deletion of gangs' pods: %w", err)
+	}
 	if err := keeper.Start(ctx, rq); err != nil {
 		return nil, err
 	}
@@ -154,7 +163,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		recorder: h.EventRecorder(),
 		notifier: preemption.NewNotifier(h.EventRecorder(), keeper.Clock, preemption.DefaultRepeat),
 		handle:   h,
-		backoff:  newBindBackoff(ctx, keeper.Clock, h),
+		backoff:  backoff,
+		gangs:    gangs,
 		topology: topology,
 		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
 
