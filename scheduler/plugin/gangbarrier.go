@@ -52,10 +52,11 @@ type gangBarriers struct {
 }
 
 // gangBarrier is the barrier of the members of one PodGroup placed
-// together in one pod group cycle. Its members are the pods whose GPUs
-// Tessera's Reserve took on the placement chosen (the last Reserve plugin
-// in the shipped configuration): members bound in earlier cycles, and
-// those that did not fit, are not waited for.
+// together in one pod group cycle. Its members are the pods Tessera's
+// Reserve passed on the placement chosen (the last Reserve plugin in the
+// shipped configuration, so that every one of them goes on to binding):
+// members bound in earlier cycles, and those that did not fit, are not
+// waited for.
 type gangBarrier struct {
 	group string
 	// members are the gang's pods placed in the cycle; passed, those that
@@ -126,7 +127,7 @@ func (r *gangBarriers) wait(ctx context.Context, b *gangBarrier, uid types.UID) 
 	if b.deadline.IsZero() {
 		b.deadline = r.clock.Now().Add(r.timeout)
 	}
-	if b.err == nil && b.allPassed() {
+	if !isClosed(b.done) && b.allPassed() {
 		r.finish(b, nil)
 	}
 	deadline := b.deadline
