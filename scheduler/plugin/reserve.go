@@ -21,6 +21,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		return fwk.AsStatus(err)
 	}
 	if len(s.req.Containers) == 0 {
+		gangReserved(state)
 		return nil
 	}
 	now := p.clock.Now()
@@ -36,6 +37,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		return fwk.NewStatus(fwk.Unschedulable, "node no longer fits the pod's GPUs: "+err.Error())
 	}
 	s.reservedAt, s.containers = now, reserved.Containers
+	gangReserved(state)
 	p.requeue.placed(pod.UID, nodeName)
 	if reserved.HoldFreed != "" {
 		// Should the bind fail, the gang's room comes back where the

@@ -37,6 +37,10 @@ type cycleState struct {
 	// containers are what it gave each container.
 	reservedAt time.Time
 	containers []gpuv1alpha1.ContainerAllocation
+
+	// gang ends the reason a node does not fit a pod tried in its
+	// PodGroup's cycle (see gangSuffix); empty otherwise.
+	gang string
 }
 
 // nodeChanges are the pods a dry run moved on or off one node.
