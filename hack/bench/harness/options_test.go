@@ -17,7 +17,7 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{name: "defaults are valid", mutate: func(*Options) {}},
 		{name: "scale mode is valid", mutate: func(o *Options) { o.Mode = ModeScale; o.Nodes = 5000; o.Pods = 40000 }},
-		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale, writes, backlog or queue`},
+		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale, writes, backlog, queue or gangs`},
 		{name: "backlog mode is valid", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows() }},
 		{name: "backlog mode ignores --pods", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows(); o.Nodes = 50 }},
 		{name: "backlog mode runs no row a", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = []string{"a", "c"} },
