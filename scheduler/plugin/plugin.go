@@ -6,10 +6,13 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/topologyaware"
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/scheduler/commit"
@@ -60,6 +63,10 @@ type Plugin struct {
 	handle fwk.Handle
 	// backoff holds back a PodGroup's pod whose binding failed.
 	backoff *bindBackoff
+	// topology proposes the placements of a PodGroup with a topology
+	// constraint: kube-scheduler's own generator, which a profile with
+	// Tessera's cannot also enable.
+	topology fwk.PlacementGeneratePlugin
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
@@ -88,16 +95,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	ctx = klog.NewContext(ctx, logger)
-	// kube-scheduler's configuration asks for protobuf, which custom
-	// resources do not speak.
-	restConfig := rest.CopyConfig(h.KubeConfig())
-	restConfig.ContentType, restConfig.AcceptContentTypes = "application/json", "application/json"
 	// Its requests wait out a restarting kube-apiserver as the extender's
 	// do: client-go alone sleeps 5 s on each 503, and the in-flight check
 	// that reads an allocation gives up sooner, holding the node's turn.
 	keeper, err := viewsync.New(viewsync.Config{
 		Options:    cfg,
-		RestConfig: restConfig,
+		RestConfig: jsonConfig(h),
 		Kube:       h.ClientSet(),
 		// Only the pods of this profile can hold allocations the plugin made.
 		SchedulerName: h.ProfileName(),
@@ -116,6 +119,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	ready := func() bool { return keeper.HasSynced() && prioritiesSynced.HasSynced() }
 	if err := keeper.Start(ctx, rq); err != nil {
 		return nil, err
+	}
+	topology, err := topologyaware.New(ctx, nil, h, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	if err != nil {
+		return nil, fmt.Errorf("building kube-scheduler's topology placement generator: %w", err)
 	}
 	reasons := newHeldReasons(keeper.Kube, h.EventRecorder(), keeper.Clock)
 	go reasons.run(ctx)
@@ -148,6 +155,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		notifier: preemption.NewNotifier(h.EventRecorder(), keeper.Clock, preemption.DefaultRepeat),
 		handle:   h,
 		backoff:  newBindBackoff(ctx, keeper.Clock, h),
+		topology: topology,
 		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
 
 		profile:    h.ProfileName(),
@@ -160,3 +168,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
+
+// jsonConfig is kube-scheduler's client configuration, speaking JSON:
+// kube-scheduler's asks for protobuf, which custom resources do not speak.
+func jsonConfig(h fwk.Handle) *rest.Config {
+	c := rest.CopyConfig(h.KubeConfig())
+	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
+	return c
+}
