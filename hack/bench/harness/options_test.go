@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -83,23 +81,10 @@ func TestCompleteGivesBacklogModeItsRows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := parseOptions(t, tt.args)
+			o := completedOptions(t, tt.args)
 			if !slices.Equal(o.Rows, tt.wantRows) {
 				t.Errorf("rows %v, want %v", o.Rows, tt.wantRows)
 			}
 		})
 	}
-}
-
-// parseOptions is the options the command line args give, completed.
-func parseOptions(t *testing.T, args []string) *Options {
-	t.Helper()
-	o := NewOptions()
-	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
-	o.Complete(fs)
-	return o
 }

@@ -24,7 +24,7 @@ func TestQueueOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := parseOptions(t, tt.args)
+			o := completedOptions(t, tt.args)
 			err := o.Validate()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
