@@ -22,13 +22,16 @@
 // DRA mode with many claims allocated, and the node daemons' steady state
 // while claims churn; --mode=queue sends Jobs through Kueue onto a
 // fragmented cluster without and with Tessera's gang-fit admission
-// check. See docs/benchmark.md.
+// check; --mode=gangs places gangs of GPU slices, each a PodGroup, with
+// tessera-scheduler, and the same pods without a PodGroup. See
+// docs/benchmark.md.
 //
 //	go run ./hack/bench                      # 1,000 nodes × 8 GPUs, 5,000 pods
 //	go run ./hack/bench --mode=scale --nodes=5000 --pods=40000
 //	go run ./hack/bench --mode=writes
 //	go run ./hack/bench --mode=backlog --nodes=1000
 //	go run ./hack/bench --mode=queue --nodes=20 --jobs=30
+//	go run ./hack/bench --mode=gangs --nodes=1000
 package main
 
 import (
@@ -44,6 +47,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/backlog"
+	"github.com/tessera-gpu/tessera/hack/bench/gangs"
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
 	"github.com/tessera-gpu/tessera/hack/bench/queue"
 	"github.com/tessera-gpu/tessera/hack/bench/rows"
@@ -111,6 +115,8 @@ func runMode(ctx context.Context, r *harness.Runner, out io.Writer) error {
 		return emitTable(out, o.Out, queue.Run(ctx, r))
 	case o.Mode == harness.ModeBacklog:
 		return emitTable(out, o.Out, backlog.Run(ctx, r))
+	case o.Mode == harness.ModeGangs:
+		return emitTable(out, o.Out, gangs.Run(ctx, r))
 	default:
 		return emitTable(out, o.Out, rows.Run(ctx, r))
 	}

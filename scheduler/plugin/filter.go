@@ -38,6 +38,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	p.requeue.waiting(pod, req.Request)
 	p.view.JoinGang(pod)
+	s.gangSuffix = gangSuffix(state, pod)
 	p.tellPreempting(pod, req)
 	if !p.ready() {
 		// An error, not unschedulable: kube-scheduler retries the pod after
@@ -157,7 +158,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		if f.Unresolvable {
 			code = fwk.UnschedulableAndUnresolvable
 		}
-		status = fwk.NewStatus(code, f.Error())
+		status = fwk.NewStatus(code, f.Error()+s.gangSuffix)
 	})
 	if status != nil {
 		if logger := klog.FromContext(ctx).V(5); logger.Enabled() {

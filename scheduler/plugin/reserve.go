@@ -30,6 +30,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		}
 	}
 	if len(s.req.Containers) == 0 {
+		gangReserved(state)
 		p.joinGang(state, s, pod)
 		return nil
 	}
@@ -46,6 +47,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		return fwk.NewStatus(fwk.Unschedulable, "node no longer fits the pod's GPUs: "+err.Error())
 	}
 	s.reservedAt, s.containers = now, reserved.Containers
+	gangReserved(state)
 	p.requeue.placed(pod.UID, nodeName)
 	if reserved.HoldFreed != "" {
 		// Should the bind fail, the gang's room comes back where the

@@ -40,6 +40,9 @@ type cycleState struct {
 	// gang is the barrier of the pod group cycle that placed the pod: its
 	// binding waits for the other pods placed with it. Nil outside one.
 	gang *gangBarrier
+	// gangSuffix ends the reason a node does not fit a pod tried in its
+	// PodGroup's cycle (see gangSuffix); empty otherwise.
+	gangSuffix string
 }
 
 // nodeChanges are the pods a dry run moved on or off one node.

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -66,4 +67,11 @@ func (b *BindRecorder) Snapshot(created *CreateTimes, start time.Time) (bound in
 		latencies = append(latencies, at.Sub(from))
 	}
 	return len(b.at), b.last, latencies
+}
+
+// Times returns when each pod bound so far was first seen bound, by name.
+func (b *BindRecorder) Times() map[string]time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.at)
 }

@@ -51,8 +51,9 @@ type Options struct {
 	// Mode is throughput (rows a to e), scale (the extender's memory and
 	// filter latency with many pods already placed), writes (what each
 	// write of a pod's scheduling costs the control plane) or backlog
-	// (rows c, d, e with a full cluster, pods waiting and pods ending) or
-	// queue (Jobs through Kueue without and with gang-fit admission).
+	// (rows c, d, e with a full cluster, pods waiting and pods ending),
+	// queue (Jobs through Kueue without and with gang-fit admission) or
+	// gangs (PodGroups of GPU slices placed by tessera-scheduler).
 	Mode string
 	// Nodes, GPUsPerNode and Split size the cluster: every GPU is shared by
 	// at most Split containers, and a Node's allocatable nvidia.com/gpu is
@@ -119,6 +120,8 @@ type Options struct {
 	ClaimChurn float64
 	// Queue are queue mode's flags.
 	Queue QueueOptions
+	// Gangs are gangs mode's flags.
+	Gangs GangOptions
 	// Logs configures logging (-v, --logging-format).
 	Logs *logsapi.LoggingConfiguration
 }
@@ -142,6 +145,7 @@ func NewOptions() *Options {
 		NewPods:         200,
 		ClaimChurn:      50,
 		Queue:           defaultQueueOptions(),
+		Gangs:           defaultGangOptions(),
 		FinishRate:      50,
 		BacklogDuration: time.Minute,
 		BacklogWarmup:   3 * time.Minute,
@@ -151,7 +155,7 @@ func NewOptions() *Options {
 
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each; backlog: rows c, d, e on a cluster filled by the bench with 3 times as many pods waiting, --finish-rate pods ending each second for --backlog-duration (--pods is not used); queue: --jobs Jobs of --pods-per-job pods of GPU slices through Kueue onto a cluster fragmented by earlier pods, without and with Tessera's gang-fit admission check (--pods is not used).")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each; backlog: rows c, d, e on a cluster filled by the bench with 3 times as many pods waiting, --finish-rate pods ending each second for --backlog-duration (--pods is not used); queue: --jobs Jobs of --pods-per-job pods of GPU slices through Kueue onto a cluster fragmented by earlier pods, without and with Tessera's gang-fit admission check (--pods is not used); gangs: --pods GPU slices in gangs of each of --gang-sizes, each gang a PodGroup, placed by tessera-scheduler (row d) with the Workload API on, and the same pods without a PodGroup.")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Simulated GPU nodes (1 to %d).", maxNodes))
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
 	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
@@ -178,6 +182,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.NewPods, "new-pods", o.NewPods, fmt.Sprintf("Scale mode with --rows=e: DRA pods scheduled by kube-scheduler once it is ready, onto the room the --pods placed left (1 to %d).", maxPods))
 	fs.Float64Var(&o.ClaimChurn, "claim-churn", o.ClaimChurn, fmt.Sprintf("Scale mode with --rows=e: ResourceClaims created and deleted a second while the node daemons' steady state is measured (above 0, at most %d).", maxFinishRate))
 	o.Queue.addFlags(fs)
+	o.Gangs.addFlags(fs)
 	logsapi.AddFlags(o.Logs, fs)
 }
 
@@ -185,7 +190,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // d and e unless --rows says otherwise, scale mode the extender (row c).
 func (o *Options) Complete(fs *pflag.FlagSet) {
 	o.Queue.complete(o, fs)
-	if fs.Changed("rows") || o.Mode == ModeQueue {
+	o.Gangs.complete(o, fs)
+	if fs.Changed("rows") || o.Mode == ModeQueue || o.Mode == ModeGangs {
 		return
 	}
 	switch o.Mode {
@@ -198,8 +204,8 @@ func (o *Options) Complete(fs *pflag.FlagSet) {
 
 // Validate reports the first flag out of its range, naming the flag and the limit.
 func (o *Options) Validate() error {
-	if !slices.Contains([]string{modeThroughput, ModeScale, ModeWrites, ModeBacklog, ModeQueue}, o.Mode) {
-		return fmt.Errorf("--mode=%q: must be %s, %s, %s, %s or %s", o.Mode, modeThroughput, ModeScale, ModeWrites, ModeBacklog, ModeQueue)
+	if !slices.Contains([]string{modeThroughput, ModeScale, ModeWrites, ModeBacklog, ModeQueue, ModeGangs}, o.Mode) {
+		return fmt.Errorf("--mode=%q: must be %s, %s, %s, %s, %s or %s", o.Mode, modeThroughput, ModeScale, ModeWrites, ModeBacklog, ModeQueue, ModeGangs)
 	}
 	for _, c := range []struct {
 		flag     string
@@ -259,6 +265,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Mode == ModeQueue {
 		if err := o.Queue.validate(); err != nil {
+			return err
+		}
+	}
+	if o.Mode == ModeGangs {
+		if err := o.Gangs.validate(o.Pods); err != nil {
 			return err
 		}
 	}

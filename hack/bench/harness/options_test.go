@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -17,7 +15,7 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{name: "defaults are valid", mutate: func(*Options) {}},
 		{name: "scale mode is valid", mutate: func(o *Options) { o.Mode = ModeScale; o.Nodes = 5000; o.Pods = 40000 }},
-		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale, writes, backlog or queue`},
+		{name: "unknown mode", mutate: func(o *Options) { o.Mode = "fast" }, wantErr: `--mode="fast": must be throughput, scale, writes, backlog, queue or gangs`},
 		{name: "backlog mode is valid", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows() }},
 		{name: "backlog mode ignores --pods", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = AllBacklogRows(); o.Nodes = 50 }},
 		{name: "backlog mode runs no row a", mutate: func(o *Options) { o.Mode = ModeBacklog; o.Rows = []string{"a", "c"} },
@@ -83,13 +81,7 @@ func TestCompleteGivesBacklogModeItsRows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NewOptions()
-			fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			o.Complete(fs)
+			o := completedOptions(t, tt.args)
 			if !slices.Equal(o.Rows, tt.wantRows) {
 				t.Errorf("rows %v, want %v", o.Rows, tt.wantRows)
 			}

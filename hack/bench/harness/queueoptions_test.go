@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 func TestQueueOptions(t *testing.T) {
@@ -26,13 +24,7 @@ func TestQueueOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NewOptions()
-			fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			o.Complete(fs)
+			o := completedOptions(t, tt.args)
 			err := o.Validate()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // RowName says what each row runs.
@@ -58,9 +59,11 @@ type Runner struct {
 
 // StartCluster starts a fresh control plane for the row, its processes
 // pinned if asked to, with the row's nodes (and in DRA mode Tessera's
-// DeviceClass). The caller stops it.
+// DeviceClass); in gangs mode with Kubernetes' Workload API on. The
+// caller stops it.
 func (r *Runner) StartCluster(ctx context.Context, row string) (*ClusterEnv, error) {
-	env, err := StartEnv(ctx, filepath.Join(r.Base, "row-"+row), r.ExtenderConfig.SchedulerName)
+	opts := framework.Options{Dir: filepath.Join(r.Base, "row-"+row), Gangs: r.Options.Mode == ModeGangs}
+	env, err := StartEnvWith(ctx, opts, r.ExtenderConfig.SchedulerName)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,8 +175,9 @@ func (e *env) waitHeldMiB(t *testing.T, node string, want int64) {
 }
 
 // testGangWaitsForRoom pins all or nothing: a gang of 4 slices where only
-// 3 fit places none, writes no GPUAllocation and holds no GPU; once room
-// frees, all 4 are placed.
+// 3 fit places none, writes no GPUAllocation and holds no GPU, and each of
+// its pods is told why in words that name the gang; once room frees, all 4
+// are placed.
 func testGangWaitsForRoom(ctx context.Context, t *testing.T, e *env) {
 	e.addNode(ctx, t, "gang-room", "gang-room", 10, t4())
 	blocker := gpuPod("gang-room-blocker", "gang-room", nil, ctr{name: "c", count: 1, memory: 3360})
@@ -184,7 +186,17 @@ func testGangWaitsForRoom(ctx context.Context, t *testing.T, e *env) {
 
 	// 12000 MiB free: three members of 3500 fit, the fourth does not.
 	g := e.createGang(ctx, t, "room", "gang-room", 4, 3500)
-	t.Logf("the gang's pods wait: %q", e.waitUnschedulable(ctx, t, g.pods))
+	reasons := e.waitUnschedulable(ctx, t, g.pods)
+	t.Logf("the gang's pods wait: %q", reasons)
+	if !slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(r, "for gang room with 3 of its pods placed") }) {
+		t.Errorf("no pod's reason says that it did not fit beside 3 pods of gang room")
+	}
+	for _, name := range g.pods {
+		framework.WaitFor(t, 30*time.Second, "pod "+name+" to be told that gang room does not fit", func() (bool, string) {
+			events := e.events(ctx, name)
+			return strings.Contains(events, "FailedScheduling: gang room: 4 pods need room, 3 fit"), events
+		})
+	}
 	if b := e.bound(ctx, t, g.pods); len(b) > 0 {
 		t.Errorf("pods %v of a gang that does not fit were bound", b)
 	}
