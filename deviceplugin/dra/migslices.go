@@ -125,9 +125,12 @@ func partitionDevice(p migPartition) resourceapi.Device {
 			gpuv1alpha1.DRAAttributeMIGStart:   {IntValue: ptr.To(int64(p.at.Start))},
 			gpuv1alpha1.DRAAttributeMIGSize:    {IntValue: ptr.To(int64(p.at.Size))},
 		},
+		// Whole, as a laid-out instance: to one container, which its one
+		// share says to those that read the capacities (TesseraDRA, quota).
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
 			gpuv1alpha1.DRACapacityMemory: {Value: memory},
 			gpuv1alpha1.DRACapacityCores:  {Value: cores},
+			gpuv1alpha1.DRACapacityShares: {Value: *resource.NewQuantity(1, resource.DecimalSI)},
 		},
 		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: counterSetName(p.gpu), Counters: counters}},
 	}

@@ -41,8 +41,8 @@ const (
 	// slices): the instance is made when the claim is prepared. Such a
 	// device also has DRAAttributeMIGProfile, its GPU's UUID as both
 	// DRAAttributeUUID and DRAAttributeParentUUID, the profile's memory
-	// and compute as capacity, and it consumes its GPU's counters, so
-	// that no two instances allocated at once overlap.
+	// and compute and one share as capacity, and it consumes its GPU's
+	// counters, so that no two instances allocated at once overlap.
 	DRAAttributeMIGStart resourceapi.QualifiedName = "migStart"
 	DRAAttributeMIGSize  resourceapi.QualifiedName = "migSize"
 )

@@ -1,0 +1,129 @@
+package dra
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
+	"github.com/tessera-gpu/tessera/deviceplugin/gpu/simulated"
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// dynamicA100 is an A100 80GB in MIG mode with no instances, which the
+// node daemon makes on demand: the GPU of test/e2e/scheduler's
+// TestDynamicMIGPlacement, which places the same pods in extender and
+// plugin mode.
+const dynamicA100 = `
+gpus:
+- uuid: GPU-dyn-0
+  model: NVIDIA A100-SXM4-80GB
+  memoryMiB: 81920
+  migGeometry:
+    profiles:
+    - {name: 1g.10gb, profileID: 19, memoryMiB: 9856, computePercent: 14, placements: [{start: 0, size: 1}, {start: 1, size: 1}, {start: 2, size: 1}, {start: 3, size: 1}, {start: 4, size: 1}, {start: 5, size: 1}, {start: 6, size: 1}]}
+    - {name: 2g.20gb, profileID: 14, memoryMiB: 19968, computePercent: 29, placements: [{start: 0, size: 2}, {start: 2, size: 2}, {start: 4, size: 2}]}
+    - {name: 3g.40gb, profileID: 9, memoryMiB: 40192, computePercent: 43, placements: [{start: 0, size: 4}, {start: 4, size: 4}]}
+    - {name: 7g.80gb, profileID: 0, memoryMiB: 80896, computePercent: 100, placements: [{start: 0, size: 8}]}
+`
+
+// TestDynamicMIGPlacement runs HAMi's MIG-mode pods through the webhook
+// in DRA mode, stock kube-scheduler and the node daemon's DRA driver with
+// dynamicMIG, on the GPU and in the order of the extender and plugin
+// mode test of the same name, and expects the same answers: each pod
+// gets the smallest profile that holds its memory at the first free run
+// of slices (1g.10gb at 0, 3g.40gb at 4, 2g.20gb at 2), its instance is
+// made when the kubelet prepares its claim and handed to its container
+// whole, by its own UUID; a pod in hami-core mode or naming no mode is
+// not placed there; one that finds no room waits, and when a pod is
+// deleted its instance is destroyed and the waiting pod gets its room.
+// No two instances ever overlap.
+func TestDynamicMIGPlacement(t *testing.T) {
+	n := &simNode{name: "dynmig", gpus: dynamicA100, dynamicMIG: true}
+	c := startCluster(t, n)
+	c.startWebhook()
+	instances := simulated.New(n.gpuFile, time.Hour, testingclock.NewFakeClock(time.Now()), true)
+	if _, err := instances.Discover(c.ctx); err != nil {
+		t.Fatal(err)
+	}
+	hamiMIG := map[string]string{"nvidia.com/vgpu-mode": "mig"}
+	for _, tc := range []struct {
+		name, memory, device string
+	}{
+		{"small", "8000", "gpu-0-1g-10gb-at-0"},
+		{"large", "30000", "gpu-0-3g-40gb-at-4"},
+		{"medium", "15000", "gpu-0-2g-20gb-at-2"},
+	} {
+		pod := c.waitRunningCreated(hamiPod(tc.name, hamiMIG, "nvidia.com/gpu", "1", "nvidia.com/gpumem", tc.memory))
+		c.checkInstance(instances, pod, tc.device)
+	}
+	c.createPod(hamiPod("shared", map[string]string{"nvidia.com/vgpu-mode": "hami-core"}, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
+	c.waitUnschedulable("shared", "a pod in hami-core mode not to be placed on the GPU")
+	c.createPod(hamiPod("plain", nil, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
+	c.waitUnschedulable("plain", "a pod that names no mode not to be placed on the GPU")
+	c.createPod(hamiPod("no-room", hamiMIG, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "30000"))
+	c.waitUnschedulable("no-room", "a pod with no room for its instance to wait")
+	waitMIGInstances(c, instances, 3)
+
+	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "large", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatal(err)
+	}
+	pod := c.waitRunning("no-room")
+	c.checkInstance(instances, pod, "gpu-0-3g-40gb-at-4")
+	waitMIGInstances(c, instances, 3)
+}
+
+// checkInstance checks that the pod's claim was allocated the device, and
+// that its container was given the instance made for it, whole.
+func (c *cluster) checkInstance(instances gpu.MIGMaker, pod *corev1.Pod, device string) {
+	c.t.Helper()
+	claim, err := c.cp.Kube.ResourceV1().ResourceClaims(pod.Namespace).Get(c.ctx, *pod.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	results := claim.Status.Allocation.Devices.Results
+	if len(results) != 1 || results[0].Device != device {
+		c.t.Fatalf("pod %s was allocated %+v, want %s", pod.Name, results, device)
+	}
+	made, err := instances.MIGInstances(c.ctx, "GPU-dyn-0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	env := c.containerEnv(pod)["cuda"]
+	visible := visibleDevices(env)
+	k := slices.IndexFunc(made, func(m gpu.MadeMIG) bool { return m.UUID == visible })
+	if k < 0 || fmt.Sprintf("gpu-0-%s-at-%d", profileName(made[k].ProfileID), made[k].Placement.Start) != device {
+		c.t.Errorf("pod %s sees %q (env %v) among the instances %+v, want its %s instance", pod.Name, visible, env, made, device)
+	}
+}
+
+// profileName is dynamicA100's profile of the NVML profile ID, as a device
+// name writes it.
+func profileName(id int32) string {
+	return map[int32]string{19: "1g-10gb", 14: "2g-20gb", 9: "3g-40gb", 0: "7g-80gb"}[id]
+}
+
+// waitMIGInstances waits until the GPU holds exactly n instances, none
+// overlapping another.
+func waitMIGInstances(c *cluster, instances gpu.MIGMaker, n int) {
+	c.t.Helper()
+	framework.WaitFor(c.t, time.Minute, fmt.Sprintf("%d MIG instances on the GPU", n), func() (bool, string) {
+		made, err := instances.MIGInstances(c.ctx, "GPU-dyn-0")
+		if err != nil {
+			return false, err.Error()
+		}
+		var taken uint16
+		for _, m := range made {
+			if taken&m.Placement.Slices() != 0 {
+				c.t.Fatalf("MIG instances overlap: %+v", made)
+			}
+			taken |= m.Placement.Slices()
+		}
+		return len(made) == n, fmt.Sprintf("instances %+v", made)
+	})
+}
