@@ -10,25 +10,8 @@ import (
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/test/fixtures"
 )
-
-// a100Geometry is an A100 80GB's MIG geometry, without the profiles with
-// media extensions.
-func a100Geometry() *gpuv1alpha1.MIGGeometry {
-	run := func(size int32, starts ...int32) []gpuv1alpha1.MIGPlacement {
-		var out []gpuv1alpha1.MIGPlacement
-		for _, s := range starts {
-			out = append(out, gpuv1alpha1.MIGPlacement{Start: s, Size: size})
-		}
-		return out
-	}
-	return &gpuv1alpha1.MIGGeometry{Profiles: []gpuv1alpha1.MIGProfile{
-		{Name: "1g.10gb", ProfileID: 19, MemoryMiB: 9856, ComputePercent: 14, Placements: run(1, 0, 1, 2, 3, 4, 5, 6)},
-		{Name: "2g.20gb", ProfileID: 14, MemoryMiB: 19968, ComputePercent: 29, Placements: run(2, 0, 2, 4)},
-		{Name: "3g.40gb", ProfileID: 9, MemoryMiB: 40192, ComputePercent: 43, Placements: run(4, 0, 4)},
-		{Name: "7g.80gb", ProfileID: 0, MemoryMiB: 80896, ComputePercent: 100, Placements: run(8, 0)},
-	}}
-}
 
 // TestGPUsThatMakeMIGInstancesArePartitionable publishes a GPU of its
 // own and five whose instances are made on demand: the GPU in the first
@@ -40,7 +23,7 @@ func TestGPUsThatMakeMIGInstancesArePartitionable(t *testing.T) {
 	devices := []gpu.Device{{UUID: "GPU-whole", Index: 0, Model: "NVIDIA H100", MemoryMiB: 81920, Health: gpu.Healthy()}}
 	for i := 1; i <= 5; i++ {
 		devices = append(devices, gpu.Device{UUID: fmt.Sprintf("GPU-mig-%d", i), Index: i, Model: "NVIDIA A100-SXM4-80GB",
-			MemoryMiB: 81920, Health: gpu.Healthy(), MIGGeometry: a100Geometry()})
+			MemoryMiB: 81920, Health: gpu.Healthy(), MIGGeometry: fixtures.A100MIGGeometry()})
 	}
 	res := Resources(testNode, devices, nil, nodestatus.Scaling{SplitCount: 7, MemoryScaling: 1, CoreScaling: 1})
 	got := res.Pools[testNode].Slices

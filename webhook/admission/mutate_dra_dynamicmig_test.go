@@ -10,24 +10,8 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
+	"github.com/tessera-gpu/tessera/test/fixtures"
 )
-
-// dynamicMIGA100 is an A100 80GB's MIG geometry.
-func dynamicMIGA100() *gpuv1alpha1.MIGGeometry {
-	run := func(size int32, starts ...int32) []gpuv1alpha1.MIGPlacement {
-		var out []gpuv1alpha1.MIGPlacement
-		for _, s := range starts {
-			out = append(out, gpuv1alpha1.MIGPlacement{Start: s, Size: size})
-		}
-		return out
-	}
-	return &gpuv1alpha1.MIGGeometry{Profiles: []gpuv1alpha1.MIGProfile{
-		{Name: "1g.10gb", ProfileID: 19, MemoryMiB: 9856, ComputePercent: 14, Placements: run(1, 0, 1, 2, 3, 4, 5, 6)},
-		{Name: "2g.20gb", ProfileID: 14, MemoryMiB: 19968, ComputePercent: 29, Placements: run(2, 0, 2, 4)},
-		{Name: "3g.40gb", ProfileID: 9, MemoryMiB: 40192, ComputePercent: 43, Placements: run(4, 0, 4)},
-		{Name: "7g.80gb", ProfileID: 0, MemoryMiB: 80896, ComputePercent: 100, Placements: run(8, 0)},
-	}}
-}
 
 // TestMutateForDRAGivesAPodInMIGModeTheProfilePlacementChooses writes the
 // claims of pods on a cluster whose DRA node has an A100 that makes its
@@ -39,8 +23,8 @@ func dynamicMIGA100() *gpuv1alpha1.MIGGeometry {
 // and one that names a profile get none of them.
 func TestMutateForDRAGivesAPodInMIGModeTheProfilePlacementChooses(t *testing.T) {
 	node := draNode("dyn", 81920)
-	node.Status.Devices[0].MIGGeometry = dynamicMIGA100()
-	res := dra.Resources("dyn", []gpu.Device{{UUID: "GPU-dyn", Model: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, Health: gpu.Healthy(), MIGGeometry: dynamicMIGA100()}},
+	node.Status.Devices[0].MIGGeometry = fixtures.A100MIGGeometry()
+	res := dra.Resources("dyn", []gpu.Device{{UUID: "GPU-dyn", Model: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, Health: gpu.Healthy(), MIGGeometry: fixtures.A100MIGGeometry()}},
 		nil, nodestatus.Scaling{SplitCount: 7, MemoryScaling: 1, CoreScaling: 1})
 	var instances []resourceapi.Device
 	for _, s := range res.Pools["dyn"].Slices {
@@ -80,7 +64,7 @@ func TestMutateForDRAGivesAPodInMIGModeTheProfilePlacementChooses(t *testing.T) 
 				}
 			}
 			want := 0
-			for _, pr := range dynamicMIGA100().Profiles {
+			for _, pr := range fixtures.A100MIGGeometry().Profiles {
 				if pr.Name == tt.want {
 					want = len(pr.Placements)
 				}

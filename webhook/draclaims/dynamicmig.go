@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
@@ -27,28 +26,19 @@ type migPick struct {
 // memory and cores. They are ordered as placement orders profiles,
 // smallest memory first, then least compute.
 func (t *Translator) migPicks(r gpurequest.ContainerRequest) []migPick {
-	nodes, err := t.gpuNodes.List(labels.Everything())
-	if err != nil {
-		return nil
-	}
 	var out []migPick
-	for _, n := range nodes {
-		if n.Status.KubeletAPI != gpuv1alpha1.KubeletAPIDRA {
+	for _, d := range t.draGPUs() {
+		if d.MIGGeometry == nil {
 			continue
 		}
-		for _, d := range n.Status.Devices {
-			if d.MIGGeometry == nil {
-				continue
-			}
-			i := r.MIGProfile(d.MemoryMiB, d.MIGGeometry.Profiles)
-			if i < 0 {
-				continue
-			}
-			p := d.MIGGeometry.Profiles[i]
-			pick := migPick{profile: p.Name, memoryMiB: p.MemoryMiB, computePercent: p.ComputePercent}
-			if !slices.Contains(out, pick) {
-				out = append(out, pick)
-			}
+		i := r.MIGProfile(d.MemoryMiB, d.MIGGeometry.Profiles)
+		if i < 0 {
+			continue
+		}
+		p := d.MIGGeometry.Profiles[i]
+		pick := migPick{profile: p.Name, memoryMiB: p.MemoryMiB, computePercent: p.ComputePercent}
+		if !slices.Contains(out, pick) {
+			out = append(out, pick)
 		}
 	}
 	slices.SortFunc(out, func(a, b migPick) int {

@@ -12,25 +12,9 @@ import (
 
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu/simulated"
+	"github.com/tessera-gpu/tessera/test/fixtures"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
-
-// dynamicA100 is an A100 80GB in MIG mode with no instances, which the
-// node daemon makes on demand: the GPU of test/e2e/scheduler's
-// TestDynamicMIGPlacement, which places the same pods in extender and
-// plugin mode.
-const dynamicA100 = `
-gpus:
-- uuid: GPU-dyn-0
-  model: NVIDIA A100-SXM4-80GB
-  memoryMiB: 81920
-  migGeometry:
-    profiles:
-    - {name: 1g.10gb, profileID: 19, memoryMiB: 9856, computePercent: 14, placements: [{start: 0, size: 1}, {start: 1, size: 1}, {start: 2, size: 1}, {start: 3, size: 1}, {start: 4, size: 1}, {start: 5, size: 1}, {start: 6, size: 1}]}
-    - {name: 2g.20gb, profileID: 14, memoryMiB: 19968, computePercent: 29, placements: [{start: 0, size: 2}, {start: 2, size: 2}, {start: 4, size: 2}]}
-    - {name: 3g.40gb, profileID: 9, memoryMiB: 40192, computePercent: 43, placements: [{start: 0, size: 4}, {start: 4, size: 4}]}
-    - {name: 7g.80gb, profileID: 0, memoryMiB: 80896, computePercent: 100, placements: [{start: 0, size: 8}]}
-`
 
 // TestDynamicMIGPlacement runs HAMi's MIG-mode pods through the webhook
 // in DRA mode, stock kube-scheduler and the node daemon's DRA driver with
@@ -44,7 +28,7 @@ gpus:
 // deleted its instance is destroyed and the waiting pod gets its room.
 // No two instances ever overlap.
 func TestDynamicMIGPlacement(t *testing.T) {
-	n := &simNode{name: "dynmig", gpus: dynamicA100, dynamicMIG: true}
+	n := &simNode{name: "dynmig", gpus: fixtures.DynamicMIGGPUFile("GPU-dyn-0"), dynamicMIG: true}
 	c := startCluster(t, n)
 	c.startWebhook()
 	instances := simulated.New(n.gpuFile, time.Hour, testingclock.NewFakeClock(time.Now()), true)
@@ -102,7 +86,7 @@ func (c *cluster) checkInstance(instances gpu.MIGMaker, pod *corev1.Pod, device 
 	}
 }
 
-// profileName is dynamicA100's profile of the NVML profile ID, as a device
+// profileName is fixtures.A100MIGGeometry's profile of the NVML profile ID, as a device
 // name writes it.
 func profileName(id int32) string {
 	return map[int32]string{19: "1g-10gb", 14: "2g-20gb", 9: "3g-40gb", 0: "7g-80gb"}[id]
