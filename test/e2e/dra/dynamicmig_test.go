@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu/simulated"
 	"github.com/tessera-gpu/tessera/test/fixtures"
@@ -26,7 +27,8 @@ import (
 // whole, by its own UUID; a pod in hami-core mode or naming no mode is
 // not placed there; one that finds no room waits, and when a pod is
 // deleted its instance is destroyed and the waiting pod gets its room.
-// No two instances ever overlap.
+// No two instances ever overlap; an instance no prepared claim holds is
+// destroyed, and a restarted daemon keeps those that claims hold.
 func TestDynamicMIGPlacement(t *testing.T) {
 	n := &simNode{name: "dynmig", gpus: fixtures.DynamicMIGGPUFile("GPU-dyn-0"), dynamicMIG: true}
 	c := startCluster(t, n)
@@ -35,7 +37,15 @@ func TestDynamicMIGPlacement(t *testing.T) {
 	if _, err := instances.Discover(c.ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A daemon that stopped left a 7g.80gb instance over every slice; no
+	// prepared claim holds it.
+	if _, err := instances.CreateMIG(c.ctx, "GPU-dyn-0", 0, gpuv1alpha1.MIGPlacement{Start: 0, Size: 8}); err != nil {
+		t.Fatal(err)
+	}
+	waitMIGInstances(c, instances, 0)
+
 	hamiMIG := map[string]string{"nvidia.com/vgpu-mode": "mig"}
+	pods := map[string]*corev1.Pod{}
 	for _, tc := range []struct {
 		name, memory, device string
 	}{
@@ -43,9 +53,16 @@ func TestDynamicMIGPlacement(t *testing.T) {
 		{"large", "30000", "gpu-0-3g-40gb-at-4"},
 		{"medium", "15000", "gpu-0-2g-20gb-at-2"},
 	} {
-		pod := c.waitRunningCreated(hamiPod(tc.name, hamiMIG, "nvidia.com/gpu", "1", "nvidia.com/gpumem", tc.memory))
-		c.checkInstance(instances, pod, tc.device)
+		pods[tc.name] = c.waitRunningCreated(hamiPod(tc.name, hamiMIG, "nvidia.com/gpu", "1", "nvidia.com/gpumem", tc.memory))
+		c.checkInstance(instances, pods[tc.name], tc.device)
 	}
+	// A restarted daemon, asked to prepare a claim again, hands out the
+	// instance it made before and keeps those of the claims it prepared.
+	got := c.restartAndPrepareAgain("dynmig", pods["small"])
+	if got == nil || got.Error != "" || !slices.Equal(got.Devices[0].CdiDeviceIds, c.agents["dynmig"].Results(pods["small"].UID)[0].CDIDevices) {
+		t.Errorf("after the restart Prepare answered %v, before %v", got, c.agents["dynmig"].Results(pods["small"].UID))
+	}
+	c.checkInstance(instances, pods["small"], "gpu-0-1g-10gb-at-0")
 	c.createPod(hamiPod("shared", map[string]string{"nvidia.com/vgpu-mode": "hami-core"}, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
 	c.waitUnschedulable("shared", "a pod in hami-core mode not to be placed on the GPU")
 	c.createPod(hamiPod("plain", nil, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
