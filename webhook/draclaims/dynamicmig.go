@@ -77,6 +77,9 @@ func (t *Translator) withMIGMadeOnDemand(r gpurequest.ContainerRequest, request 
 			AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
 			Count:           1,
 			Selectors:       append(slices.Clone(filters), resourceapi.DeviceSelector{CEL: &resourceapi.CELDeviceSelector{Expression: selector}}),
+			// What the container asks for, which the profile holds: it
+			// tells TesseraDRA the request, and takes nothing more.
+			Capacity: capacity(r.MemoryMiB, r.Cores, 0),
 		})
 	}
 	subs = append(subs, laidOut...)

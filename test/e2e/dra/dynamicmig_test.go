@@ -28,11 +28,33 @@ import (
 // not placed there; one that finds no room waits, and when a pod is
 // deleted its instance is destroyed and the waiting pod gets its room.
 // No two instances ever overlap; an instance no prepared claim holds is
-// destroyed, and a restarted daemon keeps those that claims hold.
+// destroyed, and a restarted daemon keeps those that claims hold. It runs
+// under stock kube-scheduler and under tessera-scheduler with the shipped
+// DRA configuration, which also says why a pod is refused the GPU in the
+// words of the other modes.
 func TestDynamicMIGPlacement(t *testing.T) {
-	n := &simNode{name: "dynmig", gpus: fixtures.DynamicMIGGPUFile("GPU-dyn-0"), dynamicMIG: true}
-	c := startCluster(t, n)
-	c.startWebhook()
+	for _, scheduler := range []struct {
+		name  string
+		start func(*testing.T, ...*simNode) *cluster
+		// words: the scheduler says why a pod is refused the GPU in the
+		// words of the other modes.
+		words bool
+	}{
+		{"stock kube-scheduler", startCluster, false},
+		{"tessera-scheduler", startTesseraScheduler, true},
+	} {
+		t.Run(scheduler.name, func(t *testing.T) {
+			n := &simNode{name: "dynmig", gpus: fixtures.DynamicMIGGPUFile("GPU-dyn-0"), dynamicMIG: true}
+			c := scheduler.start(t, n)
+			c.startWebhook()
+			dynamicMIGPlacement(t, c, n, scheduler.words)
+		})
+	}
+}
+
+// dynamicMIGPlacement is TestDynamicMIGPlacement on the cluster c, whose
+// node n has the GPU.
+func dynamicMIGPlacement(t *testing.T, c *cluster, n *simNode, words bool) {
 	instances := simulated.New(n.gpuFile, time.Hour, testingclock.NewFakeClock(time.Now()), true)
 	if _, err := instances.Discover(c.ctx); err != nil {
 		t.Fatal(err)
@@ -64,9 +86,14 @@ func TestDynamicMIGPlacement(t *testing.T) {
 	}
 	c.checkInstance(instances, pods["small"], "gpu-0-1g-10gb-at-0")
 	c.createPod(hamiPod("shared", map[string]string{"nvidia.com/vgpu-mode": "hami-core"}, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
-	c.waitUnschedulable("shared", "a pod in hami-core mode not to be placed on the GPU")
 	c.createPod(hamiPod("plain", nil, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
-	c.waitUnschedulable("plain", "a pod that names no mode not to be placed on the GPU")
+	if words {
+		c.waitRefused("shared", "1 type mismatch")
+		c.waitRefused("plain", "in MIG mode, and the pod does not ask for MIG")
+	} else {
+		c.waitUnschedulable("shared", "a pod in hami-core mode not to be placed on the GPU")
+		c.waitUnschedulable("plain", "a pod that names no mode not to be placed on the GPU")
+	}
 	c.createPod(hamiPod("no-room", hamiMIG, "nvidia.com/gpu", "1", "nvidia.com/gpumem", "30000"))
 	c.waitUnschedulable("no-room", "a pod with no room for its instance to wait")
 	waitMIGInstances(c, instances, 3)
