@@ -36,9 +36,10 @@ func (t *Translator) claimSpec(r gpurequest.ContainerRequest, annotations map[st
 		errs = append(errs, field.Invalid(countPath, r.Count, fmt.Sprintf(
 			"must be at most %d in DRA mode: a ResourceClaim holds at most %d devices", resourceapi.AllocationResultsMaxSize, resourceapi.AllocationResultsMaxSize)))
 	}
-	filters, serrs := celSelectors(annotations, sel)
+	dynamic := t.madeOnDemand()
+	filters, serrs := celSelectors(annotations, sel, dynamic)
 	errs = append(errs, serrs...)
-	selectors := append(slices.Clone(filters), modeSelector(sel)...)
+	selectors := append(slices.Clone(filters), modeSelector(sel, dynamic)...)
 	if r.Count > 1 {
 		// A container gets at most one MIG instance, as placement rules
 		// (CUDA uses one per process); a pod limited to MIG instances

@@ -20,6 +20,12 @@ type migPick struct {
 	computePercent int32
 }
 
+// madeOnDemand reports whether a GPU of the DRA nodes makes its MIG
+// instances on demand.
+func (t *Translator) madeOnDemand() bool {
+	return slices.ContainsFunc(t.draGPUs(), func(d gpuv1alpha1.GPUDevice) bool { return d.MIGGeometry != nil })
+}
+
 // migPicks returns, for each kind of GPU of the DRA nodes whose instances
 // are made on demand, the profile r gets there as placement chooses it
 // (gpurequest.ContainerRequest.MIGProfile): the smallest that holds its
