@@ -22,7 +22,7 @@ import (
 // dynamicMIGDriver returns a driver over go-nvml's mock of an A100 in MIG
 // mode with no instances, which it makes on demand, the mock, and the
 // instances the GPU may be cut into, as published.
-func dynamicMIGDriver(t *testing.T) (testDriver, *nvmlfake.Node, []migPartition) {
+func dynamicMIGDriver(t *testing.T) (testDriver, *nvmlgpu.Backend, *nvmlfake.Node, []migPartition) {
 	t.Helper()
 	node, err := nvmlfake.New(gpus.A100_SXM4_40GB)
 	if err != nil {
@@ -36,18 +36,18 @@ func dynamicMIGDriver(t *testing.T) (testDriver, *nvmlfake.Node, []migPartition)
 	}
 	m := dynamicmig.New(b, testingclock.NewFakeClock(time.Now()), time.Minute)
 	d := newTestDriver(t, func(c *DriverConfig) { c.Devices, c.MIG = fixedDevices(inv.Devices), m })
-	return d, node, migPartitions(d.cfg.Scaling.Device(inv.Devices[0]))
+	return d, b, node, migPartitions(d.cfg.Scaling.Device(inv.Devices[0]))
 }
 
 // TestPrepareMakesAndUnprepareDestroysMIGInstances prepares claims
 // allocated instances of a GPU whose instances are made on demand: each
 // gets its instance made through NVML, whole, with its own MIG UUID in
-// the GPU's stead; a claim prepared again gets the same instance; one
-// that would overlap a prepared instance is refused and makes nothing;
+// the GPU's stead; a claim prepared again gets the same instance, or after
+// a reboot a new one; one that would overlap a prepared instance is refused and makes nothing;
 // and unpreparing a claim destroys its instance.
 func TestPrepareMakesAndUnprepareDestroysMIGInstances(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	d, node, parts := dynamicMIGDriver(t)
+	d, backend, node, parts := dynamicMIGDriver(t)
 	first, second := parts[0], parts[1]
 	if first.profile.Name != second.profile.Name || first.at.Start != 0 || second.at.Start == 0 {
 		t.Fatalf("the smallest profile's first two placements are %+v and %+v", first, second)
@@ -75,6 +75,22 @@ func TestPrepareMakesAndUnprepareDestroysMIGInstances(t *testing.T) {
 	again, err := d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{a})
 	if err != nil || again["uid-a"].Err != nil || node.MIGInstanceCount(0) != 2 || !slices.Equal(envOf(again["uid-a"].Devices), env) {
 		t.Errorf("preparing claim a again: %v, %v, %d instances; want the same instance", err, again["uid-a"].Err, node.MIGInstanceCount(0))
+	}
+
+	// A reboot destroyed the instances; the restarted kubelet prepares the
+	// claims again.
+	made, err := backend.MIGInstances(ctx, node.UUID(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range made {
+		if err := backend.DestroyMIG(ctx, node.UUID(0), m.GPUInstanceID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err = d.PrepareResourceClaims(ctx, []*resourceapi.ResourceClaim{a, b})
+	if err != nil || again["uid-a"].Err != nil || again["uid-b"].Err != nil || node.MIGInstanceCount(0) != 2 {
+		t.Errorf("preparing the claims again after a reboot: %v, %v, %v, %d instances; want both made anew", err, again["uid-a"].Err, again["uid-b"].Err, node.MIGInstanceCount(0))
 	}
 
 	overlapping := allocatedClaim("uid-c", "c", result{request: "gpu", device: first.name})
