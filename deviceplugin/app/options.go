@@ -55,7 +55,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ProcRoot, "proc-root", c.ProcRoot, "proc file system used to map GPU processes to pods")
 	fs.DurationVar(&c.HealthRecoveryPeriod.Duration, "health-recovery-period", c.HealthRecoveryPeriod.Duration, "how long an unhealthy GPU must stay quiet before it is healthy again")
 	fs.DurationVar(&c.AllocationLookupTimeout.Duration, "allocation-lookup-timeout", c.AllocationLookupTimeout.Duration, "how long Allocate waits for a GPUAllocation its cache has not seen")
-	fs.BoolVar(&c.DynamicMIG, "dynamic-mig", c.DynamicMIG, "serve GPUs in MIG mode whole, with their MIG geometry, and make each container's MIG instance when the kubelet allocates it (device-plugin mode only)")
+	fs.BoolVar(&c.DynamicMIG, "dynamic-mig", c.DynamicMIG, "serve GPUs in MIG mode whole, with their MIG geometry, and make each container's MIG instance when the kubelet allocates it, or in DRA mode prepares its claim")
 	fs.StringVar(&c.DeviceListStrategy, "device-list-strategy", c.DeviceListStrategy, "how containers get their GPUs: envvar, volume-mounts or cdi")
 	fs.StringVar(&c.CDISpecDir, "cdi-spec-dir", c.CDISpecDir, "directory the container runtime reads CDI specs from (strategy cdi, and DRA mode's spec per prepared request)")
 	fs.StringVar(&c.DriverRoot, "driver-root", c.DriverRoot, "where the plugin sees the NVIDIA driver's root; set, NVML is loaded from there rather than injected by the container toolkit")

@@ -88,11 +88,11 @@ type Configuration struct {
 	AllocationLookupTimeout metav1.Duration `json:"allocationLookupTimeout"`
 	// DynamicMIG serves each GPU in MIG mode as itself, with its MIG
 	// geometry, and makes the MIG instance the scheduler places for a
-	// container when the kubelet allocates it, destroying it when the pod
-	// ends. The GPU's MIG mode is never changed: the administrator puts it
-	// in MIG mode. Instances the administrator made on it are destroyed
-	// when no allocation needs them. Device-plugin mode only, and not
-	// with the cdi device-list strategy.
+	// container when the kubelet allocates it (in DRA mode, prepares its
+	// claim), destroying it when the pod ends. The GPU's MIG mode is
+	// never changed: the administrator puts it in MIG mode. Instances the
+	// administrator made on it are destroyed when no allocation needs
+	// them. Not with the cdi device-list strategy.
 	DynamicMIG bool `json:"dynamicMIG,omitempty"`
 	// DeviceListStrategy is how a container's GPUs reach the NVIDIA
 	// container runtime: StrategyEnvVar, StrategyVolumeMounts or

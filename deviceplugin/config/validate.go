@@ -56,9 +56,6 @@ func (c *Configuration) Validate() error {
 		if c.DeviceListStrategy == StrategyVolumeMounts {
 			errs = append(errs, field.Invalid(field.NewPath("deviceListStrategy"), c.DeviceListStrategy, "not supported in DRA mode, where containers get their GPUs through CDI: use envvar or cdi"))
 		}
-		if c.DynamicMIG {
-			errs = append(errs, field.Forbidden(field.NewPath("dynamicMIG"), "not supported in DRA mode: MIG instances are made on demand only in device-plugin mode; in DRA mode, lay out the instances with nvidia-smi, and each is a device"))
-		}
 		errs = append(errs, absolute(field.NewPath("draPluginDir"), c.DRAPluginDir, true)...)
 		errs = append(errs, absolute(field.NewPath("pluginRegistryDir"), c.PluginRegistryDir, true)...)
 	}

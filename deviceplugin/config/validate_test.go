@@ -29,7 +29,7 @@ func TestValidate(t *testing.T) {
 		{name: "resource name must be qualified", mutate: func(c *Configuration) { c.ResourceName = "nvidia.com/gpu/x" }, want: "resourceName: Invalid value"},
 		{name: "DRA mode with its directories", mutate: func(c *Configuration) { c.Mode = ModeDRA }},
 		{name: "mode is one of the modes", mutate: func(c *Configuration) { c.Mode = "extender" }, want: `mode: Unsupported value: "extender": supported values: "device-plugin", "dra"`},
-		{name: "DRA mode makes no MIG instances on demand", mutate: func(c *Configuration) { c.Mode = ModeDRA; c.DynamicMIG = true }, want: "dynamicMIG: Forbidden: not supported in DRA mode"},
+		{name: "DRA mode makes MIG instances on demand", mutate: func(c *Configuration) { c.Mode = ModeDRA; c.DynamicMIG = true }},
 		{name: "MIG instances made on demand are not in a CDI spec", mutate: func(c *Configuration) {
 			c.DynamicMIG, c.DeviceListStrategy, c.CDISpecDir = true, StrategyCDI, "/var/run/cdi"
 		}, want: "deviceListStrategy: Invalid value: \"cdi\": not supported with dynamicMIG"},

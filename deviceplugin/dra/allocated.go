@@ -43,3 +43,18 @@ func Allocated(claims []*resourceapi.ResourceClaim) map[DeviceKey]metrics.Usage 
 	}
 	return out
 }
+
+// InstanceUse returns, for a GPU whose MIG instances are made on demand,
+// what each instance it may be cut into takes of it when a claim is
+// allocated it, by device name: its profile's memory and compute, and a
+// share. It is nil for any other GPU.
+func InstanceUse(g gpuv1alpha1.GPUDevice) map[string]metrics.Usage {
+	if g.MIGGeometry == nil {
+		return nil
+	}
+	out := map[string]metrics.Usage{}
+	for _, p := range migPartitions(g) {
+		out[p.name] = metrics.Usage{MemoryBytes: p.profile.MemoryMiB * mebibyte, Cores: int64(p.profile.ComputePercent), Shares: 1}
+	}
+	return out
+}

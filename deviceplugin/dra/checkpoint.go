@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/atomicfile"
 )
 
@@ -53,6 +54,11 @@ type preparedDevice struct {
 	MemoryMB int64      `json:"memoryMiB"`
 	Cores    int64      `json:"cores"`
 	Shares   int64      `json:"shares"`
+	// MIG is the instance made for the share on a GPU whose instances are
+	// made on demand, and Instance its MIG device UUID, which the
+	// container gets in the GPU's stead.
+	MIG      *gpuv1alpha1.MIGAllocation `json:"mig,omitempty"`
+	Instance string                     `json:"instance,omitempty"`
 }
 
 // loadCheckpoint reads the file; a missing file is an empty checkpoint.

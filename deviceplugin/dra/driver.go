@@ -50,6 +50,9 @@ type DriverConfig struct {
 	GPUCDIDevices bool
 	// StateDir holds the checkpoint; it must outlive the daemon.
 	StateDir string
+	// MIG makes the MIG instances of GPUs whose instances are made on
+	// demand; nil when the daemon makes none.
+	MIG MIGMaker
 	// Clock times health reports; nil: the real clock.
 	Clock clock.WithTicker
 }
@@ -108,7 +111,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	changed := false
 	for _, claim := range claims {
 		if prepared, ok := d.state.Claims[claim.UID]; ok {
-			if err := d.rewriteSpecs(claim.UID, prepared); err != nil {
+			if err := d.prepareAgain(ctx, claim.UID, prepared); err != nil {
 				logger.Error(err, "Writing the CDI specs of a prepared claim again failed", "claim", klog.KObj(claim))
 				result[claim.UID] = kubeletplugin.PrepareResult{Err: err}
 				continue
@@ -116,12 +119,12 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			result[claim.UID] = kubeletplugin.PrepareResult{Devices: prepared.devices()}
 			continue
 		}
-		prepared, err := d.prepare(claim)
+		prepared, err := d.prepare(ctx, claim)
 		if err == nil {
 			d.state.Claims[claim.UID] = prepared
 			if err = d.state.save(d.checkpointPath); err != nil {
 				delete(d.state.Claims, claim.UID)
-				err = errors.Join(err, d.removeSpecs(prepared))
+				err = errors.Join(err, d.removeSpecs(prepared), d.destroyInstances(ctx, prepared))
 			}
 		}
 		if err != nil {
@@ -139,8 +142,8 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	return result, nil
 }
 
-// UnprepareResourceClaims removes the CDI specs of each claim and forgets
-// it. A claim not prepared here, or already unprepared, is no error; specs
+// UnprepareResourceClaims destroys the MIG instances made for each claim,
+// removes its CDI specs and forgets it. A claim not prepared here, or already unprepared, is no error; specs
 // named for it are removed all the same, since a crash between writing
 // them and saving the checkpoint leaves them unrecorded.
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
@@ -155,7 +158,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 			result[claim.UID] = d.cdi.removeClaim(claim.UID)
 			continue
 		}
-		if err := d.removeSpecs(prepared); err != nil {
+		if err := errors.Join(d.destroyInstances(ctx, prepared), d.removeSpecs(prepared)); err != nil {
 			result[claim.UID] = err
 			continue
 		}
@@ -174,6 +177,10 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	}
 	return result, nil
 }
+
+// MIG returns what makes the driver's MIG instances, nil when it makes
+// none.
+func (d *Driver) MIG() MIGMaker { return d.cfg.MIG }
 
 // HandleError logs errors of the background work, such as publishing
 // ResourceSlices; the helper retries them.

@@ -89,6 +89,12 @@ func allocatedClaim(uid, name string, results ...result) *resourceapi.ResourceCl
 		Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}},
 	}
 	for i, r := range results {
+		if r.memory == "" {
+			// A device allocated whole, not shared: no share, no consumed capacity.
+			c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
+				Request: r.request, Driver: gpuv1alpha1.DRADriverName, Pool: testNode, Device: r.device})
+			continue
+		}
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourceapi.DeviceRequestAllocationResult{
 			Request: r.request, Driver: gpuv1alpha1.DRADriverName, Pool: testNode, Device: r.device,
 			ShareID: ptr.To(types.UID(uid + "-share-" + string(rune('0'+i)))),

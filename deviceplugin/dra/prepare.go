@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -9,26 +10,22 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
+	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
-// prepare turns a claim's allocation on this node into prepared requests
-// and writes their CDI specs. It refuses an allocation that names a GPU
-// the node does not have, one that is unhealthy, or one that would hold
-// more memory, cores or shares than the GPU has together with the claims
-// already prepared: kube-scheduler should never allocate those, and the
-// driver is the last line of defence.
-func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (*preparedClaim, error) {
+// prepare turns a claim's allocation on this node into prepared requests,
+// makes the MIG instances it was allocated on GPUs that make them on
+// demand, and writes their CDI specs. It refuses an allocation that names
+// a device the node does not have, one that is unhealthy, or one that
+// would hold more memory, cores or shares than the GPU has, or overlap an
+// instance, together with the claims already prepared: kube-scheduler
+// should never allocate those, and the driver is the last line of
+// defence. What it made before failing is destroyed again.
+func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) (*preparedClaim, error) {
 	if claim.Status.Allocation == nil {
 		return nil, fmt.Errorf("claim %s is not allocated", claimName(claim))
 	}
-	gpus := map[string]gpuv1alpha1.GPUDevice{}
-	healthy := map[string]bool{}
-	for _, g := range d.cfg.Devices.Devices() {
-		published := d.cfg.Scaling.Device(g)
-		name := DeviceName(published)
-		gpus[name] = published
-		healthy[name] = g.Health.Healthy
-	}
+	targets := d.targets()
 	used := d.used()
 	p := &preparedClaim{Namespace: claim.Namespace, Name: claim.Name}
 	byRequest := map[string]int{}
@@ -39,19 +36,10 @@ func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (*preparedClaim, erro
 		if r.Pool != d.cfg.NodeName {
 			return nil, fmt.Errorf("claim %s has device %s of pool %s, not of node %s", claimName(claim), r.Device, r.Pool, d.cfg.NodeName)
 		}
-		g, ok := gpus[r.Device]
-		if !ok {
-			return nil, fmt.Errorf("claim %s has device %s, which node %s does not have", claimName(claim), r.Device, d.cfg.NodeName)
+		dev, err := d.check(claim, r, targets, used)
+		if err != nil {
+			return nil, err
 		}
-		if !healthy[r.Device] {
-			return nil, fmt.Errorf("claim %s has GPU %s (%s), which is unhealthy", claimName(claim), r.Device, g.UUID)
-		}
-		dev := consumed(g, r)
-		total := used[g.UUID].add(dev)
-		if err := total.fits(g); err != nil {
-			return nil, fmt.Errorf("claim %s would overcommit GPU %s (%s): %w", claimName(claim), r.Device, g.UUID, err)
-		}
-		used[g.UUID] = total
 		i, ok := byRequest[r.Request]
 		if !ok {
 			i = len(p.Requests)
@@ -60,10 +48,64 @@ func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (*preparedClaim, erro
 		}
 		p.Requests[i].Devices = append(p.Requests[i].Devices, dev)
 	}
+	if err := d.makeInstances(ctx, claim.UID, p); err != nil {
+		return nil, fmt.Errorf("claim %s: %w", claimName(claim), err)
+	}
 	if err := d.writeSpecs(claim.UID, p.Requests); err != nil {
-		return nil, err
+		return nil, errors.Join(err, d.destroyInstances(ctx, p))
 	}
 	return p, nil
+}
+
+// target is a published device: a GPU, or an instance a GPU whose
+// instances are made on demand may be cut into.
+type target struct {
+	gpu     gpuv1alpha1.GPUDevice
+	healthy bool
+	// partition is set for an instance.
+	partition *migPartition
+}
+
+// targets are the node's devices as published, by name.
+func (d *Driver) targets() map[string]target {
+	out := map[string]target{}
+	for _, g := range d.cfg.Devices.Devices() {
+		published := d.cfg.Scaling.Device(g)
+		if published.MIGGeometry == nil {
+			out[DeviceName(published)] = target{gpu: published, healthy: g.Health.Healthy}
+			continue
+		}
+		for _, part := range migPartitions(published) {
+			out[part.name] = target{gpu: published, healthy: g.Health.Healthy, partition: &part}
+		}
+	}
+	return out
+}
+
+// check returns what allocation result r of the claim takes of its GPU,
+// and adds it to used, or why the node cannot serve it.
+func (d *Driver) check(claim *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult, targets map[string]target, used map[string]usage) (preparedDevice, error) {
+	t, ok := targets[r.Device]
+	if !ok {
+		return preparedDevice{}, fmt.Errorf("claim %s has device %s, which node %s does not have", claimName(claim), r.Device, d.cfg.NodeName)
+	}
+	g := t.gpu
+	if !t.healthy {
+		return preparedDevice{}, fmt.Errorf("claim %s has GPU %s (%s), which is unhealthy", claimName(claim), r.Device, g.UUID)
+	}
+	dev := consumed(g, r)
+	if t.partition != nil {
+		dev = partitionUse(t.partition, r)
+		if used[g.UUID].slices&dev.MIG.Placement.Slices() != 0 {
+			return preparedDevice{}, fmt.Errorf("claim %s has MIG instance %s, which overlaps an instance of a prepared claim on GPU %s", claimName(claim), r.Device, g.UUID)
+		}
+	}
+	total := used[g.UUID].add(dev)
+	if err := total.fits(g); err != nil {
+		return preparedDevice{}, fmt.Errorf("claim %s would overcommit GPU %s (%s): %w", claimName(claim), r.Device, g.UUID, err)
+	}
+	used[g.UUID] = total
+	return dev, nil
 }
 
 // writeSpecs writes the CDI spec of each request of a claim, unless it is
@@ -84,6 +126,11 @@ func (d *Driver) writeSpecs(claim types.UID, requests []preparedRequest) error {
 func (r *preparedRequest) shares() []hamicore.Share {
 	out := make([]hamicore.Share, 0, len(r.Devices))
 	for _, dev := range r.Devices {
+		if dev.MIG != nil {
+			// The instance, whole: its compute is all the container sees.
+			out = append(out, hamicore.Share{UUID: dev.Instance, MemoryMiB: dev.MemoryMB, Cores: gpurequest.MaxPercent})
+			continue
+		}
 		out = append(out, hamicore.Share{UUID: dev.UUID, MemoryMiB: dev.MemoryMB, Cores: int32(dev.Cores)})
 	}
 	return out
@@ -109,13 +156,19 @@ func consumed(g gpuv1alpha1.GPUDevice, r resourceapi.DeviceRequestAllocationResu
 	return dev
 }
 
-// usage is what the prepared claims hold of one GPU.
+// usage is what the prepared claims hold of one GPU: memory, cores,
+// shares, and the memory slices of its MIG instances made on demand.
 type usage struct {
 	memoryMiB, cores, shares int64
+	slices                   uint16
 }
 
 func (u usage) add(d preparedDevice) usage {
-	return usage{u.memoryMiB + d.MemoryMB, u.cores + d.Cores, u.shares + d.Shares}
+	out := usage{u.memoryMiB + d.MemoryMB, u.cores + d.Cores, u.shares + d.Shares, u.slices}
+	if d.MIG != nil {
+		out.slices |= d.MIG.Placement.Slices()
+	}
+	return out
 }
 
 // fits says which of the GPU's capacities u exceeds.

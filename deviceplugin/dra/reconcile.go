@@ -18,7 +18,8 @@ import (
 // Reconcile brings the checkpoint and the CDI spec directory in line with
 // the claims the API holds for this node, before the kubelet is served.
 // A checkpointed claim that is gone, was made anew under its name, or is
-// no longer allocated on this node is forgotten and its specs removed: the
+// no longer allocated on this node is forgotten, and its MIG instances
+// made on demand destroyed and its specs removed: the
 // kubelet will not unprepare it, and left in the checkpoint it would keep
 // lowering the capacity Prepare's over-commit check allows. Spec files of
 // the driver's kind that no checkpointed claim names are removed too: a
@@ -45,7 +46,7 @@ func (d *Driver) Reconcile(ctx context.Context, kube kubernetes.Interface) error
 		case claim.UID == uid && d.allocatedHere(claim):
 			continue
 		}
-		if err := d.removeSpecs(p); err != nil {
+		if err := errors.Join(d.destroyInstances(ctx, p), d.removeSpecs(p)); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -107,7 +107,7 @@ func TestReconcileRemovesSpecsNoPreparedClaimNames(t *testing.T) {
 	// The daemon crashed after writing a claim's specs and before saving
 	// the checkpoint; the kubelet never heard the claim was prepared.
 	crashed := allocatedClaim("uid-2", "two", result{request: "gpu", device: "gpu-1", memory: "10Gi", shares: 1})
-	if _, err := d.prepare(crashed); err != nil {
+	if _, err := d.prepare(ctx, crashed); err != nil {
 		t.Fatal(err)
 	}
 	// Killed mid-write: the temporary file of a claim's spec, never
@@ -139,7 +139,7 @@ func TestUnprepareOfAnUnknownClaimRemovesItsSpecs(t *testing.T) {
 	crashed := allocatedClaim("uid-2", "two",
 		result{request: "a", device: "gpu-0", memory: "10Gi", shares: 1},
 		result{request: "b", device: "gpu-1", memory: "10Gi", shares: 1})
-	if _, err := d.prepare(crashed); err != nil {
+	if _, err := d.prepare(ctx, crashed); err != nil {
 		t.Fatal(err)
 	}
 	other := allocatedClaim("uid-1", "one", result{request: "gpu", device: "gpu-0", memory: "10Gi", shares: 1})

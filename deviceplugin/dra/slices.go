@@ -17,19 +17,30 @@ import (
 const mebibyte = 1 << 20
 
 // Resources returns what the node offers kube-scheduler: one pool named
-// after the node with one device per GPU that is healthy and not cordoned.
-// A GPU that turns unhealthy or is cordoned is withdrawn, so that no new
-// claim gets it; claims already allocated keep it.
+// after the node with one device per GPU that is healthy and not cordoned,
+// in its first slice. A GPU whose MIG instances are made on demand is
+// published in the slices after it, as one device per instance it may be
+// cut into (see migSlices). A GPU that turns unhealthy or is cordoned is
+// withdrawn, so that no new claim gets it; claims already allocated keep
+// it.
 func Resources(node string, devices []gpu.Device, cordoned []string, scaling nodestatus.Scaling) resourceslice.DriverResources {
-	var out []resourceapi.Device
+	var (
+		out     []resourceapi.Device
+		dynamic []gpuv1alpha1.GPUDevice
+	)
 	for _, d := range devices {
 		if !d.Health.Healthy || slices.Contains(cordoned, d.UUID) {
 			continue
 		}
-		out = append(out, Device(scaling.Device(d)))
+		g := scaling.Device(d)
+		if g.MIGGeometry != nil {
+			dynamic = append(dynamic, g)
+			continue
+		}
+		out = append(out, Device(g))
 	}
 	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
-		node: {Slices: []resourceslice.Slice{{Devices: out}}},
+		node: {Slices: append([]resourceslice.Slice{{Devices: out}}, migSlices(dynamic)...)},
 	}}
 }
 

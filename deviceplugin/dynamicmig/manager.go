@@ -51,8 +51,10 @@ func New(maker gpu.MIGMaker, clk clock.PassiveClock, grace time.Duration) *Manag
 
 // Prepare returns the MIG device UUID of the instance want on the GPU for
 // owner (what it is made for, such as one container of one pod), making
-// it. An instance it already made for owner there is
-// handed out again, as when the kubelet's answer must be written anew.
+// it. An instance it already made for owner there is handed out again,
+// as when the kubelet's answer must be written anew, and so is one of
+// want's profile and placement that it has no record of: a daemon that
+// restarted made it for the same owner, or it is a leftover just right.
 // Any other instance on the slices want takes is a leftover (of a pod
 // that ended, or of a daemon that stopped before destroying it), since
 // the scheduler placed want where no live allocation lies: it is
@@ -67,7 +69,11 @@ func (m *Manager) Prepare(ctx context.Context, gpuUUID, owner string, want *gpuv
 	}
 	for _, inst := range instances {
 		key := instanceKey{gpuUUID, inst.GPUInstanceID}
-		if matches(inst, want) && inst.UUID != "" && m.made[key].owner == owner {
+		if r, known := m.made[key]; matches(inst, want) && inst.UUID != "" && (!known || r.owner == owner) {
+			if !known {
+				m.made[key] = record{owner: owner, at: m.clock.Now()}
+				logger.Info("Handing out a MIG instance made before", "gpu", gpuUUID, "profile", want.Profile, "start", want.Placement.Start, "uuid", inst.UUID, "owner", owner)
+			}
 			return inst.UUID, nil
 		}
 		if !overlaps(inst.Placement, want.Placement) {
@@ -86,6 +92,28 @@ func (m *Manager) Prepare(ctx context.Context, gpuUUID, owner string, want *gpuv
 	m.made[instanceKey{gpuUUID, made.GPUInstanceID}] = record{owner: owner, at: m.clock.Now()}
 	logger.Info("Made a MIG instance", "gpu", gpuUUID, "profile", want.Profile, "start", want.Placement.Start, "uuid", made.UUID, "owner", owner)
 	return made.UUID, nil
+}
+
+// Destroy destroys the instance want on the GPU, if it is there, as when
+// the claim it was made for is unprepared.
+func (m *Manager) Destroy(ctx context.Context, gpuUUID string, want *gpuv1alpha1.MIGAllocation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	instances, err := m.maker.MIGInstances(ctx, gpuUUID)
+	if err != nil {
+		return fmt.Errorf("listing the MIG instances: %w", err)
+	}
+	for _, inst := range instances {
+		if !matches(inst, want) {
+			continue
+		}
+		if err := m.maker.DestroyMIG(ctx, gpuUUID, inst.GPUInstanceID); err != nil {
+			return fmt.Errorf("destroying the %s MIG instance at memory slice %d: %w", want.Profile, want.Placement.Start, err)
+		}
+		delete(m.made, instanceKey{gpuUUID, inst.GPUInstanceID})
+		klog.FromContext(ctx).Info("Destroyed a MIG instance", "gpu", gpuUUID, "profile", want.Profile, "start", want.Placement.Start, "uuid", inst.UUID)
+	}
+	return nil
 }
 
 // Needed is a MIG instance that a live allocation holds.

@@ -40,8 +40,10 @@ func at(p gpuv1alpha1.MIGProfile, start int32) *gpuv1alpha1.MIGAllocation {
 }
 
 // TestPrepare makes an instance, hands the same one out again to the
-// same owner, destroys a leftover where a new one goes, and leaves
-// nothing when the compute instance cannot be made.
+// same owner, hands out one just right that it has no record of (made
+// before the daemon restarted), destroys one it made for another owner
+// where a new one goes, and leaves nothing when the compute instance
+// cannot be made.
 func TestPrepare(t *testing.T) {
 	ctx := context.Background()
 	m, b, node, _, small := setup(t)
@@ -55,16 +57,21 @@ func TestPrepare(t *testing.T) {
 	}
 	// A daemon that stopped left an instance where the scheduler now
 	// places another pod's.
-	if _, err := b.CreateMIG(ctx, gpu0, small.ProfileID, gpuv1alpha1.MIGPlacement{Start: 3, Size: 1}); err != nil {
+	before, err := b.CreateMIG(ctx, gpu0, small.ProfileID, gpuv1alpha1.MIGPlacement{Start: 3, Size: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Prepare(ctx, gpu0, "pod-b/main", at(small, 3)); err != nil {
+	if got, err := m.Prepare(ctx, gpu0, "pod-b/main", at(small, 3)); err != nil || got != before.UUID {
+		t.Errorf("an instance made before the restart: got %q, %v; want it, %q", got, err, before.UUID)
+	}
+	remade, err := m.Prepare(ctx, gpu0, "pod-c/main", at(small, 3))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n := node.MIGInstanceCount(0); n != 2 {
-		t.Errorf("%d instances, want the first and pod-b's", n)
+	if n := node.MIGInstanceCount(0); n != 2 || remade == before.UUID {
+		t.Errorf("%d instances, pod-c got %q; want the first and a new one for pod-c in pod-b's stead", n, remade)
 	}
-	if _, err := m.Prepare(ctx, node.UUID(1), "pod-c/main", at(small, 0)); err == nil {
+	if _, err := m.Prepare(ctx, node.UUID(1), "pod-d/main", at(small, 0)); err == nil {
 		t.Error("an instance without a compute instance was handed out")
 	}
 	if n := node.MIGInstanceCount(1); n != 0 {

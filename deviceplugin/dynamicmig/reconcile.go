@@ -74,8 +74,10 @@ func (l Live) podLive(a *gpuv1alpha1.GPUAllocation) (bool, error) {
 
 // Run reconciles the instances on the GPUs that make them on demand
 // every period, until ctx ends: at start, which destroys what a daemon
-// that stopped left, and after pods end or allocations fail.
-func (m *Manager) Run(ctx context.Context, clk clock.WithTicker, period time.Duration, live Live, devices func() []gpu.Device) {
+// that stopped left, and after pods end or allocations fail. needed lists
+// the instances that live allocations (Live.Needed) or prepared claims
+// hold.
+func (m *Manager) Run(ctx context.Context, clk clock.WithTicker, period time.Duration, needed func() ([]Needed, error), devices func() []gpu.Device) {
 	logger := klog.FromContext(ctx)
 	reconcile := func() {
 		var gpus []string
@@ -87,9 +89,9 @@ func (m *Manager) Run(ctx context.Context, clk clock.WithTicker, period time.Dur
 		if len(gpus) == 0 {
 			return
 		}
-		needed, err := live.Needed()
+		held, err := needed()
 		if err == nil {
-			err = m.Reconcile(ctx, gpus, needed)
+			err = m.Reconcile(ctx, gpus, held)
 		}
 		if err != nil {
 			logger.Error(err, "Reconciling MIG instances")

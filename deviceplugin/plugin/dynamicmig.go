@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/deviceplugin/allocator"
+	"github.com/tessera-gpu/tessera/deviceplugin/dra"
 	"github.com/tessera-gpu/tessera/deviceplugin/dynamicmig"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
@@ -25,10 +26,9 @@ const (
 	migGrace = 15 * time.Second
 )
 
-// migPreparer returns, with dynamicMIG, what makes the MIG instances the
-// scheduler places, and starts destroying those no live allocation
-// needs; nil without.
-func (p *Plugin) migPreparer(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches) allocator.MIGPreparer {
+// migManager returns, with dynamicMIG, what makes the MIG instances the
+// scheduler places; nil without, or when the backend cannot make them.
+func (p *Plugin) migManager(ctx context.Context) *dynamicmig.Manager {
 	if !p.cfg.DynamicMIG {
 		return nil
 	}
@@ -37,11 +37,45 @@ func (p *Plugin) migPreparer(ctx context.Context, g *errgroup.Group, inv *invent
 		klog.FromContext(ctx).Error(errors.New("the GPU backend cannot make MIG instances"), "MIG instances are not made on demand; pods placed on them fail to start")
 		return nil
 	}
-	m := dynamicmig.New(maker, p.deps.Clock, migGrace)
+	return dynamicmig.New(maker, p.deps.Clock, migGrace)
+}
+
+// migPreparer returns, in device-plugin mode with dynamicMIG, what makes
+// the MIG instances the scheduler places, and starts destroying those no
+// live allocation needs; nil without.
+func (p *Plugin) migPreparer(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, caches *caches) allocator.MIGPreparer {
+	m := p.migManager(ctx)
+	if m == nil {
+		return nil
+	}
 	live := dynamicmig.Live{NodeName: p.cfg.NodeName, Allocations: caches.allocations, Pods: caches.pods}
 	g.Go(func() error {
-		m.Run(ctx, p.deps.Clock, migReconcilePeriod, live, inv.Devices)
+		m.Run(ctx, p.deps.Clock, migReconcilePeriod, live.Needed, inv.Devices)
 		return nil
 	})
 	return m
+}
+
+// draMIG returns, in DRA mode with dynamicMIG, what makes the MIG
+// instances of the claims kube-scheduler allocated; nil without.
+func (p *Plugin) draMIG(ctx context.Context) dra.MIGMaker {
+	if m := p.migManager(ctx); m != nil {
+		return m
+	}
+	return nil
+}
+
+// reconcileDRAMIG destroys, in DRA mode with dynamicMIG, the MIG
+// instances no prepared claim holds: of a daemon that stopped between
+// making an instance and recording it, or of a claim whose instance
+// could not be destroyed when it was unprepared.
+func (p *Plugin) reconcileDRAMIG(ctx context.Context, g *errgroup.Group, inv *inventory.Inventory, driver *dra.Driver) {
+	m, ok := driver.MIG().(*dynamicmig.Manager)
+	if !ok {
+		return
+	}
+	g.Go(func() error {
+		m.Run(ctx, p.deps.Clock, migReconcilePeriod, driver.NeededMIG, inv.Devices)
+		return nil
+	})
 }

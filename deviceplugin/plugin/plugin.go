@@ -111,7 +111,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 	}
 	found, discoverErr := p.discover(ctx)
 	inv := inventory.New(found)
-	driver, err := p.newDriver(inv)
+	driver, err := p.newDriver(ctx, inv)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (p *Plugin) discover(ctx context.Context) (gpu.Inventory, error) {
 // newDriver, in DRA mode, returns the driver that prepares the node's
 // claims, reading what an earlier run prepared; in device-plugin mode it
 // returns nil.
-func (p *Plugin) newDriver(inv *inventory.Inventory) (*dra.Driver, error) {
+func (p *Plugin) newDriver(ctx context.Context, inv *inventory.Inventory) (*dra.Driver, error) {
 	if p.cfg.Mode != config.ModeDRA {
 		return nil, nil
 	}
@@ -179,6 +179,7 @@ func (p *Plugin) newDriver(inv *inventory.Inventory) (*dra.Driver, error) {
 		CDIDir:        p.cfg.CDISpecDir,
 		GPUCDIDevices: p.cfg.DeviceListStrategy == config.StrategyCDI,
 		StateDir:      p.cfg.DRAPluginDir,
+		MIG:           p.draMIG(ctx),
 	})
 }
 
@@ -376,6 +377,7 @@ func (p *Plugin) serveDRA(ctx context.Context, g *errgroup.Group, inv *inventory
 		return err
 	}
 	g.Go(func() error { return server.Run(ctx) })
+	p.reconcileDRAMIG(ctx, g, inv, driver)
 	return nil
 }
 

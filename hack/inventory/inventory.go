@@ -11,6 +11,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/dra"
+	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 )
 
 // gpuRow is one GPU with what is allocated on it now.
@@ -62,11 +63,19 @@ func buildInventory(nodes []*gpuv1alpha1.GPUNode, allocations []*gpuv1alpha1.GPU
 	claimed := dra.Allocated(claims)
 	for _, n := range nodes {
 		for _, d := range n.Status.Devices {
-			u, ok := claimed[dra.DeviceKey{Pool: n.Name, Device: dra.DeviceName(d)}]
-			if row := used[key{n.Name, d.UUID}]; ok && row != nil {
-				row.usedMemoryMiB += u.MemoryBytes >> 20
-				row.usedCores += int32(u.Cores)
-				row.usedShares += int32(u.Shares)
+			row := used[key{n.Name, d.UUID}]
+			if row == nil {
+				continue
+			}
+			if u, ok := claimed[dra.DeviceKey{Pool: n.Name, Device: dra.DeviceName(d)}]; ok {
+				row.add(u)
+			}
+			// A GPU whose MIG instances are made on demand is allocated by
+			// its instances, each whole.
+			for name, u := range dra.InstanceUse(d) {
+				if _, ok := claimed[dra.DeviceKey{Pool: n.Name, Device: name}]; ok {
+					row.add(u)
+				}
 			}
 		}
 	}
@@ -74,6 +83,13 @@ func buildInventory(nodes []*gpuv1alpha1.GPUNode, allocations []*gpuv1alpha1.GPU
 		return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.index, b.index))
 	})
 	return rows
+}
+
+// add adds what a DRA allocation takes of the GPU.
+func (r *gpuRow) add(u metrics.Usage) {
+	r.usedMemoryMiB += u.MemoryBytes >> 20
+	r.usedCores += int32(u.Cores)
+	r.usedShares += int32(u.Shares)
 }
 
 func printInventory(out io.Writer, rows []gpuRow) error {

@@ -16,35 +16,11 @@ import (
 // the MIG instance made for a container; -1 when none.
 type migChoice struct{ profile, placement int8 }
 
-// migProfile returns the index in d's geometry of the smallest profile
-// that holds what c asks for on d, or -1 when none does. A container that
-// names no memory gets the profile with the most. Of profiles of equal
-// memory the one with the least compute wins, then the first listed.
+// migProfile returns the index in d's geometry of the profile of the
+// instance c gets on d (gpurequest.ContainerRequest.MIGProfile), or -1
+// when none holds it.
 func migProfile(c *gpurequest.ContainerRequest, d *Device) int {
-	profiles := d.MIG.Profiles
-	best := -1
-	var need int64
-	if !c.WholeMemory() {
-		need = c.MemoryOn(d.MemoryMiB)
-	}
-	for i := range profiles {
-		p := &profiles[i]
-		if p.MemoryMiB < need || p.ComputePercent < c.Cores {
-			continue
-		}
-		switch {
-		case best < 0:
-			best = i
-		case c.WholeMemory():
-			if p.MemoryMiB > profiles[best].MemoryMiB {
-				best = i
-			}
-		case p.MemoryMiB < profiles[best].MemoryMiB,
-			p.MemoryMiB == profiles[best].MemoryMiB && p.ComputePercent < profiles[best].ComputePercent:
-			best = i
-		}
-	}
-	return best
+	return c.MIGProfile(d.MemoryMiB, d.MIG.Profiles)
 }
 
 // migMemoryOn is the memory of the instance c gets on d, or what c asks
@@ -81,7 +57,7 @@ func migFit(c *gpurequest.ContainerRequest, d *Device, p use, free bool) (profil
 		taken |= d.UsedSlices
 	}
 	for i, pl := range d.MIG.Profiles[profile].Placements {
-		if sliceMask(pl)&taken == 0 {
+		if pl.Slices()&taken == 0 {
 			return profile, i, 0, true
 		}
 	}
@@ -97,18 +73,6 @@ func migShortfall(c *gpurequest.ContainerRequest, d *Device) Reason {
 		}
 	}
 	return ReasonMemory
-}
-
-// MaxMIGSlices is the most memory slices of a GPU that placement
-// handles, the API's bound (8 on every GPU that has MIG today).
-const MaxMIGSlices = 16
-
-// sliceMask is the set of memory slices a placement takes.
-func sliceMask(pl gpuv1alpha1.MIGPlacement) uint16 {
-	if pl.Start < 0 || pl.Size <= 0 || pl.Start+pl.Size > MaxMIGSlices {
-		return ^uint16(0) // out of the API's bounds: takes everything, fits nowhere taken
-	}
-	return (uint16(1)<<pl.Size - 1) << pl.Start
 }
 
 // migAllocation is the instance recorded for a container given profile

@@ -191,7 +191,7 @@ func (e *engine) takeSlices(c, g int) {
 	profile, placement, _, _ := migFit(&e.req.Containers[c], d, e.pod[g], e.free)
 	e.migAt[c] = migChoice{profile: int8(profile), placement: int8(placement)}
 	if placement >= 0 {
-		e.pod[g].slices |= sliceMask(d.MIG.Profiles[profile].Placements[placement])
+		e.pod[g].slices |= d.MIG.Profiles[profile].Placements[placement].Slices()
 	}
 }
 

@@ -36,7 +36,7 @@ func Holds(containers []gpuv1alpha1.ContainerAllocation) []Hold {
 				holds = append(holds, Hold{UUID: d.UUID})
 			}
 			if d.MIG != nil {
-				holds[k].Slices |= sliceMask(d.MIG.Placement)
+				holds[k].Slices |= d.MIG.Placement.Slices()
 			}
 		}
 	}

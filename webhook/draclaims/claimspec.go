@@ -26,7 +26,9 @@ const claimRequest = "gpu"
 // more than one GPU, and constraints that keep the GPUs distinct (and on
 // one NUMA node when asked). A memory percentage or exclusive use depends
 // on the GPU: such a request lists one subrequest per kind of GPU the
-// cluster has, kube-scheduler taking the first that fits. errs names each field DRA cannot express, and its
+// cluster has, kube-scheduler taking the first that fits. So does a
+// request in MIG mode where GPUs make their instances on demand (see
+// withMIGMadeOnDemand). errs names each field DRA cannot express, and its
 // limit; path is the count's path in the pod.
 func (t *Translator) claimSpec(r gpurequest.ContainerRequest, annotations map[string]string, sel gpurequest.Selection, countPath *field.Path) (resourceapi.ResourceClaimSpec, field.ErrorList) {
 	var errs field.ErrorList
@@ -34,8 +36,10 @@ func (t *Translator) claimSpec(r gpurequest.ContainerRequest, annotations map[st
 		errs = append(errs, field.Invalid(countPath, r.Count, fmt.Sprintf(
 			"must be at most %d in DRA mode: a ResourceClaim holds at most %d devices", resourceapi.AllocationResultsMaxSize, resourceapi.AllocationResultsMaxSize)))
 	}
-	selectors, serrs := celSelectors(annotations, sel)
+	dynamic := t.madeOnDemand()
+	filters, serrs := celSelectors(annotations, sel, dynamic)
 	errs = append(errs, serrs...)
+	selectors := append(slices.Clone(filters), modeSelector(sel, dynamic)...)
 	if r.Count > 1 {
 		// A container gets at most one MIG instance, as placement rules
 		// (CUDA uses one per process); a pod limited to MIG instances
@@ -59,6 +63,9 @@ func (t *Translator) claimSpec(r gpurequest.ContainerRequest, annotations map[st
 	} else {
 		exact.Capacity = capacity(r.MemoryMiB, r.Cores, 0)
 		request.Exactly = &exact
+	}
+	if sel.Mode == gpurequest.ModeMIG && len(sel.MIGProfiles) == 0 {
+		request = t.withMIGMadeOnDemand(r, request, filters)
 	}
 	spec := resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{request}}}
 	if r.Count > 1 {

@@ -37,13 +37,50 @@ func isMIG() string {
 	return fmt.Sprintf("%q in device.attributes[%q]", gpuv1alpha1.DRAAttributeMIGProfile, gpuv1alpha1.DRADriverName)
 }
 
-// celSelectors turns the pod's type, UUID and MIG annotations into CEL
-// selectors with the extender's meaning: a model contains one of the
-// types (case-insensitive) and none of the excluded; a UUID is one of the
-// allowed and none of the excluded (case-insensitive). Values were
+// isMadeOnDemand is a CEL condition that the device is a MIG instance
+// of a GPU whose instances are made on demand.
+func isMadeOnDemand() string {
+	return fmt.Sprintf("%q in device.attributes[%q]", gpuv1alpha1.DRAAttributeMIGStart, gpuv1alpha1.DRADriverName)
+}
+
+// modeSelector keeps a request to the devices the pod's GPU mode allows,
+// as placement does: in MIG mode MIG instances, in hami-core mode no MIG
+// instance. Where GPUs make their instances on demand (dynamic), a pod in
+// MIG mode gets the instances the administrator laid out (those made on
+// demand have subrequests of their own, see withMIGMadeOnDemand), and one
+// that names no mode no instance made on demand, since a GPU that makes
+// them serves pods in MIG mode only; elsewhere there are none to keep
+// off, and the claims stay as they were. A pod that names profiles has
+// its selector from celSelectors.
+func modeSelector(sel gpurequest.Selection, dynamic bool) []resourceapi.DeviceSelector {
+	notMadeOnDemand := "!(" + isMadeOnDemand() + ")"
+	var expression string
+	switch {
+	case len(sel.MIGProfiles) > 0:
+		return nil
+	case sel.Mode == gpurequest.ModeMIG && dynamic:
+		expression = isMIG() + " && " + notMadeOnDemand
+	case sel.Mode == gpurequest.ModeMIG:
+		expression = isMIG()
+	case sel.Mode == gpurequest.ModeShared:
+		expression = "!(" + isMIG() + ")"
+	case dynamic:
+		expression = notMadeOnDemand
+	default:
+		return nil
+	}
+	return []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expression}}}
+}
+
+// celSelectors turns the pod's type, UUID and MIG profile annotations
+// into CEL selectors with the extender's meaning: a model contains one of
+// the types (case-insensitive) and none of the excluded; a UUID is one of
+// the allowed and none of the excluded (case-insensitive); a MIG instance
+// has one of the profiles, and is laid out by the administrator where
+// GPUs make their instances on demand (dynamic). Values were
 // checked by gpurequest.ParseAnnotations: printable, no white space. An
 // error names the key of annotations the pod wrote, Tessera's or HAMi's.
-func celSelectors(annotations map[string]string, sel gpurequest.Selection) ([]resourceapi.DeviceSelector, field.ErrorList) {
+func celSelectors(annotations map[string]string, sel gpurequest.Selection, dynamic bool) ([]resourceapi.DeviceSelector, field.ErrorList) {
 	model := attribute(gpuv1alpha1.DRAAttributeModel) + ".lowerAscii()"
 	uuid := attribute(gpuv1alpha1.DRAAttributeUUID) + ".lowerAscii()"
 	hasMIG := isMIG()
@@ -75,13 +112,12 @@ func celSelectors(annotations map[string]string, sel gpurequest.Selection) ([]re
 	if len(sel.ExcludeUUIDs) > 0 {
 		terms = append(terms, term{gpurequest.AnnotationGPUUUIDExclude, "!(" + in(uuid, sel.ExcludeUUIDs) + ")"})
 	}
-	switch {
-	case len(sel.MIGProfiles) > 0:
-		terms = append(terms, term{gpurequest.AnnotationMIGProfile, hasMIG + " && " + in(attribute(gpuv1alpha1.DRAAttributeMIGProfile)+".lowerAscii()", sel.MIGProfiles)})
-	case sel.Mode == gpurequest.ModeMIG:
-		terms = append(terms, term{gpurequest.AnnotationGPUMode, hasMIG})
-	case sel.Mode == gpurequest.ModeShared:
-		terms = append(terms, term{gpurequest.AnnotationGPUMode, "!(" + hasMIG + ")"})
+	if len(sel.MIGProfiles) > 0 {
+		laidOut := hasMIG
+		if dynamic {
+			laidOut += " && !(" + isMadeOnDemand() + ")"
+		}
+		terms = append(terms, term{gpurequest.AnnotationMIGProfile, laidOut + " && " + in(attribute(gpuv1alpha1.DRAAttributeMIGProfile)+".lowerAscii()", sel.MIGProfiles)})
 	}
 	var (
 		out  []resourceapi.DeviceSelector

@@ -20,20 +20,27 @@ type gpuSize struct {
 // where the claims can land; MIG instances are left out, as they are
 // never shared.
 func (t *Translator) gpuSizes() []gpuSize {
+	var out []gpuSize
+	for _, d := range t.draGPUs() {
+		s := gpuSize{memoryMiB: d.MemoryMiB, cores: d.Cores, shareLimit: d.ShareLimit}
+		if d.MIG == nil && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// draGPUs returns the GPUs the GPUNodes of DRA nodes report; none when
+// they cannot be listed.
+func (t *Translator) draGPUs() []gpuv1alpha1.GPUDevice {
 	nodes, err := t.gpuNodes.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	var out []gpuSize
+	var out []gpuv1alpha1.GPUDevice
 	for _, n := range nodes {
-		if n.Status.KubeletAPI != gpuv1alpha1.KubeletAPIDRA {
-			continue
-		}
-		for _, d := range n.Status.Devices {
-			s := gpuSize{memoryMiB: d.MemoryMiB, cores: d.Cores, shareLimit: d.ShareLimit}
-			if d.MIG == nil && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
+		if n.Status.KubeletAPI == gpuv1alpha1.KubeletAPIDRA {
+			out = append(out, n.Status.Devices...)
 		}
 	}
 	return out

@@ -35,4 +35,14 @@ const (
 	// instances only, which are never shared (their share limit is 1).
 	DRAAttributeMIGProfile resourceapi.QualifiedName = "migProfile"
 	DRAAttributeParentUUID resourceapi.QualifiedName = "parentUUID"
+	// DRAAttributeMIGStart and DRAAttributeMIGSize are set on the MIG
+	// instances of a GPU whose instances are made on demand, one device
+	// per profile and placement (the first memory slice and the number of
+	// slices): the instance is made when the claim is prepared. Such a
+	// device also has DRAAttributeMIGProfile, its GPU's UUID as both
+	// DRAAttributeUUID and DRAAttributeParentUUID, the profile's memory
+	// and compute and one share as capacity, and it consumes its GPU's
+	// counters, so that no two instances allocated at once overlap.
+	DRAAttributeMIGStart resourceapi.QualifiedName = "migStart"
+	DRAAttributeMIGSize  resourceapi.QualifiedName = "migSize"
 )

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -25,6 +26,10 @@ type gpuSlice struct {
 	devices         []placement.Device
 	// ids name the devices to kube-scheduler's claim tracker.
 	ids []structured.DeviceID
+	// parts are the instances of GPUs whose instances are made on demand,
+	// and counters those GPUs' capacity, by counter set.
+	parts    []migPart
+	counters map[string]placement.Device
 }
 
 // nodeSlices returns, for each node in names (every node when names is
@@ -69,8 +74,9 @@ func (c *sliceGPUs) nodeSlices(slices []*resourceapi.ResourceSlice, names map[st
 }
 
 // gpuNode fills n with the GPUs of a node's slices, with the usage consumed
-// says the allocated claims hold on each, reusing n's memory.
-func gpuNode(n *placement.Node, name string, slices []*gpuSlice, consumed structured.ConsumedCapacityCollection) {
+// says the allocated claims hold on each, and on GPUs whose instances are
+// made on demand the instances in allocated, reusing n's memory.
+func gpuNode(n *placement.Node, name string, slices []*gpuSlice, consumed structured.ConsumedCapacityCollection, allocated sets.Set[structured.DeviceID]) {
 	n.Name, n.Devices = name, n.Devices[:0]
 	for _, g := range slices {
 		for i, d := range g.devices {
@@ -78,6 +84,7 @@ func gpuNode(n *placement.Node, name string, slices []*gpuSlice, consumed struct
 			n.Devices = append(n.Devices, d)
 		}
 	}
+	addMadeOnDemand(n, slices, allocated)
 }
 
 // forgetDeleted forgets the slices not among those listed, once they are
@@ -104,11 +111,16 @@ func ours(s *resourceapi.ResourceSlice, names map[string]bool) bool {
 
 // readSlice reads the GPUs of s.
 func readSlice(s *resourceapi.ResourceSlice) *gpuSlice {
-	g := &gpuSlice{resourceVersion: s.ResourceVersion}
+	g := &gpuSlice{resourceVersion: s.ResourceVersion, counters: readCounters(s.Spec.SharedCounters)}
 	for i := range s.Spec.Devices {
 		d := &s.Spec.Devices[i]
+		id := structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)
+		if p, ok := readPart(d, id); ok {
+			g.parts = append(g.parts, p)
+			continue
+		}
 		g.devices = append(g.devices, gpuDevice(d))
-		g.ids = append(g.ids, structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name))
+		g.ids = append(g.ids, id)
 	}
 	return g
 }

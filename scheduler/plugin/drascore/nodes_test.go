@@ -59,7 +59,7 @@ func gpuNodes(c *sliceGPUs, slices []*resourceapi.ResourceSlice, consumed struct
 	out := map[string]*placement.Node{}
 	for name, list := range c.nodeSlices(slices, names) {
 		n := &placement.Node{}
-		gpuNode(n, name, list, consumed)
+		gpuNode(n, name, list, consumed, nil)
 		out[name] = n
 	}
 	return out

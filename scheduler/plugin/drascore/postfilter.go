@@ -58,7 +58,7 @@ func (p *Plugin) neverFits(nodes map[string][]*gpuSlice, candidates []*placement
 	defer p.scorers.Put(w)
 	counts := map[string]int{}
 	for name, slices := range nodes {
-		gpuNode(&w.node, name, slices, nil)
+		gpuNode(&w.node, name, slices, nil, nil)
 		var first placement.Failure
 		if w.fitter.Feasible(&w.node, candidates[0], &first) {
 			return "", false

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -33,9 +34,11 @@ type quotaState struct {
 	// candidates are the pod's requests to try on each node, best first.
 	candidates []*placement.Request
 	// slices are every node's slices of GPUs, and consumed the capacity
-	// the allocated claims consume on each GPU.
-	slices   map[string][]*gpuSlice
-	consumed structured.ConsumedCapacityCollection
+	// the allocated claims consume on each GPU, allocated the devices they
+	// hold whole.
+	slices    map[string][]*gpuSlice
+	consumed  structured.ConsumedCapacityCollection
+	allocated sets.Set[structured.DeviceID]
 	// seen is the namespace's quota version PreFilter read (see waiting).
 	seen uint64
 }
@@ -68,7 +71,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	s := &quotaState{namespace: pod.Namespace, limits: limits, candidates: candidates, seen: seen}
 	var err error
-	if s.consumed, err = p.consumed(ctx); err != nil {
+	if s.consumed, s.allocated, err = p.consumed(ctx); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	slices, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
@@ -114,7 +117,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	}
 	w := p.scorers.Get().(*scorer)
 	defer p.scorers.Put(w)
-	gpuNode(&w.node, name, slices, s.consumed)
+	gpuNode(&w.node, name, slices, s.consumed, s.allocated)
 	for _, req := range s.candidates {
 		if asked, ok := w.fitter.Use(&w.node, req); ok {
 			if why := s.limits.Exceeded(s.namespace, s.used, asked); why != "" {
@@ -163,7 +166,14 @@ func namespaceUse(claims []*resourceapi.ResourceClaim, pending pendingAllocation
 				continue
 			}
 			// Tessera's driver names each node's pool after the node.
-			d := sliceDevice(nodes[r.Pool], structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+			if p := slicePart(nodes[r.Pool], id); p != nil {
+				// An instance made on demand, at its profile's memory and
+				// compute, as placement holds it.
+				u = u.Add(placement.DeviceUse(p.profile.MemoryMiB, p.profile.ComputePercent, nil))
+				continue
+			}
+			d := sliceDevice(nodes[r.Pool], id)
 			var memoryMiB, cores int64
 			if q, ok := r.ConsumedCapacity[gpuv1alpha1.DRACapacityMemory]; ok {
 				memoryMiB = mebibytes(q)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -26,9 +27,11 @@ type cycleState struct {
 	candidates []*placement.Request
 	nodePolicy gpurequest.Policy
 	// slices are the candidate nodes' slices of GPUs, and consumed the
-	// capacity the allocated claims consume on each GPU.
-	slices   map[string][]*gpuSlice
-	consumed structured.ConsumedCapacityCollection
+	// capacity the allocated claims consume on each GPU, allocated the
+	// devices they hold whole.
+	slices    map[string][]*gpuSlice
+	consumed  structured.ConsumedCapacityCollection
+	allocated sets.Set[structured.DeviceID]
 }
 
 // Clone returns s, which no one changes after PreScore.
@@ -44,7 +47,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	}
 	s := &cycleState{candidates: candidates, nodePolicy: nodePolicy}
 	var err error
-	if s.consumed, err = p.consumed(ctx); err != nil {
+	if s.consumed, s.allocated, err = p.consumed(ctx); err != nil {
 		return fwk.AsStatus(err)
 	}
 	slices, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
@@ -61,10 +64,10 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 }
 
 // consumed is the capacity the allocated claims, and those being
-// allocated, consume on each device. kube-scheduler's tracker answers an
-// error when claims change while it gathers them; as DynamicResources
-// does, it is asked again.
-func (p *Plugin) consumed(ctx context.Context) (structured.ConsumedCapacityCollection, error) {
+// allocated, consume on each device, and the devices they hold whole.
+// kube-scheduler's tracker answers an error when claims change while it
+// gathers them; as DynamicResources does, it is asked again.
+func (p *Plugin) consumed(ctx context.Context) (structured.ConsumedCapacityCollection, sets.Set[structured.DeviceID], error) {
 	var (
 		state   *structured.AllocatedState
 		lastErr error
@@ -74,9 +77,9 @@ func (p *Plugin) consumed(ctx context.Context) (structured.ConsumedCapacityColle
 		return lastErr == nil && state != nil, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gathering the devices' consumed capacity: %w (last: %v)", err, lastErr)
+		return nil, nil, fmt.Errorf("gathering the devices' consumed capacity: %w (last: %v)", err, lastErr)
 	}
-	return state.AggregatedCapacity, nil
+	return state.AggregatedCapacity, state.AllocatedDevices, nil
 }
 
 // Score returns the load the pod would leave on the node's GPUs, as
@@ -95,7 +98,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 	}
 	w := p.scorers.Get().(*scorer)
 	defer p.scorers.Put(w)
-	gpuNode(&w.node, name, slices, s.consumed)
+	gpuNode(&w.node, name, slices, s.consumed, s.allocated)
 	for _, req := range s.candidates {
 		if load, ok := w.fitter.Load(&w.node, req); ok {
 			return nodescore.FromLoad(load, true), nil

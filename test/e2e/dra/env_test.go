@@ -42,6 +42,9 @@ type simNode struct {
 	cdiDir  string
 	gpuFile string
 	stop    func()
+	// dynamicMIG runs the daemon with dynamicMIG: GPUs with a MIG
+	// geometry make their instances on demand.
+	dynamicMIG bool
 	// daemon is the running node daemon.
 	daemon *plugin.Plugin
 }
@@ -104,7 +107,7 @@ func startClusterWith(t *testing.T, startScheduler func(*framework.ControlPlane)
 		c.startDaemon(n)
 	}
 	for _, n := range nodes {
-		c.waitSlice(n.name, "the node's GPUs", func(devices []resourceapi.Device) bool { return len(devices) > 0 })
+		c.waitPublished(n.name)
 		c.waitGPUNode(n.name)
 	}
 	return c
@@ -136,6 +139,7 @@ func (c *cluster) startDaemon(n *simNode) {
 	cfg.PluginRegistryDir = filepath.Join(n.dir, "registry")
 	cfg.CDISpecDir = n.cdiDir
 	cfg.SimulatedGPUFile = n.gpuFile
+	cfg.DynamicMIG = n.dynamicMIG
 	cfg.SimulatedReloadPeriod.Duration = 200 * time.Millisecond
 	cfg.RescanPeriod.Duration = config.MinRescanPeriod
 	cfg.MetricsAddress = "127.0.0.1:0"
@@ -182,6 +186,23 @@ func (c *cluster) waitSlice(node, what string, ok func([]resourceapi.Device) boo
 		return ok(slice.Spec.Devices), fmt.Sprintf("devices %v", deviceNames(slice.Spec.Devices))
 	})
 	return slice
+}
+
+// waitPublished waits until the node publishes devices, in any number of
+// slices: a GPU that makes MIG instances on demand has slices of its own.
+func (c *cluster) waitPublished(node string) {
+	c.t.Helper()
+	framework.WaitFor(c.t, time.Minute, node+" to publish its GPUs", func() (bool, string) {
+		items, err := c.slices(node)
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, s := range items {
+			names = append(names, deviceNames(s.Spec.Devices)...)
+		}
+		return len(names) > 0, fmt.Sprintf("%d slices, devices %v", len(items), names)
+	})
 }
 
 func deviceNames(devices []resourceapi.Device) []string {

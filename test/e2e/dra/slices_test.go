@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
@@ -67,30 +68,7 @@ func TestSlicesFollowInventoryHealthAndCordonsAndSurviveRestarts(t *testing.T) {
 	if err := os.Chtimes(specs[0], old, old); err != nil {
 		t.Fatal(err)
 	}
-	n := c.nodes["duo"]
-	n.stop()
-	c.startDaemon(n)
-	// The kubelet, restarted too, asks to prepare the claim again.
-	claim, err := c.cp.Kube.ResourceV1().ResourceClaims(pod.Namespace).Get(c.ctx, *pod.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp *drapb.NodePrepareResourcesResponse
-	framework.WaitFor(t, time.Minute, "the restarted daemon to prepare the claim", func() (bool, string) {
-		conn, err := grpc.NewClient("unix://"+filepath.Join(n.dir, "plugin", "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return false, err.Error()
-		}
-		defer conn.Close()
-		resp, err = drapb.NewDRAPluginClient(conn).NodePrepareResources(c.ctx, &drapb.NodePrepareResourcesRequest{
-			Claims: []*drapb.Claim{{Namespace: claim.Namespace, Name: claim.Name, Uid: string(claim.UID)}},
-		})
-		if err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
-	got := resp.Claims[string(claim.UID)]
+	got := c.restartAndPrepareAgain("duo", pod)
 	if got == nil || got.Error != "" || len(got.Devices) != 1 ||
 		!slices.Equal(got.Devices[0].CdiDeviceIds, c.agents["duo"].Results(pod.UID)[0].CDIDevices) {
 		t.Errorf("after the restart Prepare answered %v, before %v", got, c.agents["duo"].Results(pod.UID))
@@ -130,4 +108,34 @@ func (c *cluster) setCordoned(t *testing.T, node string, uuids []string) {
 		}
 		return true, ""
 	})
+}
+
+// restartAndPrepareAgain restarts the node's daemon and asks it, as a
+// restarted kubelet does, to prepare the pod's claim again, returning its
+// answer.
+func (c *cluster) restartAndPrepareAgain(node string, pod *corev1.Pod) *drapb.NodePrepareResourceResponse {
+	c.t.Helper()
+	n := c.nodes[node]
+	n.stop()
+	c.startDaemon(n)
+	claim, err := c.cp.Kube.ResourceV1().ResourceClaims(pod.Namespace).Get(c.ctx, *pod.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var resp *drapb.NodePrepareResourcesResponse
+	framework.WaitFor(c.t, time.Minute, "the restarted daemon to prepare the claim", func() (bool, string) {
+		conn, err := grpc.NewClient("unix://"+filepath.Join(n.dir, "plugin", "dra.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer conn.Close()
+		resp, err = drapb.NewDRAPluginClient(conn).NodePrepareResources(c.ctx, &drapb.NodePrepareResourcesRequest{
+			Claims: []*drapb.Claim{{Namespace: claim.Namespace, Name: claim.Name, Uid: string(claim.UID)}},
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	return resp.Claims[string(claim.UID)]
 }
