@@ -132,9 +132,27 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 	if err := measureCosts(ctx, r, row, env, sched, pods, kubelet, writesBefore, res); err != nil {
 		return err
 	}
+	if err := measureBatching(ctx, env, sched, res); err != nil {
+		return err
+	}
 	if waitErr != nil {
 		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.Options.Pods, waitErr, env.Dir)
 	}
+	return nil
+}
+
+// measureBatching reads how many pods the scheduler placed on the node its
+// opportunistic batching carried over from the pod before.
+func measureBatching(ctx context.Context, env *harness.ClusterEnv, sched *harness.RowScheduler, res *RowResult) error {
+	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	if err != nil {
+		return err
+	}
+	families, err := scraper.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	res.Batched = int(meter.ValuesBy(families, harness.BatchAttemptsMetric, "result")["hint_used"])
 	return nil
 }
 
