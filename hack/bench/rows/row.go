@@ -21,7 +21,7 @@ import (
 func Run(ctx context.Context, r *harness.Runner) Table {
 	o := r.Options
 	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
-		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, harness.DefaultMix(), r.Where())}
+		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, o.Mix(), r.Where())}
 	var loads []string
 	for _, row := range harness.AllRows() {
 		if !o.Wants(row) {
@@ -69,7 +69,7 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 	var created *harness.CreateTimes
 	binds := harness.NewBindRecorder(r.Options.Pods)
 	ctx, c, err := r.StartRowCluster(ctx, row, func(ctx context.Context, env *harness.ClusterEnv) (err error) {
-		created, err = harness.CreatePods(ctx, env, r.Options.Workers, harness.DefaultMix().Sequence(r.Options.Pods), 0, harness.RowForm(row))
+		created, err = harness.CreatePods(ctx, env, r.Options.Workers, r.Options.Mix().Sequence(r.Options.Pods), 0, harness.RowForm(row))
 		return err
 	}, func(watches *harness.Informers) error {
 		_, err := watches.Kube.Core().V1().Pods().Informer().AddEventHandler(binds.Handler())
