@@ -21,6 +21,9 @@ const (
 	// which opportunistic batching had a node from the pod before
 	// (hint_used when the pod went there) or none (no_hint).
 	BatchAttemptsMetric = "scheduler_batch_attempts_total"
+	// AlgorithmDurationMetric is how long each attempt's filtering and
+	// scoring took.
+	AlgorithmDurationMetric = "scheduler_scheduling_algorithm_duration_seconds"
 )
 
 // SchedulerScraper reads a running scheduler's /metrics on its secure

@@ -132,7 +132,7 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 	if err := measureCosts(ctx, r, row, env, sched, pods, kubelet, writesBefore, res); err != nil {
 		return err
 	}
-	if err := measureBatching(ctx, env, sched, res); err != nil {
+	if err := measureCycles(ctx, env, sched, res); err != nil {
 		return err
 	}
 	if waitErr != nil {
@@ -141,9 +141,11 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 	return nil
 }
 
-// measureBatching reads how many pods the scheduler placed on the node its
-// opportunistic batching carried over from the pod before.
-func measureBatching(ctx context.Context, env *harness.ClusterEnv, sched *harness.RowScheduler, res *RowResult) error {
+// measureCycles reads from the scheduler's metrics its scheduling
+// attempts, how long filtering and scoring took in each, and how many
+// pods it placed on the node its opportunistic batching carried over from
+// the pod before.
+func measureCycles(ctx context.Context, env *harness.ClusterEnv, sched *harness.RowScheduler, res *RowResult) error {
 	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
 	if err != nil {
 		return err
@@ -152,7 +154,12 @@ func measureBatching(ctx context.Context, env *harness.ClusterEnv, sched *harnes
 	if err != nil {
 		return err
 	}
+	res.Attempts = int(meter.CounterSum(families, harness.ScheduleAttemptsMetric))
 	res.Batched = int(meter.ValuesBy(families, harness.BatchAttemptsMetric, "result")["hint_used"])
+	if m := families[harness.AlgorithmDurationMetric].GetMetric(); len(m) == 1 && m[0].GetHistogram().GetSampleCount() > 0 {
+		h := m[0].GetHistogram()
+		res.AlgorithmMean = time.Duration(h.GetSampleSum() / float64(h.GetSampleCount()) * float64(time.Second))
+	}
 	return nil
 }
 
