@@ -63,6 +63,9 @@ type Options struct {
 	Split       int
 	// Pods is how many pods are scheduled (throughput) or already placed (scale).
 	Pods int
+	// OneShape gives every pod of the throughput rows the mix's first
+	// shape, as the pods of one Job ask for the same.
+	OneShape bool
 	// Rows picks the rows of the throughput table, a subset of "a,b,c,d,e",
 	// or of backlog mode, a subset of "c,d,e" (all three by default).
 	Rows []string
@@ -153,6 +156,15 @@ func NewOptions() *Options {
 	}
 }
 
+// Mix is the throughput rows' workload: the default mix, or its first
+// shape alone with --one-shape.
+func (o *Options) Mix() Mix {
+	if o.OneShape {
+		return DefaultMix()[:1]
+	}
+	return DefaultMix()
+}
+
 // AddFlags registers the flags on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Mode, "mode", o.Mode, "throughput: rows a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA: kube-scheduler alone over Tessera's ResourceSlices) on one workload; scale: the extender's memory and filter latency with --pods already placed on --nodes; writes: the control plane's CPU per write of a pod's scheduling (pod, binding, GPUAllocation and its status), --pods of each; backlog: rows c, d, e on a cluster filled by the bench with 3 times as many pods waiting, --finish-rate pods ending each second for --backlog-duration (--pods is not used); queue: --jobs Jobs of --pods-per-job pods of GPU slices through Kueue onto a cluster fragmented by earlier pods, without and with Tessera's gang-fit admission check (--pods is not used); gangs: --pods GPU slices in gangs of each of --gang-sizes, each gang a PodGroup, placed by tessera-scheduler (row d) with the Workload API on, and the same pods without a PodGroup.")
@@ -160,6 +172,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.GPUsPerNode, "gpus-per-node", o.GPUsPerNode, fmt.Sprintf("GPUs on every node (4 to %d; the workload has 4-GPU pods).", maxGPUsPerNode))
 	fs.IntVar(&o.Split, "split", o.Split, fmt.Sprintf("Containers that may share one GPU (1 to %d); the Node's allocatable nvidia.com/gpu is GPUs × split.", maxSplit))
 	fs.IntVar(&o.Pods, "pods", o.Pods, fmt.Sprintf("Pods to schedule (throughput) or to place before the extender starts (scale) (1 to %d).", maxPods))
+	fs.BoolVar(&o.OneShape, "one-shape", o.OneShape, "Throughput mode: every pod asks for the mix's first shape (1 GPU, 8 GiB), as the pods of one Job do, instead of the mix.")
 	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA mode); in backlog mode a subset of c, d, e, all three by default; in scale mode e alone measures DRA mode (kube-scheduler with --pods claims allocated, and the node daemons' steady state), anything else the extender.")
 	fs.Float64Var(&o.FinishRate, "finish-rate", o.FinishRate, fmt.Sprintf("Backlog mode: running pods ended each second, each picked at random (above 0, at most %d).", maxFinishRate))
 	fs.DurationVar(&o.BacklogDuration, "backlog-duration", o.BacklogDuration, "Backlog mode: how long pods end after the warm-up; binds are watched 10s longer.")

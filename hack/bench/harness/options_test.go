@@ -88,3 +88,30 @@ func TestCompleteGivesBacklogModeItsRows(t *testing.T) {
 		})
 	}
 }
+
+func TestOptionsMix(t *testing.T) {
+	tests := []struct {
+		name     string
+		oneShape bool
+		want     int
+	}{
+		{name: "the default mix has every shape", want: len(DefaultMix())},
+		{name: "--one-shape has the mix's first shape alone", oneShape: true, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			o.OneShape = tt.oneShape
+			shapes := map[string]bool{}
+			for _, s := range o.Mix().Sequence(100) {
+				shapes[s.Name] = true
+			}
+			if len(shapes) != tt.want {
+				t.Errorf("%d shapes in the workload, want %d", len(shapes), tt.want)
+			}
+			if !shapes[DefaultMix()[0].Name] {
+				t.Errorf("the workload lacks the mix's first shape %q", DefaultMix()[0].Name)
+			}
+		})
+	}
+}

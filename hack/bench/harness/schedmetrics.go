@@ -23,6 +23,13 @@ const (
 	// PendingPodsMetric is the pods in each of the scheduler's queues
 	// (active, backoff, unschedulable, gated).
 	PendingPodsMetric = "scheduler_pending_pods"
+	// BatchAttemptsMetric counts, by result and profile, the pods for
+	// which opportunistic batching had a node from the pod before
+	// (hint_used when the pod went there) or none (no_hint).
+	BatchAttemptsMetric = "scheduler_batch_attempts_total"
+	// AlgorithmDurationMetric is how long each attempt's filtering and
+	// scoring took.
+	AlgorithmDurationMetric = "scheduler_scheduling_algorithm_duration_seconds"
 )
 
 // SchedulerScraper reads a running scheduler's /metrics on its secure

@@ -21,7 +21,7 @@ import (
 func Run(ctx context.Context, r *harness.Runner) Table {
 	o := r.Options
 	table := Table{Title: fmt.Sprintf("%d nodes × %d GPUs (split %d), %d pods: %s; %s",
-		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, harness.DefaultMix(), r.Where())}
+		o.Nodes, o.GPUsPerNode, o.Split, o.Pods, o.Mix(), r.Where())}
 	var loads []string
 	for _, row := range harness.AllRows() {
 		if !o.Wants(row) {
@@ -69,7 +69,7 @@ func measureRow(ctx context.Context, r *harness.Runner, row string, res *RowResu
 	var created *harness.CreateTimes
 	binds := harness.NewBindRecorder(r.Options.Pods)
 	ctx, c, err := r.StartRowCluster(ctx, row, func(ctx context.Context, env *harness.ClusterEnv) (err error) {
-		created, err = harness.CreatePods(ctx, env, r.Options.Workers, harness.DefaultMix().Sequence(r.Options.Pods), 0, harness.RowForm(row))
+		created, err = harness.CreatePods(ctx, env, r.Options.Workers, r.Options.Mix().Sequence(r.Options.Pods), 0, harness.RowForm(row))
 		return err
 	}, func(watches *harness.Informers) error {
 		_, err := watches.Kube.Core().V1().Pods().Informer().AddEventHandler(binds.Handler())
@@ -132,8 +132,33 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 	if err := measureCosts(ctx, r, row, env, sched, pods, kubelet, writesBefore, res); err != nil {
 		return err
 	}
+	if err := measureCycles(ctx, env, sched, res); err != nil {
+		return err
+	}
 	if waitErr != nil {
 		return fmt.Errorf("%d of %d pods bound: %w (logs in %s)", bound, r.Options.Pods, waitErr, env.Dir)
+	}
+	return nil
+}
+
+// measureCycles reads from the scheduler's metrics its scheduling
+// attempts, how long filtering and scoring took in each, and how many
+// pods it placed on the node its opportunistic batching carried over from
+// the pod before.
+func measureCycles(ctx context.Context, env *harness.ClusterEnv, sched *harness.RowScheduler, res *RowResult) error {
+	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	if err != nil {
+		return err
+	}
+	families, err := scraper.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	res.Attempts = int(meter.CounterSum(families, harness.ScheduleAttemptsMetric))
+	res.Batched = int(meter.ValuesBy(families, harness.BatchAttemptsMetric, "result")["hint_used"])
+	if m := families[harness.AlgorithmDurationMetric].GetMetric(); len(m) == 1 && m[0].GetHistogram().GetSampleCount() > 0 {
+		h := m[0].GetHistogram()
+		res.AlgorithmMean = time.Duration(h.GetSampleSum() / float64(h.GetSampleCount()) * float64(time.Second))
 	}
 	return nil
 }

@@ -37,6 +37,10 @@ func TestSmoke(t *testing.T) {
 			if res.Writes["pods/binding"] != float64(o.Pods) {
 				t.Errorf("row %s: writes %v, want a binding per pod", row, res.Writes)
 			}
+			// Every row reads its scheduler's own count of its attempts.
+			if res.Attempts < o.Pods {
+				t.Errorf("row %s: %d scheduling attempts read from the scheduler, want at least %d", row, res.Attempts, o.Pods)
+			}
 			switch row {
 			case harness.RowKubeScheduler:
 				if res.Verbs != nil || res.APIRequests != -1 {

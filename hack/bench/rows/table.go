@@ -37,6 +37,12 @@ type RowResult struct {
 	// APIRequests is how many requests the extender made to the API
 	// server; -1 without an extender.
 	APIRequests int
+	// Attempts are the scheduler's scheduling attempts; Batched the pods
+	// it placed on the node its opportunistic batching carried over from
+	// the pod before; AlgorithmMean how long filtering and scoring took
+	// in an attempt, on average.
+	Attempts, Batched int
+	AlgorithmMean     time.Duration
 	// Writes are the write requests kube-apiserver served while the row
 	// scheduled, from every client, by resource.
 	Writes meter.APIWrites
@@ -145,6 +151,10 @@ func (t Table) notes() []string {
 		}
 		if len(r.Writes) > 0 && r.Bound > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: API writes per pod while scheduling, by every client: %s", r.Row, r.Writes.PerPod(r.Bound)))
+		}
+		if r.Attempts > 0 {
+			notes = append(notes, fmt.Sprintf("row %s: %d scheduling attempts, %d pods placed where opportunistic batching pointed; filtering and scoring %s an attempt (mean)",
+				r.Row, r.Attempts, r.Batched, r.AlgorithmMean.Round(10*time.Microsecond)))
 		}
 		if r.BindQueueWait.Count > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: binds waited for their node's previous allocation p50 %s, p99 %s (in bind p50/p99)",
