@@ -199,6 +199,28 @@ func waitVerbs(ctx context.Context, sched *harness.RowScheduler, bound int, res 
 	}
 }
 
+// writesSince samples the API writes made since before, waiting up to 5 s
+// for kube-apiserver to count a binding for each of the bound pods: it
+// counts a request once its handler returns, which can be after a watcher
+// has seen the pod bound.
+func writesSince(ctx context.Context, env *harness.ClusterEnv, before meter.APIWrites, bound int) (meter.APIWrites, error) {
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		after, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+		if err != nil {
+			return nil, err
+		}
+		writes := after.Since(before)
+		if writes["pods/binding"] >= float64(bound) || time.Now().After(deadline) {
+			return writes, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // measureCosts measures the extender's peak memory, the API writes since
 // writesBefore, the extender's API requests and, in row c, the bind cycle.
 func measureCosts(ctx context.Context, r *harness.Runner, row string, env *harness.ClusterEnv, sched *harness.RowScheduler,
@@ -210,11 +232,10 @@ func measureCosts(ctx context.Context, r *harness.Runner, row string, env *harne
 			return err
 		}
 	}
-	writesAfter, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
-	if err != nil {
+	var err error
+	if res.Writes, err = writesSince(ctx, env, writesBefore, res.Bound); err != nil {
 		return err
 	}
-	res.Writes = writesAfter.Since(writesBefore)
 	logger.Info("API writes while scheduling", "total", res.Writes.Total(), "perPod", res.Writes.PerPod(max(res.Bound, 1)))
 	if harness.HasExtender(row) {
 		count, err := meter.CountRequestsInFile(env.AuditLog, meter.ExtenderUser)
