@@ -1,10 +1,7 @@
 package dra
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,15 +16,8 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-const (
-	// heldPrefix begins the reason of every pod a fit gate holds, in
-	// every mode.
-	heldPrefix = "held by Tessera until GPUs free up: "
-	// heldLabel marks the pods a fit gate test expects held.
-	heldLabel = "e2e.tessera.dev/held"
-	// highNeverPreempts is a high priority that may not preempt.
-	highNeverPreempts = "dra-high-never-preempts"
-)
+// highNeverPreempts is a high priority that may not preempt.
+const highNeverPreempts = "dra-high-never-preempts"
 
 // twoH100On is a node with two 80 GiB GPUs, four shares each.
 func twoH100On(node string) string {
@@ -59,11 +49,11 @@ func TestDRAFitGate(t *testing.T) {
 	c.waitRunningCreated(claimPod("filler-1", node, "mem70", map[string]string{"cuda": ""}))
 	for i := range held {
 		pod := claimPod(fmt.Sprintf("held-%02d", i), node, "mem20", map[string]string{"cuda": ""})
-		pod.Labels = map[string]string{heldLabel: "true"}
+		pod.Labels = map[string]string{framework.HeldLabel: "true"}
 		c.createPod(pod)
 	}
-	want := heldPrefix + "no GPU has 20480 MiB free; the largest free is 10240 MiB on " + node
-	c.waitHeld(held, want)
+	want := framework.HeldPrefix + "no GPU has 20480 MiB free; the largest free is 10240 MiB on " + node
+	c.held().WaitHeld(c.ctx, t, 3*time.Minute, held, want)
 
 	c.waitRunningCreated(claimPod("fits", node, "mem5", map[string]string{"cuda": ""}))
 	high := claimPod("high", node, "mem20", map[string]string{"cuda": ""})
@@ -73,7 +63,7 @@ func TestDRAFitGate(t *testing.T) {
 
 	// The freed GPU has room for four 20 GiB claims: the high-priority
 	// pod's and the three oldest held pods'.
-	first := c.firstHeld(3)
+	first := c.held().First(c.ctx, t, 3)
 	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "filler-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +71,8 @@ func TestDRAFitGate(t *testing.T) {
 	for _, name := range first {
 		c.waitRunning(name)
 	}
-	c.checkHeldUnbound(held - len(first))
-	c.checkNeverTried()
+	c.held().CheckUnbound(c.ctx, t, held-len(first))
+	c.held().CheckNeverTried(c.ctx, t)
 }
 
 // createHighNeverPreempts creates the high priority that may not preempt.
@@ -96,43 +86,9 @@ func (c *cluster) createHighNeverPreempts() {
 	}
 }
 
-// heldPods lists the pods labelled as expected held.
-func (c *cluster) heldPods() []corev1.Pod {
-	c.t.Helper()
-	list, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).List(c.ctx, metav1.ListOptions{LabelSelector: heldLabel})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return list.Items
-}
-
-// heldWhy returns why a fit gate holds the pod, "" when it does not say.
-func heldWhy(pod *corev1.Pod) string {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && strings.HasPrefix(cond.Message, heldPrefix) {
-			return cond.Message
-		}
-	}
-	return ""
-}
-
-// waitHeld waits until count labelled pods are told why, each exactly.
-func (c *cluster) waitHeld(count int, want string) {
-	c.t.Helper()
-	framework.WaitFor(c.t, 3*time.Minute, fmt.Sprintf("%d pods held, each told %q", count, want), func() (bool, string) {
-		told, other := 0, ""
-		pods := c.heldPods()
-		for i := range pods {
-			switch why := heldWhy(&pods[i]); why {
-			case want:
-				told++
-			case "":
-			default:
-				other = pods[i].Name + " is told " + why
-			}
-		}
-		return told == count && len(pods) == count, fmt.Sprintf("%d of %d told; %s", told, len(pods), other)
-	})
+// held are the pods labelled as expected held.
+func (c *cluster) held() framework.HeldPods {
+	return framework.HeldPods{Kube: c.cp.Kube, Namespace: metav1.NamespaceDefault}
 }
 
 // waitPodHeld waits until the pod is told it is held for want.
@@ -143,64 +99,8 @@ func (c *cluster) waitPodHeld(name, want string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return heldWhy(pod) == want && pod.Spec.NodeName == "", fmt.Sprintf("node %q, conditions %v", pod.Spec.NodeName, pod.Status.Conditions)
+		return framework.HeldWhy(pod) == want && pod.Spec.NodeName == "", fmt.Sprintf("node %q, conditions %v", pod.Spec.NodeName, pod.Status.Conditions)
 	})
-}
-
-// firstHeld returns the n unbound labelled pods that come first in
-// kube-scheduler's queue order: highest priority, then oldest, then UID,
-// as Tessera's requeuer breaks ties.
-func (c *cluster) firstHeld(n int) []string {
-	c.t.Helper()
-	pods := slices.DeleteFunc(c.heldPods(), func(p corev1.Pod) bool { return p.Spec.NodeName != "" })
-	slices.SortFunc(pods, func(a, b corev1.Pod) int {
-		return cmp.Or(cmp.Compare(*b.Spec.Priority, *a.Spec.Priority),
-			a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.UID, b.UID))
-	})
-	var names []string
-	for _, p := range pods[:n] {
-		names = append(names, p.Name)
-	}
-	return names
-}
-
-// checkHeldUnbound checks, a few seconds after a free, that count
-// labelled pods are still unbound.
-func (c *cluster) checkHeldUnbound(count int) {
-	c.t.Helper()
-	time.Sleep(3 * time.Second)
-	unbound := 0
-	for _, pod := range c.heldPods() {
-		if pod.Spec.NodeName == "" {
-			unbound++
-		}
-	}
-	if unbound != count {
-		c.t.Errorf("%d held pods are unbound, want %d: a free released more than its room holds", unbound, count)
-	}
-}
-
-// checkNeverTried checks that kube-scheduler turned none of the labelled
-// pods away: every FailedScheduling event of theirs is the fit gate's.
-func (c *cluster) checkNeverTried() {
-	c.t.Helper()
-	list, err := c.cp.Kube.CoreV1().Events(metav1.NamespaceDefault).List(c.ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	held := map[string]bool{}
-	for _, pod := range c.heldPods() {
-		held[pod.Name] = true
-	}
-	tried := map[string]string{}
-	for _, ev := range list.Items {
-		if held[ev.InvolvedObject.Name] && !strings.HasPrefix(ev.Message, heldPrefix) {
-			tried[ev.InvolvedObject.Name] = ev.Message
-		}
-	}
-	if len(tried) > 0 {
-		c.t.Errorf("kube-scheduler tried %d held pods, e.g. %v", len(tried), tried)
-	}
 }
 
 // roomFor reports whether some device of the slices, with what the

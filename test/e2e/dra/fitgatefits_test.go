@@ -90,7 +90,7 @@ func (c *cluster) waitPlacedOrRightlyHeld(step int, name, size string) string {
 			outcome = "placed"
 			return true, ""
 		}
-		why := heldWhy(pod)
+		why := framework.HeldWhy(pod)
 		turnedAway := false
 		for _, cond := range pod.Status.Conditions {
 			turnedAway = turnedAway || cond.Type == "PodScheduled" && cond.Reason == "Unschedulable"
