@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -31,10 +30,12 @@ const draAlive = 100 * 365 * 24 * time.Hour
 // its allocation consumed. The view asks no more than kube-scheduler's
 // allocator does, so that the gate never holds a pod that fits: a device
 // of a MIG instance is a GPU of the instance's size and one share, whose
-// whole memory the instance's allocation consumes; cores are not counted;
-// allocations kube-scheduler has made but not yet written count once
-// written. Each change that may make room plays the node for the waiting
-// pods (requeuer.Freed).
+// whole memory the instance's allocation consumes; each GPU has one core
+// more than it publishes, so that placement's rules for GPUs whose cores
+// are all taken, stricter than the allocator's, never refuse what the
+// allocator would give (see draRequest); allocations kube-scheduler has
+// made but not yet written count once written. Each change that may make
+// room plays the node for the waiting pods (requeuer.Freed).
 type draFeed struct {
 	view  *view.View
 	clock clock.PassiveClock
@@ -132,15 +133,19 @@ func poolNode(pool string, slices map[string]*resourceapi.ResourceSlice) *gpuv1a
 }
 
 // gateDevice is a published device as the gate's view holds it, named by
-// its pool and name: its memory, rounded down to the MiB, and its shares,
-// any number when it states none; compute is not counted.
+// its pool and name: its memory, rounded down to the MiB, its cores and
+// one more, and its shares; any number of cores or shares when it states
+// none.
 func gateDevice(pool string, d *resourceapi.Device, index int) gpuv1alpha1.GPUDevice {
 	g := gpuv1alpha1.GPUDevice{
-		UUID: deviceKey(pool, d.Name), Index: int32(index), Cores: gpurequest.MaxPercent,
+		UUID: deviceKey(pool, d.Name), Index: int32(index), Cores: math.MaxInt16,
 		ShareLimit: math.MaxInt16, Health: gpuv1alpha1.GPUHealthy,
 	}
 	if c, ok := d.Capacity[gpuv1alpha1.DRACapacityMemory]; ok {
 		g.MemoryMiB = c.Value.Value() >> 20
+	}
+	if c, ok := d.Capacity[gpuv1alpha1.DRACapacityCores]; ok {
+		g.Cores = int32(min(c.Value.Value()+1, math.MaxInt16))
 	}
 	if c, ok := d.Capacity[gpuv1alpha1.DRACapacityShares]; ok {
 		g.ShareLimit = int32(min(c.Value.Value(), math.MaxInt16))
@@ -174,8 +179,8 @@ func (f *draFeed) setClaim(obj any, gone bool) {
 
 // claimAllocation is what the claim's allocation consumes of the
 // driver's devices on its first pool, as an allocation of the view: one
-// container per share taken of a device, the first with the memory
-// consumed; nil when the claim holds none of the driver's devices.
+// container per share taken of a device, the first with the memory and
+// cores consumed; nil when the claim holds none of the driver's devices.
 func claimAllocation(claim *resourceapi.ResourceClaim) *gpuv1alpha1.GPUAllocation {
 	if claim.Status.Allocation == nil {
 		return nil
@@ -198,6 +203,8 @@ func claimAllocation(claim *resourceapi.ResourceClaim) *gpuv1alpha1.GPUAllocatio
 			d := gpuv1alpha1.DeviceAllocation{UUID: deviceKey(r.Pool, r.Device)}
 			if k == 0 {
 				d.MemoryMiB = floorMiB(r.ConsumedCapacity[gpuv1alpha1.DRACapacityMemory])
+				cores := r.ConsumedCapacity[gpuv1alpha1.DRACapacityCores]
+				d.Cores = int32(min(max(cores.Value(), 0), math.MaxInt16))
 			}
 			containers[k].Devices = append(containers[k].Devices, d)
 		}

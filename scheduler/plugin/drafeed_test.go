@@ -109,6 +109,8 @@ func claimShapes() []resourceapi.DeviceClaim {
 		one(exact(1, "10Gi", nil)), one(exact(1, "30Gi", nil)), one(exact(1, "70Gi", nil)), one(exact(1, "", nil)),
 		distinct, one(exact(2, "20Gi", nil)), one(first),
 		one(exact(1, "10Gi", map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityCores: "100"})),
+		one(exact(1, "8Gi", map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityCores: "30"})),
+		one(exact(1, "", map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityCores: "50"})),
 		one(exact(1, "5Gi", map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityShares: "4"})),
 	}
 }

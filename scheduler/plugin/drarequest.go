@@ -16,10 +16,12 @@ import (
 // placement request that asks no more than kube-scheduler's allocator
 // would give them, so that whenever the allocator could place the claims
 // on a node, the request fits that node's GPUs as draFeed holds them.
-// Each claim request becomes one container: the least count and memory
-// of its choices (a firstAvailable list's subrequests), no cores (draFeed
-// counts none), and one GPU when the claim does not keep its devices
-// distinct (the allocator may then put every share on one GPU). CEL
+// Each claim request becomes one container: the least count, memory and
+// cores of its choices (a firstAvailable list's subrequests), at most 99
+// cores (placement would take 100 to ask for the GPU alone, which the
+// allocator does not: with draFeed's extra core per GPU, 99 fit where the
+// allocator's 100 would), and one GPU when the claim does not keep its
+// devices distinct (the allocator may then put every share on one GPU). CEL
 // selectors, constraints and the pod's GPU annotations are left out: a
 // request that fits fewer GPUs than they allow could hold a pod that
 // fits. ok is false for a pod without such claims, one whose claims are
@@ -32,6 +34,7 @@ func draRequest(pod *v1.Pod, claims drascore.ClaimGetter, classes []string) (req
 			return
 		}
 		c := least(choices)
+		c.Cores = min(c.Cores, gpurequest.MaxPercent-1)
 		if c.Count > 1 && !distinct(claim, r.Name) {
 			c.Count = 1
 		}
@@ -45,14 +48,14 @@ func draRequest(pod *v1.Pod, claims drascore.ClaimGetter, classes []string) (req
 }
 
 // least is a container request that asks no more of a GPU than any of
-// choices: the least count and memory, where a whole GPU's memory (none
+// choices: the least count, cores and memory, where a whole GPU's memory (none
 // named) counts as the least memory only when every choice asks for it,
 // since a whole small GPU may fit where a part of a large one does not.
 func least(choices []gpurequest.ContainerRequest) gpurequest.ContainerRequest {
 	c := choices[0]
-	c.Cores = 0
 	for _, o := range choices[1:] {
 		c.Count = min(c.Count, o.Count)
+		c.Cores = min(c.Cores, o.Cores)
 		switch {
 		case c.MemoryMiB == 0 && o.MemoryMiB == 0:
 		case c.MemoryMiB == 0 || o.MemoryMiB == 0:

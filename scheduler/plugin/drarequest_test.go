@@ -42,14 +42,17 @@ func TestDRARequest(t *testing.T) {
 		request     resourceapi.DeviceRequest
 		constraints []resourceapi.DeviceConstraint
 		allocated   bool
-		// count and memoryMiB are the gate's request; ok false for none.
+		// count, memoryMiB and cores are the gate's request; ok false
+		// for none.
 		count     int32
 		memoryMiB int64
+		cores     int32
 		ok        bool
 	}{
 		{name: "memory asked", request: request(1, memory("20Gi")), count: 1, memoryMiB: 20480, ok: true},
 		{name: "no memory named is a whole GPU", request: request(1, nil), count: 1, ok: true},
-		{name: "cores are not judged", request: request(1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "1Gi", gpuv1alpha1.DRACapacityCores: "100"}), count: 1, memoryMiB: 1024, ok: true},
+		{name: "cores asked", request: request(1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "1Gi", gpuv1alpha1.DRACapacityCores: "30"}), count: 1, memoryMiB: 1024, cores: 30, ok: true},
+		{name: "all cores ask for 99, not for the GPU alone", request: request(1, map[resourceapi.QualifiedName]string{gpuv1alpha1.DRACapacityMemory: "1Gi", gpuv1alpha1.DRACapacityCores: "100"}), count: 1, memoryMiB: 1024, cores: 99, ok: true},
 		{name: "GPUs kept distinct count", request: request(2, memory("8Gi")), constraints: []resourceapi.DeviceConstraint{distinct}, count: 2, memoryMiB: 8192, ok: true},
 		{name: "GPUs not kept distinct may be one", request: request(2, memory("8Gi")), count: 1, memoryMiB: 8192, ok: true},
 		{name: "the least of the choices", request: firstAvailable(request(1, memory("70Gi")), request(1, memory("30Gi"))), count: 1, memoryMiB: 30720, ok: true},
@@ -82,8 +85,8 @@ func TestDRARequest(t *testing.T) {
 				return
 			}
 			c := req.Containers[0]
-			if len(req.Containers) != 1 || c.Count != tc.count || c.MemoryMiB != tc.memoryMiB || c.Cores != 0 {
-				t.Errorf("request %+v, want one container of %d GPUs with %d MiB and no cores", req.Containers, tc.count, tc.memoryMiB)
+			if len(req.Containers) != 1 || c.Count != tc.count || c.MemoryMiB != tc.memoryMiB || c.Cores != tc.cores {
+				t.Errorf("request %+v, want one container of %d GPUs with %d MiB and %d cores", req.Containers, tc.count, tc.memoryMiB, tc.cores)
 			}
 		})
 	}
