@@ -106,14 +106,18 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 // Bind binds the pod to the node, with no allocation: for a pod that asks
 // for no GPUs.
 func (c *Committer) Bind(ctx context.Context, pod *corev1.Pod, node string) error {
-	binding := &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
-	}
-	if err := c.Kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{FieldManager: c.FieldManager}); err != nil {
+	if err := c.Kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding(pod, node), metav1.CreateOptions{FieldManager: c.FieldManager}); err != nil {
 		return fmt.Errorf("binding pod %s/%s to node %s: %w", pod.Namespace, pod.Name, node, err)
 	}
 	return nil
+}
+
+// binding is the pod's binding to the node, for that pod alone (its UID).
+func binding(pod *corev1.Pod, node string) *corev1.Binding {
+	return &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
 }
 
 // refused reports whether the API server answered a write with a refusal,

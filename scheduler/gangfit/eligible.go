@@ -6,9 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	v1helper "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
+
+	"github.com/tessera-gpu/tessera/scheduler/gangplace"
 )
 
 // eligible returns which nodes a pod of the pod set could run on at all,
@@ -38,20 +37,10 @@ func (c *Controller) eligible(w *workload, ps *podSet, pod *corev1.Pod) (func(no
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, f.Spec.Tolerations...)
 		}
 	}
-	required := nodeaffinity.GetRequiredNodeAffinity(pod)
-	blocking := func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	}
+	admits := gangplace.Admits(pod)
 	judge := func(name string) bool {
 		node, err := c.cfg.Nodes.Get(name)
-		if err != nil {
-			return false
-		}
-		if ok, err := required.Match(node); err != nil || !ok {
-			return false
-		}
-		_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, blocking, false)
-		return !untolerated
+		return err == nil && admits(node)
 	}
 	// Every member of the pod set asks of every node, under the view's
 	// lock: each node is judged once. The view calls it from one

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,9 @@ const (
 // try writes its GPUAllocation and deletes it again: more than a hundred
 // in five seconds. PreFilter turns such a pod away until its back-off
 // ends, 1 s after the first failure and doubling up to 10 s, and the pod
-// is activated then. A nil bindBackoff holds back no pod.
+// is activated then. The pods of a gang rolled back together (see
+// gangBarriers) are held back and activated together. A nil bindBackoff
+// holds back no pod.
 type bindBackoff struct {
 	ctx       context.Context
 	clock     clock.WithTicker
@@ -49,11 +52,17 @@ func newBindBackoff(ctx context.Context, clk clock.WithTicker, activator fwk.Pod
 	return &bindBackoff{ctx: ctx, clock: clk, activator: activator, pods: map[types.UID]*backedOff{}}
 }
 
-// failed starts or doubles the pod's back-off after its binding to node
-// failed with err, and activates the pod when it ends. Pods that belong
-// to no PodGroup are left to kube-scheduler's own back-off.
-func (b *bindBackoff) failed(pod *v1.Pod, node string, err error) {
-	if b == nil || pod.Spec.SchedulingGroup == nil {
+// failed starts or doubles the back-off of pods whose binding failed,
+// why, and activates them together when it ends: the members of a gang
+// rolled back together wait out the longest back-off of any of them, so
+// that the gang is tried again whole. Pods that belong to no PodGroup are
+// left to kube-scheduler's own back-off.
+func (b *bindBackoff) failed(pods []*v1.Pod, why string) {
+	if b == nil {
+		return
+	}
+	pods = slices.DeleteFunc(slices.Clone(pods), func(pod *v1.Pod) bool { return pod.Spec.SchedulingGroup == nil })
+	if len(pods) == 0 {
 		return
 	}
 	now := b.clock.Now()
@@ -65,16 +74,20 @@ func (b *bindBackoff) failed(pod *v1.Pod, node string, err error) {
 			delete(b.pods, uid)
 		}
 	}
-	o, ok := b.pods[pod.UID]
-	if !ok {
-		o = &backedOff{}
-		b.pods[pod.UID] = o
+	var delay time.Duration
+	for _, pod := range pods {
+		if o, ok := b.pods[pod.UID]; ok {
+			delay = max(delay, o.delay)
+		}
 	}
-	o.delay = min(max(2*o.delay, bindBackoffInitial), bindBackoffMax)
-	o.until = now.Add(o.delay)
-	o.reason = fmt.Sprintf("binding to node %s failed (%v); Tessera tries this pod of PodGroup %s again after %v",
-		node, err, ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, ""), o.delay)
-	delay := o.delay
+	delay = min(max(2*delay, bindBackoffInitial), bindBackoffMax)
+	activate := make(map[string]*v1.Pod, len(pods))
+	for _, pod := range pods {
+		b.pods[pod.UID] = &backedOff{until: now.Add(delay), delay: delay,
+			reason: fmt.Sprintf("%s; Tessera tries this pod of PodGroup %s again after %v",
+				why, ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, ""), delay)}
+		activate[pod.Namespace+"/"+pod.Name] = pod
+	}
 	b.mu.Unlock()
 
 	timer := b.clock.NewTimer(delay)
@@ -83,8 +96,8 @@ func (b *bindBackoff) failed(pod *v1.Pod, node string, err error) {
 		select {
 		case <-timer.C():
 			logger := klog.FromContext(b.ctx)
-			logger.V(4).Info("Retrying a PodGroup's pod after its binding failed", "pod", klog.KObj(pod))
-			b.activator.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
+			logger.V(4).Info("Retrying PodGroup pods after their binding failed", "pods", len(activate))
+			b.activator.Activate(logger, activate)
 		case <-b.ctx.Done():
 		}
 	}()

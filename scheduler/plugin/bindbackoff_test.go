@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestBindBackoff(t *testing.T) {
 				pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(tt.podGroup)}
 			}
 			for range tt.failures {
-				b.failed(pod, node, errors.New("refused"))
+				b.failed([]*v1.Pod{pod}, fmt.Sprintf("binding to node %s failed (%v)", node, errors.New("refused")))
 			}
 			if tt.bound {
 				b.bound(pod.UID)

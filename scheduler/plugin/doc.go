@@ -14,6 +14,15 @@
 // pods, and the activation of turned-away pods when the view frees GPUs,
 // retry a pod as soon as GPUs for it may be free.
 //
+// For a PodGroup (kube-scheduler's pod group cycle, with the
+// TopologyAwareWorkloadScheduling gate), GeneratePlacements proposes
+// where to try the whole gang, every node and the sets of the fewest nodes
+// that could hold its GPU pods together, and ScorePlacement judges each
+// placement where the gang fits by what it does to the cluster: nodes
+// used and fragments left (scheduler/gangplace). The members placed
+// together bind only once every one's allocation and binding have passed
+// as dry runs; otherwise the whole gang is rolled back (gangBarriers).
+//
 // The plugin keeps its own informers on GPUNodes, GPUAllocations and the
 // profile's pods, which feed the view through scheduler/tracker, built by
 // scheduler/viewsync as the extender's are; with metricsAddress it serves

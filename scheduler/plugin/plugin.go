@@ -6,10 +6,14 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/topologyaware"
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/scheduler/commit"
@@ -60,6 +64,13 @@ type Plugin struct {
 	handle fwk.Handle
 	// backoff holds back a PodGroup's pod whose binding failed.
 	backoff *bindBackoff
+	// gangs hold back the bindings of a gang's pods placed together until
+	// all of them can be bound.
+	gangs *gangBarriers
+	// topology proposes the placements of a PodGroup with a topology
+	// constraint: kube-scheduler's own generator, which a profile with
+	// Tessera's cannot also enable.
+	topology fwk.PlacementGeneratePlugin
 	// fitters hold scratch memory for Filter and Score, which
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
@@ -80,16 +91,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	ctx = klog.NewContext(ctx, logger)
-	// kube-scheduler's configuration asks for protobuf, which custom
-	// resources do not speak.
-	restConfig := rest.CopyConfig(h.KubeConfig())
-	restConfig.ContentType, restConfig.AcceptContentTypes = "application/json", "application/json"
 	// Its requests wait out a restarting kube-apiserver as the extender's
 	// do: client-go alone sleeps 5 s on each 503, and the in-flight check
 	// that reads an allocation gives up sooner, holding the node's turn.
 	keeper, err := viewsync.New(viewsync.Config{
 		Options:    cfg,
-		RestConfig: restConfig,
+		RestConfig: jsonConfig(h),
 		Kube:       h.ClientSet(),
 		// Only the pods of this profile can hold allocations the plugin made.
 		SchedulerName: h.ProfileName(),
@@ -106,8 +113,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("watching pods' priorities: %w", err)
 	}
 	ready := func() bool { return keeper.HasSynced() && prioritiesSynced.HasSynced() }
+	backoff := newBindBackoff(ctx, keeper.Clock, h)
+	gangs := newGangBarriers(logger, keeper.Clock, gangBindTimeout, backoff.failed)
+	if _, err := keeper.Pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: gangs.podDeleted}); err != nil {
+		return nil, fmt.Errorf("watching the deletion of gangs' pods: %w", err)
+	}
 	if err := keeper.Start(ctx, rq); err != nil {
 		return nil, err
+	}
+	topology, err := topologyaware.New(ctx, nil, h, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
+	if err != nil {
+		return nil, fmt.Errorf("building kube-scheduler's topology placement generator: %w", err)
 	}
 	reasons := newHeldReasons(keeper.Kube, h.EventRecorder(), keeper.Clock)
 	go reasons.run(ctx)
@@ -139,7 +155,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		recorder: h.EventRecorder(),
 		notifier: preemption.NewNotifier(h.EventRecorder(), keeper.Clock, preemption.DefaultRepeat),
 		handle:   h,
-		backoff:  newBindBackoff(ctx, keeper.Clock, h),
+		backoff:  backoff,
+		gangs:    gangs,
+		topology: topology,
 		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
 
 		fitGate: fitGate{
@@ -155,3 +173,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 
 // Name returns the plugin's name.
 func (p *Plugin) Name() string { return Name }
+
+// jsonConfig is kube-scheduler's client configuration, speaking JSON:
+// kube-scheduler's asks for protobuf, which custom resources do not speak.
+func jsonConfig(h fwk.Handle) *rest.Config {
+	c := rest.CopyConfig(h.KubeConfig())
+	c.ContentType, c.AcceptContentTypes = "application/json", "application/json"
+	return c
+}

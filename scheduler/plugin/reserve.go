@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,12 +16,21 @@ import (
 
 // Reserve takes the pod's GPUs on the node in the view, fitting the pod
 // again on what the view holds now, atomically with every other change.
+// In a pod group cycle the pod joins the barrier of the placement tried
+// (gangBarriers), GPUs or none; reserved again for binding, it is turned
+// away if its gang was rolled back meanwhile.
 func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	if s.gang != nil && !state.IsPodGroupSchedulingCycle() {
+		if err := p.gangs.admit(s.gang, pod.UID); err != nil {
+			return fwk.NewStatus(fwk.Unschedulable, "rolled back with its PodGroup: "+err.Error())
+		}
+	}
 	if len(s.req.Containers) == 0 {
+		p.joinGang(state, s, pod)
 		return nil
 	}
 	now := p.clock.Now()
@@ -48,14 +58,33 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
 		logger.Info("Reserved GPUs", "pod", klog.KObj(pod), "node", nodeName, "containers", len(reserved.Containers))
 	}
+	p.joinGang(state, s, pod)
 	return nil
 }
 
+// joinGang adds the pod, reserved in a pod group cycle, to the barrier of
+// the placement tried. The trial is undone after (Unreserve), and the pod
+// stays a member: kube-scheduler reserves the pods placed on the chosen
+// placement again for binding, with this cycle state.
+func (p *Plugin) joinGang(state fwk.CycleState, s *cycleState, pod *v1.Pod) {
+	if state.IsPodGroupSchedulingCycle() {
+		s.gang = p.gangs.join(state.GetPlacementCycleState(), pod)
+	}
+}
+
 // Unreserve gives back the GPUs Reserve took, unless something newer holds
-// them for the pod.
+// them for the pod. A gang's pod given back after it was reserved for
+// binding (Permit refused it, its binding failed) rolls back its gang,
+// unless the gang's bindings went ahead already.
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
 	s, err := readState(state)
-	if err != nil || s.reservedAt.IsZero() {
+	if err != nil {
+		return
+	}
+	if s.gang != nil && !state.IsPodGroupSchedulingCycle() {
+		p.gangs.fail(s.gang, fmt.Errorf("pod %s/%s of PodGroup %s was not bound", pod.Namespace, pod.Name, s.gang.group))
+	}
+	if s.reservedAt.IsZero() {
 		return
 	}
 	if p.view.ReleaseReservation(pod.UID, s.reservedAt) {

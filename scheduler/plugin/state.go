@@ -37,6 +37,9 @@ type cycleState struct {
 	// containers are what it gave each container.
 	reservedAt time.Time
 	containers []gpuv1alpha1.ContainerAllocation
+	// gang is the barrier of the pod group cycle that placed the pod: its
+	// binding waits for the other pods placed with it. Nil outside one.
+	gang *gangBarrier
 }
 
 // nodeChanges are the pods a dry run moved on or off one node.

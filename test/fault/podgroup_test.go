@@ -71,11 +71,13 @@ func TestPodGroupFaults(t *testing.T) {
 }
 
 // podGroupFaults are what the PodGroup stream meets. A gang's members are
-// bound one by one once its group is admitted, and one whose binding fails
-// is tried again alone while the others stay bound (Kubernetes cannot
-// unbind a pod), so a gang is half placed for as long as its bindings are
-// refused; the invariant is that it is completed within maxWait of their
-// being allowed again, and within maxWait of any other fault.
+// bound one by one once its group is admitted, but only once every member
+// placed with it has passed its binding as a dry run: a gang whose last
+// member's binding is refused is rolled back whole, none bound, and is
+// half placed only while its members bind (well under a second), never
+// for as long as the refusals last. The invariant is that no gang stays
+// half placed longer than refusedBindsBound then, and than maxWait after
+// any other fault.
 func podGroupFaults() []fault {
 	return []fault{
 		{"tessera-scheduler killed 4 times, gangs waiting", func(ctx context.Context, t *testing.T, c *cluster) {
@@ -86,15 +88,21 @@ func podGroupFaults() []fault {
 			}
 		}, maxWait},
 		{"bindings of each gang's last member refused for 15 s", func(ctx context.Context, t *testing.T, c *cluster) {
-			// The other members bind: each gang placed meanwhile is
-			// half placed until the refusals end.
+			// No member binds: each gang placed meanwhile is rolled back
+			// whole and tried again after its back-off.
 			allow := c.cp.RefuseBindings(ctx, t, memberName("", gangSize-1))
 			time.Sleep(refusedBinds)
 			allow()
-		}, maxWait + refusedBinds},
+		}, refusedBindsBound},
 		apiServerRestarts(2),
 	}
 }
+
+// refusedBindsBound is how long a gang may stay half placed while its
+// last member's binding is refused: the time its members take to bind,
+// with room for a loaded machine, and well under the 15 s of refusals
+// that a gang bound in part would stay half placed.
+const refusedBindsBound = 5 * time.Second
 
 // waitUnboundGangMember waits, 10 s at most, until a member of a gang
 // waits to be placed, so that a kill falls while its group is being

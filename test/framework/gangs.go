@@ -6,7 +6,12 @@ package framework
 // spec.schedulingGroup on pods only with it, kube-scheduler schedules a
 // PodGroup's pods as one group only with it, and kube-controller-manager
 // runs the PodGroup protection controller only with it.
-const gangsFeatureGates = "--feature-gates=GenericWorkload=true"
+// TopologyAwareWorkloadScheduling (alpha) lets kube-scheduler try a
+// group on the placements a plugin proposes and pick the best by the
+// plugins' placement scores, which is how tessera-scheduler places a
+// gang as a whole; kube-apiserver keeps a PodGroup's topology constraint
+// only with it.
+const gangsFeatureGates = "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
 
 // gangsRuntimeConfig serves scheduling.k8s.io/v1beta1, where Workload and
 // PodGroup live; it is off by default in v1.37.

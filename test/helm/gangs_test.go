@@ -6,10 +6,11 @@ import (
 )
 
 // TestGangs pins that scheduler.gangs turns on tessera-scheduler's
-// GenericWorkload feature gate in plugin mode, and that the gate is off
-// unless asked for.
+// GenericWorkload feature gate in plugin mode, with
+// TopologyAwareWorkloadScheduling, under which Tessera places a gang as a
+// whole, and that the gates are off unless asked for.
 func TestGangs(t *testing.T) {
-	const gate = "--feature-gates=GenericWorkload=true"
+	const gate = "--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
 	tests := []struct {
 		name   string
 		values map[string]any

@@ -2,50 +2,71 @@ package scheduler
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// testGangBindingRefused pins that when the API server refuses one
-// member's binding, the members bound stay bound (Kubernetes v1.37 cannot
-// unbind them), the refused member backs off instead of writing a
-// GPUAllocation many times a second, gives back exactly what it took, and
-// is placed once its binding is allowed.
+// testGangBindingRefused pins that when the API server refuses the last
+// member's binding, the whole gang is rolled back: while the refusal
+// lasts no member is bound, no GPUAllocation is written, tessera-scheduler
+// holds no GPU for the gang and the accounting is exact; once bindings
+// are allowed, the whole gang is placed.
 func testGangBindingRefused(ctx context.Context, t *testing.T, e *env) {
 	e.addNode(ctx, t, "gang-bind", "gang-bind", 10, t4())
-	allow := e.cp.RefuseBindings(ctx, t, "bind-1")
-	g := e.createGang(ctx, t, "bind", "gang-bind", 2, 4000)
-	e.waitBound(ctx, t, "bind-0")
-	// kube-scheduler retries a gang member whose binding failed at once,
-	// and every try writes a GPUAllocation and deletes it again; Tessera
-	// backs the member off (1 s doubling to 10 s) instead.
-	if n := e.countAllocationCreates(ctx, t, "bind-1", 5*time.Second); n > 5 {
-		t.Errorf("bind-1's GPUAllocation was created %d times in 5 s while its binding is refused, want 5 at most", n)
-	} else {
-		t.Logf("bind-1's GPUAllocation was created %d times in 5 s while its binding is refused", n)
+	allow := e.cp.RefuseBindings(ctx, t, "bind-2")
+	g := e.createGang(ctx, t, "bind", "gang-bind", 3, 4000)
+	framework.WaitFor(t, 60*time.Second, "bind-2's binding to be refused", func() (bool, string) {
+		events := e.events(ctx, "bind-2")
+		return strings.Contains(events, "are refused"), "events: " + events
+	})
+	// The gang is tried again with back-off meanwhile (1 s doubling to
+	// 10 s); every try is rolled back before any pod is bound.
+	if n := e.countAllocationCreates(ctx, t, g.pods, 5*time.Second); n > 0 {
+		t.Errorf("%d GPUAllocations of the gang were written in 5 s while a member's binding is refused, want none", n)
 	}
-	if b := e.bound(ctx, t, []string{"bind-1"}); len(b) > 0 {
-		t.Fatalf("bind-1 was bound while its binding is refused")
+	if b := e.bound(ctx, t, g.pods); len(b) > 0 {
+		t.Errorf("pods %v of the gang were bound while a member's binding is refused", b)
 	}
+	if n := e.allocations(ctx, t, g.pods); n > 0 {
+		t.Errorf("%d GPUAllocations of the gang are left while a member's binding is refused", n)
+	}
+	e.waitHeldMiB(t, "gang-bind", 0)
+	e.checkNoOvercommit(ctx, t)
+	t.Logf("bind-0's events while bind-2's binding is refused: %s", e.events(ctx, "bind-0"))
 	allow()
 	for _, name := range g.pods {
 		e.waitBound(ctx, t, name)
 	}
-	e.waitHeldMiB(t, "gang-bind", 2*4000)
+	e.waitHeldMiB(t, "gang-bind", 3*4000)
+	e.deleteGang(ctx, t, g)
 }
 
 // testGangRestart pins that a tessera-scheduler started again while a gang
-// is partly bound rebuilds exact books and places the rest of the gang.
+// is partly bound rebuilds exact books and places the rest of the gang:
+// three pods of a PodGroup whose minCount is 3 are bound, and a fourth,
+// whose binding is refused, joins it.
 func testGangRestart(ctx context.Context, t *testing.T, e *env) {
 	e.addNode(ctx, t, "gang-restart", "gang-restart", 10, t4())
-	allow := e.cp.RefuseBindings(ctx, t, "restart-3")
-	g := e.createGang(ctx, t, "restart", "gang-restart", 4, 3000)
-	for _, name := range g.pods[:3] {
+	g := e.createGang(ctx, t, "restart", "gang-restart", 3, 3000)
+	for _, name := range g.pods {
 		e.waitBound(ctx, t, name)
 	}
+	allow := e.cp.RefuseBindings(ctx, t, "restart-3")
+	last := gangPod("restart-3", "gang-restart", g.name, 3000)
+	e.createPod(ctx, t, last)
+	g.pods = append(g.pods, last.Name)
+	framework.WaitFor(t, 60*time.Second, "restart-3's binding to be refused", func() (bool, string) {
+		events := e.events(ctx, last.Name)
+		return strings.Contains(events, "are refused"), "events: " + events
+	})
 	e.restartScheduler(t)
 	allow()
 	for _, name := range g.pods {
@@ -54,20 +75,20 @@ func testGangRestart(ctx context.Context, t *testing.T, e *env) {
 	e.waitHeldMiB(t, "gang-restart", 4*3000)
 }
 
-// countAllocationCreates counts the GPUAllocations named name created in
-// the next span.
-func (e *env) countAllocationCreates(ctx context.Context, t *testing.T, name string, span time.Duration) int {
+// countAllocationCreates counts the GPUAllocations of the named pods
+// created in the next span.
+func (e *env) countAllocationCreates(ctx context.Context, t *testing.T, names []string, span time.Duration) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, span)
 	defer cancel()
-	w, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	w, err := e.cp.Tessera.GpuV1alpha1().GPUAllocations(namespace).Watch(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	n := 0
 	for ev := range w.ResultChan() {
-		if ev.Type == watch.Added {
+		if a, ok := ev.Object.(*gpuv1alpha1.GPUAllocation); ok && ev.Type == watch.Added && slices.Contains(names, a.Name) {
 			n++
 		}
 	}

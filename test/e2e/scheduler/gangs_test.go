@@ -29,6 +29,7 @@ func TestGangs(t *testing.T) {
 		{"none placed while one member does not fit", testGangWaitsForRoom},
 		{"two gangs racing for room that fits one", testGangsRacing},
 		{"packed on the fewest nodes", testGangPacked},
+		{"placed whole on the fewest nodes", testGangPlacedWhole},
 		{"a member's binding refused", testGangBindingRefused},
 		{"scheduler restarted with the gang half bound", testGangRestart},
 		{"the example gang", testExampleGang},
@@ -263,4 +264,32 @@ func testGangPacked(ctx context.Context, t *testing.T, e *env) {
 	if len(nodes) != 1 {
 		t.Errorf("the gang went on %d nodes %v, want 1", len(nodes), nodes)
 	}
+}
+
+// testGangPlacedWhole pins that under the default node policy (binpack)
+// Tessera places a gang as a whole on the fewest nodes, where placing its
+// pods one by one would not: the busiest node has room for one of the
+// four pods, so the first pod, scored alone, goes there and the other
+// three to an empty node, leaving the gang on two nodes; spreading over
+// the two empty nodes was possible too. Each empty node holds all four.
+func testGangPlacedWhole(ctx context.Context, t *testing.T, e *env) {
+	const busy = "gang-whole-busy"
+	e.addNode(ctx, t, busy, "gang-whole", 10, t4())
+	blocker := gpuPod("gang-whole-blocker", "gang-whole", nil, ctr{name: "c", count: 1, memory: 7680})
+	e.createPod(ctx, t, blocker)
+	e.waitBound(ctx, t, blocker.Name)
+	for _, name := range []string{"gang-whole-1", "gang-whole-2"} {
+		e.addNode(ctx, t, name, "gang-whole", 10, t4(), t4())
+	}
+	g := e.createGang(ctx, t, "whole", "gang-whole", 4, 7680)
+	nodes := map[string]int{}
+	for _, name := range g.pods {
+		pod, _ := e.waitBound(ctx, t, name)
+		nodes[pod.Spec.NodeName]++
+	}
+	if len(nodes) != 1 || nodes[busy] > 0 {
+		t.Errorf("the gang's pods went on %v, want all 4 on one empty node", nodes)
+	}
+	e.deleteGang(ctx, t, g)
+	e.deletePod(ctx, t, blocker.Name)
 }
