@@ -9,6 +9,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/fitgate"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 )
 
@@ -67,9 +68,7 @@ func (g *FitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 // its GPUs all free, which kube-scheduler tells why. Pods that come
 // before the view has synced wait for the sync and are judged then.
 func (p *Plugin) gate(pod *v1.Pod) *fwk.Status {
-	if pod.Spec.SchedulerName != p.profile || pod.Spec.NodeName != "" ||
-		pod.Status.NominatedNodeName != "" || pod.Spec.SchedulingGroup != nil ||
-		pod.Annotations[gpuv1alpha1.GangHoldAnnotation] != "" {
+	if p.passes(pod) || pod.Annotations[gpuv1alpha1.GangHoldAnnotation] != "" {
 		return nil
 	}
 	req, err := p.parser.Parse(pod)
@@ -82,30 +81,64 @@ func (p *Plugin) gate(pod *v1.Pod) *fwk.Status {
 	if _, holding := p.view.Pod(pod.UID); holding || p.couldPreempt(pod) {
 		return nil
 	}
-	// Remembered before the index is asked, so that a free in between
-	// plays the pod.
-	p.requeue.asked(pod, req.Request)
 	key := fitgate.ShapeKey(req.Request)
-	if fits, possible := p.index.Fits(key, req.Request); fits || !possible {
+	if p.fits(pod, key, req.Request) {
 		return nil
 	}
 	quota := p.rules.Quota(p.view, pod.Namespace, pod.UID, req.Request)
 	if !quota.Unstated.OK() || !quota.Closed().OK() {
 		return nil
 	}
-	why := heldPrefix + p.index.Why(key, req.Request)
-	if p.requeue.held(pod.UID, why) {
-		p.reasons.tell(pod, why)
+	return p.hold(pod, key, req.Request)
+}
+
+// fitGate is what a fit gate holds pods with, in plugin and in DRA mode:
+// the profile whose pods it holds, whether any node could hold a request,
+// the waiting pods that frees release, the priorities a pod could
+// preempt, the reasons told to held pods, and the pods that wait for the
+// view to sync.
+type fitGate struct {
+	profile    string
+	index      *fitgate.Index
+	waiters    *requeuer
+	priorities *fitgate.Priorities
+	reasons    *heldReasons
+	unsynced   *unsynced
+}
+
+// passes reports whether the pod passes the gate whatever its GPUs: of
+// another profile, bound, nominated by preemption, or of a gang.
+func (g *fitGate) passes(pod *v1.Pod) bool {
+	return pod.Spec.SchedulerName != g.profile || pod.Spec.NodeName != "" ||
+		pod.Status.NominatedNodeName != "" || pod.Spec.SchedulingGroup != nil
+}
+
+// fits remembers the pod as waiting for req, whose key is key, and
+// reports whether some live node could hold req now, or none could even
+// with its GPUs all free: the pod is not to be held for GPUs to free.
+func (g *fitGate) fits(pod *v1.Pod, key string, req *placement.Request) bool {
+	// Remembered before the index is asked, so that a free in between
+	// plays the pod.
+	g.waiters.asked(pod, req)
+	fits, possible := g.index.Fits(key, req)
+	return fits || !possible
+}
+
+// hold holds the pod, telling it why when that changed.
+func (g *fitGate) hold(pod *v1.Pod, key string, req *placement.Request) *fwk.Status {
+	why := heldPrefix + g.index.Why(key, req)
+	if g.waiters.held(pod.UID, why) {
+		g.reasons.tell(pod, why)
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 }
 
 // couldPreempt reports whether the pod may preempt and some bound pod has
 // a lower priority: kube-scheduler's preemption may make room for it.
-func (p *Plugin) couldPreempt(pod *v1.Pod) bool {
+func (g *fitGate) couldPreempt(pod *v1.Pod) bool {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return false
 	}
-	lowest, ok := p.priorities.Lowest()
+	lowest, ok := g.priorities.Lowest()
 	return ok && lowest < preemption.Priority(pod)
 }

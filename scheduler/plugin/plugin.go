@@ -75,16 +75,8 @@ type Plugin struct {
 	// kube-scheduler runs on many nodes at once.
 	fitters sync.Pool
 
-	// profile, index, priorities, reasons and unsynced are the fit
-	// gate's (see FitGate): the profile whose pods it holds, whether any
-	// node could hold a request, the priorities a pod could preempt, the
-	// reasons told to held pods, and the pods that wait for the view to
-	// sync.
-	profile    string
-	index      *fitgate.Index
-	priorities *fitgate.Priorities
-	reasons    *heldReasons
-	unsynced   *unsynced
+	// fitGate is the fit gate's (see FitGate).
+	fitGate
 }
 
 // New builds the plugin from its arguments (the fields of the extender's
@@ -168,11 +160,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		topology: topology,
 		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
 
-		profile:    h.ProfileName(),
-		index:      rq.index,
-		priorities: priorities,
-		reasons:    reasons,
-		unsynced:   waiting,
+		fitGate: fitGate{
+			profile:    h.ProfileName(),
+			index:      rq.index,
+			waiters:    rq,
+			priorities: priorities,
+			reasons:    reasons,
+			unsynced:   waiting,
+		},
 	}, nil
 }
 

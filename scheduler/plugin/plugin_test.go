@@ -67,12 +67,14 @@ func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view
 		ready:   func() bool { return true },
 		rules:   rules,
 		fitters: sync.Pool{New: func() any { return new(placement.Fitter) }},
-
+	}
+	p.fitGate = fitGate{
 		profile:    "tessera-scheduler",
+		index:      p.requeue.index,
+		waiters:    p.requeue,
 		priorities: fitgate.NewPriorities(),
 		reasons:    newHeldReasons(nil, nil, clk),
 	}
-	p.index = p.requeue.index
 	p.unsynced = &unsynced{ready: func() bool { return p.ready() }}
 	return p, v, act
 }

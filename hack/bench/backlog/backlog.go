@@ -71,7 +71,7 @@ func runRows(ctx context.Context, r *harness.Runner) []BacklogRow {
 			continue
 		}
 		logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
-		res := BacklogRow{Row: row, Name: harness.RowName(row), Pinning: r.Pin}
+		res := BacklogRow{Row: row, Name: r.Name(row), Pinning: r.Pin}
 		res.Err = measureBacklog(klog.NewContext(ctx, logger), r, row, &res)
 		if res.Err != nil {
 			logger.Error(res.Err, "Row failed")

@@ -85,6 +85,9 @@ type Options struct {
 	SchedulerBin string
 	// PluginConfig is the KubeSchedulerConfiguration of row d.
 	PluginConfig string
+	// DRAConfig, when set, is a KubeSchedulerConfiguration of
+	// tessera-scheduler that row e runs instead of stock kube-scheduler.
+	DRAConfig string
 	// ExtenderBin is a prebuilt extender binary; empty builds ./scheduler.
 	ExtenderBin string
 	// ExtenderArgs are extra flags for the extender.
@@ -180,6 +183,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.PinControlPlane, "pin-control-plane", o.PinControlPlane, "Run etcd, kube-apiserver and kube-controller-manager on CPU 0 and kube-scheduler, the extender and the bench on the other CPUs (sched_setaffinity), as if the control plane had a machine of its own; needs at least 2 CPUs.")
 	fs.StringVar(&o.SchedulerBin, "scheduler-bin", o.SchedulerBin, "Prebuilt tessera-scheduler for row d; empty uses $TESSERA_SCHEDULER_BIN or builds it with hack/build-scheduler.sh.")
 	fs.StringVar(&o.PluginConfig, "plugin-config", o.PluginConfig, "KubeSchedulerConfiguration for row d, relative to the repository root; its Tessera args get heartbeatMaxAge 24h.")
+	fs.StringVar(&o.DRAConfig, "dra-config", o.DRAConfig, "KubeSchedulerConfiguration, relative to the repository root, with which row e runs tessera-scheduler (its one profile renamed to the bench's scheduler name) instead of stock kube-scheduler, such as deploy/scheduler/tessera-scheduler-dra-config.yaml; empty runs kube-scheduler alone.")
 	fs.StringVar(&o.ExtenderBin, "extender-bin", o.ExtenderBin, "Prebuilt extender binary; empty builds ./scheduler into a temporary directory.")
 	fs.StringArrayVar(&o.ExtenderArgs, "extender-arg", o.ExtenderArgs, "Extra flag for the extender, such as --extender-arg=--kube-api-qps=1000; repeatable.")
 	fs.StringArrayVar(&o.ExtenderEnv, "extender-env", o.ExtenderEnv, "Extra environment variable KEY=VALUE for the extender, such as --extender-env=GOMEMLIMIT=350MiB; repeatable.")

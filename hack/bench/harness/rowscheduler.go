@@ -70,6 +70,10 @@ func (r *Runner) PrepareScheduler(ctx context.Context, env *ClusterEnv, row stri
 		}
 	case RowPlugin:
 		s.Config, s.bin, s.Name = r.PluginConfig, r.SchedulerBin, filepath.Base(r.SchedulerBin)
+	case RowDRA:
+		if r.DRAConfig.YAML != "" {
+			s.Config, s.bin, s.Name = r.DRAConfig, r.SchedulerBin, filepath.Base(r.SchedulerBin)
+		}
 	}
 	return s, nil
 }

@@ -32,6 +32,15 @@ func RowName(row string) string {
 	}
 }
 
+// Name says what the row runs in this run: RowName, but for row e with
+// --dra-config.
+func (r *Runner) Name(row string) string {
+	if row == RowDRA && r.DRAConfig.YAML != "" {
+		return "tessera-scheduler, DRA claims on Tessera's slices (" + filepath.Base(r.Options.DRAConfig) + ")"
+	}
+	return RowName(row)
+}
+
 // HasExtender reports whether the row runs an extender, whose API
 // requests the audit log counts.
 func HasExtender(row string) bool { return row == RowNoop || row == RowTessera }
@@ -53,6 +62,9 @@ type Runner struct {
 	// and binary, for row d.
 	PluginConfig SchedulerConfig
 	SchedulerBin string
+	// DRAConfig is tessera-scheduler's configuration for row e; without
+	// YAML row e runs stock kube-scheduler.
+	DRAConfig SchedulerConfig
 	// Pin, if set, puts the control plane on a CPU of its own.
 	Pin *Pinning
 }

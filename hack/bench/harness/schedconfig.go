@@ -166,6 +166,26 @@ func parsePluginConfig(data []byte, source, schedulerName string) (SchedulerConf
 	return SchedulerConfig{YAML: string(out), SchedulerName: schedulerName, Source: source + ", heartbeatMaxAge 24h"}, nil
 }
 
+// LoadDRAConfig reads tessera-scheduler's KubeSchedulerConfiguration at
+// path for row e: one profile, renamed schedulerName, the name the other
+// rows' pods ask for.
+func LoadDRAConfig(path, schedulerName string) (SchedulerConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return SchedulerConfig{}, fmt.Errorf("reading --dra-config: %w", err)
+	}
+	config, profile, _, err := decodeOneProfile(data, path)
+	if err != nil {
+		return SchedulerConfig{}, err
+	}
+	profile["schedulerName"] = schedulerName
+	out, err := yaml.Marshal(config)
+	if err != nil {
+		return SchedulerConfig{}, err
+	}
+	return SchedulerConfig{YAML: string(out), SchedulerName: schedulerName, Source: path + ", profile " + schedulerName}, nil
+}
+
 // decodeOneProfile decodes a KubeSchedulerConfiguration that has exactly
 // one profile, with a name, and returns it, its profile and that name.
 func decodeOneProfile(data []byte, source string) (config, profile map[string]any, name string, err error) {

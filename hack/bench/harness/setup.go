@@ -41,6 +41,12 @@ func NewRunner(ctx context.Context, o *Options, base string) (*Runner, error) {
 		}
 		logger.Info("tessera-scheduler for row d", "binary", r.SchedulerBin, "config", r.PluginConfig.Source)
 	}
+	if o.Wants(RowDRA) && o.DRAConfig != "" {
+		if r.SchedulerBin, r.DRAConfig, err = draScheduler(o, config.SchedulerName); err != nil {
+			return nil, err
+		}
+		logger.Info("tessera-scheduler for row e", "binary", r.SchedulerBin, "config", r.DRAConfig.Source)
+	}
 	if o.PinControlPlane {
 		if r.Pin, err = NewPinning(); err != nil {
 			return nil, err
@@ -54,19 +60,39 @@ func NewRunner(ctx context.Context, o *Options, base string) (*Runner, error) {
 
 // pluginScheduler finds tessera-scheduler and its configuration for row d.
 func pluginScheduler(o *Options, schedulerName string) (string, SchedulerConfig, error) {
-	bin := o.SchedulerBin
-	if bin == "" {
-		var err error
-		if bin, err = framework.SchedulerPluginBinary(); err != nil {
-			return "", SchedulerConfig{}, err
-		}
+	bin, err := schedulerBinary(o)
+	if err != nil {
+		return "", SchedulerConfig{}, err
 	}
-	path := o.PluginConfig
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(framework.RepoRoot(), path)
-	}
-	config, err := LoadPluginConfig(path, schedulerName)
+	config, err := LoadPluginConfig(repoPath(o.PluginConfig), schedulerName)
 	return bin, config, err
+}
+
+// draScheduler finds tessera-scheduler and its configuration for row e.
+func draScheduler(o *Options, schedulerName string) (string, SchedulerConfig, error) {
+	bin, err := schedulerBinary(o)
+	if err != nil {
+		return "", SchedulerConfig{}, err
+	}
+	config, err := LoadDRAConfig(repoPath(o.DRAConfig), schedulerName)
+	return bin, config, err
+}
+
+// schedulerBinary is --scheduler-bin, or else tessera-scheduler built
+// from this checkout.
+func schedulerBinary(o *Options) (string, error) {
+	if o.SchedulerBin != "" {
+		return o.SchedulerBin, nil
+	}
+	return framework.SchedulerPluginBinary()
+}
+
+// repoPath is path, relative to the repository root unless absolute.
+func repoPath(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(framework.RepoRoot(), path)
 }
 
 // Where says which CPUs the control plane and the rest ran on, for a

@@ -52,7 +52,7 @@ func (t Table) Failed() error {
 func runRow(ctx context.Context, r *harness.Runner, row string) RowResult {
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "row", row)
 	ctx = klog.NewContext(ctx, logger)
-	res := RowResult{Row: row, Name: harness.RowName(row), Pods: r.Options.Pods, APIRequests: -1, Pinning: r.Pin}
+	res := RowResult{Row: row, Name: r.Name(row), Pods: r.Options.Pods, APIRequests: -1, Pinning: r.Pin}
 	if harness.HasExtender(row) {
 		res.APIRequests = 0
 	}

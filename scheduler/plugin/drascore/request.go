@@ -14,8 +14,9 @@ import (
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
-// claimGetter reads claims, as kube-scheduler's claim tracker does.
-type claimGetter interface {
+// ClaimGetter reads claims, as kube-scheduler's claim tracker
+// (fwk.SharedDRAManager's ResourceClaims) does.
+type ClaimGetter interface {
 	Get(namespace, name string) (*resourceapi.ResourceClaim, error)
 	pendingAllocations
 }
@@ -36,45 +37,65 @@ func allocation(claim *resourceapi.ResourceClaim, pending pendingAllocations) *r
 	return pending.GetPendingAllocation(claim.UID)
 }
 
-// claimRequests returns, for each request of the pod's claims that is of
-// one of classes and not yet allocated, the container requests it may
-// become, in its order of preference: one for an exact request, one per
-// subrequest of those classes for a firstAvailable list. A claim already
-// allocated, or being allocated (shared with a pod placed before), adds
-// nothing: its use is in the node's usage. Requests for all of a node's devices are not scored.
-func claimRequests(pod *v1.Pod, claims claimGetter, classes []string) ([][]gpurequest.ContainerRequest, error) {
-	var out [][]gpurequest.ContainerRequest
+// UnallocatedRequests calls fn for each device request of the pod's
+// claims that are not yet allocated nor being allocated. A claim already
+// allocated (shared with a pod placed before) adds nothing: its use is in
+// the node's usage.
+func UnallocatedRequests(pod *v1.Pod, claims ClaimGetter, fn func(claim *resourceapi.ResourceClaim, r *resourceapi.DeviceRequest)) error {
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if name == nil {
 			continue
 		}
 		claim, err := claims.Get(pod.Namespace, *name)
 		if err != nil {
-			return nil, fmt.Errorf("reading claim %s/%s: %w", pod.Namespace, *name, err)
+			return fmt.Errorf("reading claim %s/%s: %w", pod.Namespace, *name, err)
 		}
 		if allocation(claim, claims) != nil {
 			continue
 		}
-		for _, r := range claim.Spec.Devices.Requests {
-			var choices []gpurequest.ContainerRequest
-			if e := r.Exactly; e != nil {
-				if c, ok := containerRequest(claim.Name+"/"+r.Name, e.DeviceClassName, e.AllocationMode, e.Count, e.Capacity, classes); ok {
-					choices = append(choices, c)
-				}
-			}
-			for _, s := range r.FirstAvailable {
-				if c, ok := containerRequest(claim.Name+"/"+r.Name+"/"+s.Name, s.DeviceClassName, s.AllocationMode, s.Count, s.Capacity, classes); ok {
-					choices = append(choices, c)
-				}
-			}
-			if len(choices) > 0 {
-				out = append(out, choices)
-			}
+		for j := range claim.Spec.Devices.Requests {
+			fn(claim, &claim.Spec.Devices.Requests[j])
 		}
+	}
+	return nil
+}
+
+// RequestChoices returns the container requests a device request of the
+// claim may become, if it is of one of classes, in its order of
+// preference: one for an exact request, one per subrequest of those
+// classes for a firstAvailable list. Requests for all of a node's devices
+// become none.
+func RequestChoices(claim *resourceapi.ResourceClaim, r *resourceapi.DeviceRequest, classes []string) []gpurequest.ContainerRequest {
+	var choices []gpurequest.ContainerRequest
+	if e := r.Exactly; e != nil {
+		if c, ok := containerRequest(claim.Name+"/"+r.Name, e.DeviceClassName, e.AllocationMode, e.Count, e.Capacity, classes); ok {
+			choices = append(choices, c)
+		}
+	}
+	for _, s := range r.FirstAvailable {
+		if c, ok := containerRequest(claim.Name+"/"+r.Name+"/"+s.Name, s.DeviceClassName, s.AllocationMode, s.Count, s.Capacity, classes); ok {
+			choices = append(choices, c)
+		}
+	}
+	return choices
+}
+
+// claimRequests returns, for each request of the pod's unallocated claims
+// (see UnallocatedRequests) that is of one of classes, the container
+// requests it may become (see RequestChoices).
+func claimRequests(pod *v1.Pod, claims ClaimGetter, classes []string) ([][]gpurequest.ContainerRequest, error) {
+	var out [][]gpurequest.ContainerRequest
+	err := UnallocatedRequests(pod, claims, func(claim *resourceapi.ResourceClaim, r *resourceapi.DeviceRequest) {
+		if choices := RequestChoices(claim, r, classes); len(choices) > 0 {
+			out = append(out, choices)
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

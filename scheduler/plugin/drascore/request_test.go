@@ -16,7 +16,7 @@ import (
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
-// claims is a claimGetter over a fixed set of claims, by name.
+// claims is a ClaimGetter over a fixed set of claims, by name.
 type claims map[string]*resourceapi.ResourceClaim
 
 func (c claims) Get(_, name string) (*resourceapi.ResourceClaim, error) {

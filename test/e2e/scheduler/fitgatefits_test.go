@@ -69,7 +69,7 @@ func (e *env) waitSettled(ctx context.Context, t *testing.T, group string) {
 		}
 		for i := range list.Items {
 			pod := &list.Items[i]
-			if pod.Spec.NodeSelector[groupLabel] == group && pod.DeletionTimestamp == nil && pod.Spec.NodeName == "" && heldWhy(pod) == "" {
+			if pod.Spec.NodeSelector[groupLabel] == group && pod.DeletionTimestamp == nil && pod.Spec.NodeName == "" && framework.HeldWhy(pod) == "" {
 				return false, pod.Name + " is neither bound nor held: " + e.events(ctx, pod.Name)
 			}
 		}
@@ -92,11 +92,11 @@ func (e *env) waitBoundOrRightlyHeld(ctx context.Context, t *testing.T, step int
 			isBound = true
 			return true, ""
 		}
-		if heldWhy(pod) == "" {
+		if framework.HeldWhy(pod) == "" {
 			return false, "not yet judged"
 		}
 		if node := e.nodeWithRoom(ctx, t, pod); node != "" {
-			return false, fmt.Sprintf("held (%s) though node %s could hold it", heldWhy(pod), node)
+			return false, fmt.Sprintf("held (%s) though node %s could hold it", framework.HeldWhy(pod), node)
 		}
 		return true, ""
 	})

@@ -1,7 +1,8 @@
 // Command tessera-scheduler is kube-scheduler v1.37 with Tessera's
 // placement compiled in as the framework plugins "Tessera" (package
-// plugin, plugin mode) with its fit gate "TesseraFitGate", and "TesseraDRA" (package drascore, a score beside
-// DynamicResources in DRA mode). It takes kube-scheduler's flags and a
+// plugin, plugin mode) with its fit gate "TesseraFitGate", and "TesseraDRA"
+// (package drascore, a score beside DynamicResources in DRA mode) with its
+// fit gate "TesseraDRAFitGate" (package plugin). It takes kube-scheduler's flags and a
 // KubeSchedulerConfiguration that enables one of them, such as
 // deploy/scheduler/tessera-scheduler-config.yaml or
 // deploy/scheduler/tessera-scheduler-dra-config.yaml.
@@ -22,6 +23,6 @@ import (
 
 func main() {
 	factories := plugin.NewFactories()
-	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, factories.Tessera), app.WithPlugin(plugin.FitGateName, factories.FitGate), app.WithPlugin(drascore.Name, drascore.New))
+	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, factories.Tessera), app.WithPlugin(plugin.FitGateName, factories.FitGate), app.WithPlugin(drascore.Name, drascore.New), app.WithPlugin(plugin.DRAFitGateName, plugin.NewDRAFitGate))
 	os.Exit(cli.Run(command))
 }

@@ -1,0 +1,176 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+
+	"github.com/tessera-gpu/tessera/scheduler/fitgate"
+	"github.com/tessera-gpu/tessera/scheduler/plugin/drascore"
+	"github.com/tessera-gpu/tessera/scheduler/view"
+)
+
+// DRAFitGateName is the DRA fit gate's name in a KubeSchedulerConfiguration.
+const DRAFitGateName = "TesseraDRAFitGate"
+
+var (
+	_ fwk.PreEnqueuePlugin  = (*DRAFitGate)(nil)
+	_ fwk.EnqueueExtensions = (*DRAFitGate)(nil)
+	_ fwk.PreFilterPlugin   = (*DRAFitGate)(nil)
+	_ fwk.ReservePlugin     = (*DRAFitGate)(nil)
+	_ fwk.PostFilterPlugin  = (*DRAFitGate)(nil)
+)
+
+// DRAFitGate is the fit gate of DRA mode: it keeps pods whose claims of
+// Tessera's GPUs no node's devices could hold now out of kube-scheduler's
+// active queue, as FitGate does in plugin mode, from the ResourceSlices
+// and the capacity the allocated claims consume (see draFeed and
+// draRequest), and releases them as claims are deallocated and slices
+// change, in kube-scheduler's queue order and only as many as the room
+// holds. It follows each pod's scheduling cycles (PreFilter, Reserve,
+// PostFilter) for the requeuer, and registers no cluster events: the
+// requeuer activates held pods.
+type DRAFitGate struct {
+	fitGate
+	claims  drascore.ClaimGetter
+	classes []string
+}
+
+// NewDRAFitGate builds the DRA fit gate of a profile from its arguments
+// (see decodeDRAGateArgs), over informers on ResourceSlices,
+// ResourceClaims and pods from the handle's informer factory; it refuses
+// to build when the scheduler has no DRA manager.
+func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	classes, err := decodeDRAGateArgs(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s plugin arguments: %w", DRAFitGateName, err)
+	}
+	dra := h.SharedDRAManager()
+	if dra == nil {
+		return nil, errors.New(DRAFitGateName + " needs kube-scheduler's DynamicResourceAllocation feature, which is off")
+	}
+	logger := klog.FromContext(ctx).WithValues("plugin", DRAFitGateName)
+	clk := clock.RealClock{}
+	v := view.New()
+	rq := newRequeuer(h, logger, v, clk, view.Rules{HeartbeatMaxAge: draAlive})
+	ready, priorities, err := watchDRA(h, newDRAFeed(v, clk, rq.Freed), rq)
+	if err != nil {
+		return nil, err
+	}
+	reasons := newHeldReasons(h.ClientSet(), h.EventRecorder(), clk)
+	go reasons.run(ctx)
+	waiting := &unsynced{ready: ready}
+	go func() { rq.activate("DRA view synced; judging the pods that waited for it", waiting.run(ctx)) }()
+	return &DRAFitGate{
+		fitGate: fitGate{profile: h.ProfileName(), index: rq.index, waiters: rq, priorities: priorities, reasons: reasons, unsynced: waiting},
+		claims:  dra.ResourceClaims(),
+		classes: classes,
+	}, nil
+}
+
+// watchDRA feeds the view from the informers on slices and claims, the
+// priorities from pods, and tells the requeuer of pods deleted; ready
+// reports whether all have synced.
+func watchDRA(h fwk.Handle, feed *draFeed, rq *requeuer) (ready func() bool, priorities *fitgate.Priorities, err error) {
+	informers := h.SharedInformerFactory()
+	priorities = fitgate.NewPriorities()
+	var synced []cache.ResourceEventHandlerRegistration
+	for _, w := range []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{informers.Resource().V1().ResourceSlices().Informer(), feed.sliceHandler()},
+		{informers.Resource().V1().ResourceClaims().Informer(), feed.claimHandler()},
+		{informers.Core().V1().Pods().Informer(), priorities.Handler()},
+		{informers.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+			if pod, ok := unwrap(obj).(*v1.Pod); ok {
+				rq.Forget(pod.UID)
+			}
+		}}},
+	} {
+		reg, err := w.informer.AddEventHandler(w.handler)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s watching the cluster: %w", DRAFitGateName, err)
+		}
+		synced = append(synced, reg)
+	}
+	return func() bool {
+		for _, reg := range synced {
+			if !reg.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}, priorities, nil
+}
+
+// Name returns the gate's name.
+func (g *DRAFitGate) Name() string { return DRAFitGateName }
+
+// EventsToRegister registers no events: the requeuer activates held pods.
+func (g *DRAFitGate) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return nil, nil
+}
+
+// PreEnqueue holds a pod of the profile whose claims of Tessera's GPUs no
+// node's devices could hold now, but some could once claims free, and
+// tells it why. It never holds a pod bound or nominated, of a gang, one
+// that could preempt a lower-priority pod, one without such claims or
+// whose claims are not all there yet (DynamicResources waits for them),
+// nor one no node could hold even with its GPUs all free, which
+// kube-scheduler tells why.
+func (g *DRAFitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
+	if g.passes(pod) || len(pod.Spec.ResourceClaims) == 0 {
+		return nil
+	}
+	req, ok := draRequest(pod, g.claims, g.classes)
+	if !ok {
+		return nil
+	}
+	if g.unsynced.wait(pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, notSynced)
+	}
+	if g.couldPreempt(pod) {
+		return nil
+	}
+	key := fitgate.ShapeKey(req)
+	if g.fits(pod, key, req) {
+		return nil
+	}
+	return g.hold(pod, key, req)
+}
+
+// PreFilter tells the requeuer that the pod's cycle starts; it filters
+// nothing.
+func (g *DRAFitGate) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if req, ok := draRequest(pod, g.claims, g.classes); ok {
+		g.waiters.waiting(pod, req)
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// PreFilterExtensions returns nil: the gate filters nothing.
+func (g *DRAFitGate) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Reserve tells the requeuer that the pod is placed.
+func (g *DRAFitGate) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	g.waiters.placed(pod.UID, nodeName)
+	return nil
+}
+
+// Unreserve does nothing: the claims' deallocation frees their room.
+func (g *DRAFitGate) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string) {}
+
+// PostFilter leaves the room the pod was activated for to others; it
+// makes no room itself.
+func (g *DRAFitGate) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	g.waiters.failed(pod.UID)
+	return nil, fwk.NewStatus(fwk.Unschedulable)
+}
