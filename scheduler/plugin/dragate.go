@@ -14,6 +14,7 @@ import (
 
 	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/plugin/drascore"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -41,6 +42,11 @@ type DRAFitGate struct {
 	fitGate
 	claims  drascore.ClaimGetter
 	classes []string
+	// rules tell the namespaces' GPU quotas, and view what their
+	// allocated claims use: a pod its quota turns away waits on the
+	// quota, as in plugin mode, not held here.
+	rules view.Rules
+	view  *view.View
 }
 
 // NewDRAFitGate builds the DRA fit gate of a profile from its arguments
@@ -59,7 +65,9 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.P
 	logger := klog.FromContext(ctx).WithValues("plugin", DRAFitGateName)
 	clk := clock.RealClock{}
 	v := view.New()
-	rq := newRequeuer(h, logger, v, clk, view.Rules{HeartbeatMaxAge: draAlive})
+	quotas := quota.NewLister(h.SharedInformerFactory().Core().V1().ResourceQuotas().Lister())
+	rules := view.Rules{HeartbeatMaxAge: draAlive, Quotas: quotas, CoresResource: v1.ResourceName(drascore.CoresField)}
+	rq := newRequeuer(h, logger, v, clk, rules)
 	ready, priorities, err := watchDRA(h, newDRAFeed(v, clk, rq.Freed), rq)
 	if err != nil {
 		return nil, err
@@ -72,6 +80,8 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.P
 		fitGate: fitGate{profile: h.ProfileName(), index: rq.index, waiters: rq, priorities: priorities, reasons: reasons, unsynced: waiting},
 		claims:  dra.ResourceClaims(),
 		classes: classes,
+		rules:   rules,
+		view:    v,
 	}, nil
 }
 
@@ -124,7 +134,8 @@ func (g *DRAFitGate) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHi
 // tells it why. It never holds a pod bound or nominated, of a gang, one
 // that could preempt a lower-priority pod, one without such claims or
 // whose claims are not all there yet (DynamicResources waits for them),
-// nor one no node could hold even with its GPUs all free, which
+// one its namespace's GPU quota turns away (it waits on the quota), nor
+// one no node could hold even with its GPUs all free, which
 // kube-scheduler tells why.
 func (g *DRAFitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	if g.passes(pod) || len(pod.Spec.ResourceClaims) == 0 {
@@ -141,7 +152,7 @@ func (g *DRAFitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	key := fitgate.ShapeKey(req)
-	if g.fits(pod, key, req) {
+	if g.fits(pod, key, req) || quotaRefuses(g.rules, g.view, pod, req) {
 		return nil
 	}
 	return g.hold(pod, key, req)

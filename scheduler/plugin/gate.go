@@ -11,6 +11,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 // FitGateName is the fit gate's name in a KubeSchedulerConfiguration.
@@ -82,14 +83,18 @@ func (p *Plugin) gate(pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	key := fitgate.ShapeKey(req.Request)
-	if p.fits(pod, key, req.Request) {
-		return nil
-	}
-	quota := p.rules.Quota(p.view, pod.Namespace, pod.UID, req.Request)
-	if !quota.Unstated.OK() || !quota.Closed().OK() {
+	if p.fits(pod, key, req.Request) || quotaRefuses(p.rules, p.view, pod, req.Request) {
 		return nil
 	}
 	return p.hold(pod, key, req.Request)
+}
+
+// quotaRefuses reports whether the GPU quota of the pod's namespace turns
+// req away whatever GPUs free: the pod waits on the quota, which
+// kube-scheduler's cycle tells it, not on GPUs.
+func quotaRefuses(rules view.Rules, v *view.View, pod *v1.Pod, req *placement.Request) bool {
+	quota := rules.Quota(v, pod.Namespace, pod.UID, req)
+	return !quota.Unstated.OK() || !quota.Closed().OK()
 }
 
 // fitGate is what a fit gate holds pods with, in plugin and in DRA mode:

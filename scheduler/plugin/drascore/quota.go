@@ -19,6 +19,10 @@ import (
 // quotaKey is where the plugin keeps its quotaState.
 const quotaKey fwk.StateKey = Name + "/quota"
 
+// CoresField is the field of a claim's request that states GPU compute,
+// which a quota on compute requires of every request that shares a GPU.
+const CoresField = "capacity.requests." + string(gpuv1alpha1.DRACapacityCores)
+
 var (
 	_ fwk.PreFilterPlugin = (*Plugin)(nil)
 	_ fwk.FilterPlugin    = (*Plugin)(nil)
@@ -65,7 +69,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	for _, req := range candidates {
 		// Not a wait for room: no room the quota gets lets the pod in.
-		if why := limits.Unstated(pod.Namespace, req.Containers, "capacity.requests."+string(gpuv1alpha1.DRACapacityCores)); why != "" {
+		if why := limits.Unstated(pod.Namespace, req.Containers, CoresField); why != "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 		}
 	}
