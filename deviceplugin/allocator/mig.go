@@ -9,6 +9,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
 // MIGPreparer makes the MIG instance the scheduler placed for a container
@@ -21,7 +22,8 @@ type MIGPreparer interface {
 
 // prepareMIG makes the MIG instances of the served containers that the
 // scheduler placed on GPUs that make them on demand, and gives each
-// container its instance's UUID in the GPU's stead. An instance that
+// container its instance's UUID in the GPU's stead, with no compute limit
+// inside it, as in DRA mode. An instance that
 // cannot be made fails the allocation; the instances made for it are
 // destroyed once it is Failed.
 func (a *Allocator) prepareMIG(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, served []string, resp *pluginapi.AllocateResponse) error {
@@ -45,7 +47,9 @@ func (a *Allocator) prepareMIG(ctx context.Context, alloc *gpuv1alpha1.GPUAlloca
 			if err != nil {
 				return planError{codes.Internal, fmt.Sprintf("making the MIG instance of container %q of pod %s/%s on GPU %s: %v", name, alloc.Namespace, alloc.Name, d.UUID, err)}
 			}
-			d.UUID = uuid
+			// The instance is the container's whole: HAMi-core limits
+			// compute within the device it sees, which is the instance.
+			d.UUID, d.Cores = uuid, gpurequest.MaxPercent
 		}
 		resp.ContainerResponses[i] = a.cfg.Response.Container(alloc.Spec.PodUID, c)
 	}

@@ -99,9 +99,15 @@ func (c *cluster) waitMIGRunning(ctx context.Context, t *testing.T, name, profil
 	if len(results) != 1 {
 		t.Fatalf("node agent recorded %d container results for %s, want 1", len(results), name)
 	}
-	got := results[0].Response.Envs["NVIDIA_VISIBLE_DEVICES"]
+	envs := results[0].Response.Envs
+	got := envs["NVIDIA_VISIBLE_DEVICES"]
 	if got == "" || got == "GPU-dyn-0" {
 		t.Fatalf("pod %s was given %q, want its MIG instance's UUID", name, got)
+	}
+	// The instance is the container's whole: no compute limit inside it,
+	// as in DRA mode.
+	if sm := envs["CUDA_DEVICE_SM_LIMIT"]; sm != "100" {
+		t.Errorf("pod %s was given CUDA_DEVICE_SM_LIMIT=%q inside its %s instance, want 100", name, sm, profile)
 	}
 	return got
 }
