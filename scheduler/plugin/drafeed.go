@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -8,10 +9,12 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/plugin/drascore"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -35,19 +38,40 @@ const draAlive = 100 * 365 * 24 * time.Hour
 // are all taken, stricter than the allocator's, never refuse what the
 // allocator would give (see draRequest); allocations kube-scheduler has
 // made but not yet written count once written. Each change that may make
-// room plays the node for the waiting pods (requeuer.Freed).
+// room plays the node for the waiting pods (requeuer.Freed); a claim's
+// free, once kube-scheduler's allocator has it too (see playFreed).
 type draFeed struct {
 	view  *view.View
 	clock clock.PassiveClock
 	freed func(node string)
+	// tracked reports whether kube-scheduler's claim tracker, which its
+	// allocator reads, still holds the claim allocated.
+	tracked func(claim *resourceapi.ResourceClaim) bool
 
 	mu sync.Mutex
 	// pools are the driver's slices of each pool, by name.
 	pools map[string]map[string]*resourceapi.ResourceSlice
 }
 
-func newDRAFeed(v *view.View, clk clock.PassiveClock, freed func(node string)) *draFeed {
-	return &draFeed{view: v, clock: clk, freed: freed, pools: map[string]map[string]*resourceapi.ResourceSlice{}}
+func newDRAFeed(v *view.View, clk clock.PassiveClock, freed func(node string), tracked func(*resourceapi.ResourceClaim) bool) *draFeed {
+	return &draFeed{view: v, clock: clk, freed: freed, tracked: tracked, pools: map[string]map[string]*resourceapi.ResourceSlice{}}
+}
+
+// trackerLag is the longest a claim's free waits for kube-scheduler's
+// claim tracker to have it before its node is played anyway, and
+// trackerPoll how often the tracker is asked meanwhile.
+const (
+	trackerLag  = 5 * time.Second
+	trackerPoll = 5 * time.Millisecond
+)
+
+// trackedBy reports whether kube-scheduler's claim tracker holds the
+// claim allocated.
+func trackedBy(claims drascore.ClaimGetter) func(*resourceapi.ResourceClaim) bool {
+	return func(claim *resourceapi.ResourceClaim) bool {
+		c, err := claims.Get(claim.Namespace, claim.Name)
+		return err == nil && c.UID == claim.UID && c.Status.Allocation != nil
+	}
 }
 
 // sliceHandler keeps the view's nodes from the driver's ResourceSlices.
@@ -173,8 +197,27 @@ func (f *draFeed) setClaim(obj any, gone bool) {
 		return
 	}
 	if p, ok := f.view.Release(claim.UID); ok {
-		f.freed(p.Node)
+		f.playFreed(claim, p.Node)
 	}
+}
+
+// playFreed plays the node of a claim freed once kube-scheduler's claim
+// tracker no longer holds the claim allocated. The tracker is filled by
+// an informer handler of its own, which may run after this feed's: a pod
+// activated for the room before then would find it taken in its cycle,
+// and the room would go to the pods behind it.
+func (f *draFeed) playFreed(claim *resourceapi.ResourceClaim, node string) {
+	if !f.tracked(claim) {
+		f.freed(node)
+		return
+	}
+	go func() {
+		// Timing out plays the node all the same.
+		_ = wait.PollUntilContextTimeout(context.Background(), trackerPoll, trackerLag, false, func(context.Context) (bool, error) {
+			return !f.tracked(claim), nil
+		})
+		f.freed(node)
+	}()
 }
 
 // claimAllocation is what the claim's allocation consumes of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func newDRAWorld(t *testing.T, signal bool) *draWorld {
 	if signal {
 		freed = w.rq.Freed
 	}
-	w.feed = newDRAFeed(v, clk, freed)
+	w.feed = newDRAFeed(v, clk, freed, func(*resourceapi.ResourceClaim) bool { return false })
 	return w
 }
 
@@ -247,6 +248,41 @@ func TestDRAIndexMatchesWalk(t *testing.T) {
 	t.Logf("the gate held %d of the claims asked about, each while no node could allocate it", held)
 	if _, _, ok := draDisagreement(t, steps, false); !ok {
 		t.Fatal("without the free signal the index still agrees with the walk: the check cannot fail")
+	}
+}
+
+// TestDRAFreePlayedOnceKubeSchedulerHasIt frees a claim that
+// kube-scheduler's claim tracker still holds allocated: its node is
+// played only once the tracker lets the claim go, so that a pod
+// activated for the room finds it free in its cycle.
+func TestDRAFreePlayedOnceKubeSchedulerHasIt(t *testing.T) {
+	w := newDRAWorld(t, false)
+	var tracked atomic.Bool
+	played := make(chan string, 4)
+	w.feed = newDRAFeed(w.view, w.clock, func(node string) { played <- node }, func(*resourceapi.ResourceClaim) bool { return tracked.Load() })
+	w.addNode("n0", 81920)
+	if node := <-played; node != "n0" {
+		t.Fatalf("publishing n0 played %q", node)
+	}
+	claim := w.newClaim(claimShapes()[0])
+	if !w.allocate(claim, "n0") {
+		t.Fatal("the allocator did not allocate the claim")
+	}
+	tracked.Store(true)
+	w.free(claim.UID, false)
+	select {
+	case node := <-played:
+		t.Fatalf("played %q while kube-scheduler still held the claim allocated", node)
+	case <-time.After(100 * time.Millisecond):
+	}
+	tracked.Store(false)
+	select {
+	case node := <-played:
+		if node != "n0" {
+			t.Fatalf("the free played %q, want n0", node)
+		}
+	case <-time.After(trackerLag):
+		t.Fatal("the free was never played")
 	}
 }
 

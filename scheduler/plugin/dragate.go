@@ -68,7 +68,7 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.P
 	quotas := quota.NewLister(h.SharedInformerFactory().Core().V1().ResourceQuotas().Lister())
 	rules := view.Rules{HeartbeatMaxAge: draAlive, Quotas: quotas, CoresResource: v1.ResourceName(drascore.CoresField)}
 	rq := newRequeuer(h, logger, v, clk, rules)
-	ready, priorities, err := watchDRA(h, newDRAFeed(v, clk, rq.Freed), rq)
+	ready, priorities, err := watchDRA(h, newDRAFeed(v, clk, rq.Freed, trackedBy(dra.ResourceClaims())), rq)
 	if err != nil {
 		return nil, err
 	}
