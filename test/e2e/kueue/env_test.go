@@ -243,9 +243,9 @@ func (e *env) addNodeOf(ctx context.Context, t *testing.T, name string, gpus int
 		t.Fatalf("writing GPUNode %s status: %v", name, err)
 	}
 	framework.RenewNodeLease(ctx, t, e.cp.Kube, name, time.Now())
-	framework.WaitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
+	framework.WaitFor(t, 30*time.Second, "the extender to see node "+name+"'s heartbeat", func() (bool, string) {
 		body, err := httpGet("http://" + e.extender + "/metrics/state")
-		return err == nil && strings.Contains(body, `node="`+name+`"`), ""
+		return err == nil && strings.Contains(body, `tessera_gpunode_heartbeat_timestamp_seconds{node="`+name+`"}`), ""
 	})
 }
 

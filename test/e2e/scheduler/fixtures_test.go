@@ -79,14 +79,19 @@ func (e *env) addNode(ctx context.Context, t *testing.T, name, group string, spl
 	}
 	gn := framework.CreateGPUNode(ctx, t, e.cp.Tessera, name, &status)
 	framework.RenewNodeLease(ctx, t, e.cp.Kube, name, time.Now())
-	if e.extender == nil {
-		return gn.Status.Devices
+	// Pods are created only once the scheduler has seen the node's
+	// heartbeat: kube-scheduler does not retry a pod on GPUNode or Lease
+	// events for an extender, and a pod turned away for a missing
+	// heartbeat keeps saying so until it is retried.
+	var addr string
+	if e.scheduler != nil {
+		addr = e.scheduler.MetricsAddress
+	} else {
+		addr = e.extender.addr
 	}
-	// kube-scheduler does not retry a pod on GPUNode events for an
-	// extender, so pods are created only once the extender knows the node.
-	want := fmt.Sprintf(`node="%s"`, name)
-	framework.WaitFor(t, 30*time.Second, "the extender to see node "+name, func() (bool, string) {
-		body, err := httpGet("http://" + e.extender.addr + "/metrics/state")
+	want := fmt.Sprintf(`tessera_gpunode_heartbeat_timestamp_seconds{node="%s"}`, name)
+	framework.WaitFor(t, 30*time.Second, "the scheduler to see node "+name+"'s heartbeat", func() (bool, string) {
+		body, err := httpGet("http://" + addr + "/metrics/state")
 		return err == nil && strings.Contains(body, want), ""
 	})
 	return gn.Status.Devices
