@@ -63,18 +63,44 @@ func New(v *view.View, rules view.Rules, clk clock.PassiveClock) *Index {
 func (x *Index) Fits(key string, req *placement.Request) (fits, possible bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	s := x.shape(key, req, x.clock.Now())
+	x.eachFit(s, func(string) bool {
+		fits = true
+		return false
+	})
+	return fits, s.possible
+}
+
+// EachFit calls fn with each live node that could hold req by its GPUs
+// now, most recently freed first, until fn returns false; key is
+// ShapeKey(req). fn runs under the index's lock: it may read the view,
+// but not call the index.
+func (x *Index) EachFit(key string, req *placement.Request, fn func(node string) bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.eachFit(x.shape(key, req, x.clock.Now()), fn)
+}
+
+// eachFit calls fn with each node of the shape that could hold it now,
+// from the last added, until fn returns false, and drops those that no
+// longer could. It runs under x.mu.
+func (x *Index) eachFit(s *shape, fn func(node string) bool) {
 	now := x.clock.Now()
-	s := x.shape(key, req, now)
-	for len(s.nodes) > 0 {
-		last := s.nodes[len(s.nodes)-1]
-		if x.holds(last, req, now) {
-			return true, s.possible
+	for i := len(s.nodes) - 1; i >= 0; i-- {
+		node := s.nodes[i]
+		if !x.holds(node, s.req, now) {
+			// Filled up, gone or closed: a free puts it back. The last
+			// node, seen already, takes its place.
+			last := len(s.nodes) - 1
+			s.nodes[i] = s.nodes[last]
+			s.nodes = s.nodes[:last]
+			delete(s.in, node)
+			continue
 		}
-		// Filled up, gone or closed: a free puts it back.
-		s.nodes = s.nodes[:len(s.nodes)-1]
-		delete(s.in, last)
+		if !fn(node) {
+			return
+		}
 	}
-	return false, s.possible
 }
 
 // Freed adds the node to the shapes it could hold now: GPUs may have

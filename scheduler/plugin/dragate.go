@@ -151,11 +151,7 @@ func (g *DRAFitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	if g.couldPreempt(pod) {
 		return nil
 	}
-	key := fitgate.ShapeKey(req)
-	if g.fits(pod, key, req) || quotaRefuses(g.rules, g.view, pod, req) {
-		return nil
-	}
-	return g.hold(pod, key, req)
+	return g.judge(pod, req, g.rules, g.view)
 }
 
 // PreFilter tells the requeuer that the pod's cycle starts; it filters

@@ -20,6 +20,10 @@ const FitGateName = "TesseraFitGate"
 // heldPrefix begins the reason of every pod the fit gate holds.
 const heldPrefix = "held by Tessera until GPUs free up: "
 
+// promised is why the fit gate holds a pod whose GPUs the pods ahead of
+// it in the queue take.
+const promised = "the GPUs that could hold it now go to pods ahead of it in the queue"
+
 // notSynced is the reason of the pods held until the view syncs.
 const notSynced = "held by Tessera until its view of GPUs and allocations has synced with the API"
 
@@ -32,7 +36,8 @@ var (
 // out of kube-scheduler's active queue, so that kube-scheduler does not
 // filter every node for each of them in turn while a freed GPU waits
 // behind them. The Tessera plugin's requeuer releases them as GPUs free,
-// in kube-scheduler's queue order and only as many as the room holds. It
+// in kube-scheduler's queue order and only as many as the room holds, and
+// holds a pod that fits behind the held pods ahead of it (requeuer.turn). It
 // is a plugin of its own, beside Tessera in the same profile, so that it
 // registers no cluster events: kube-scheduler asks a gate about each pod
 // it holds on every event the gate registers, and Tessera's own events
@@ -61,7 +66,8 @@ func (g *FitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 }
 
 // gate holds a GPU pod of the profile that no live node could hold by
-// its GPUs now, but one could once GPUs free, and tells it why. It never
+// its GPUs now, but one could once GPUs free, or whose GPUs the held pods
+// ahead of it take, and tells it why. It never
 // holds a pod whose wait is not for GPUs to free: one without GPUs, with
 // an invalid request, already holding GPUs, nominated by preemption,
 // of a gang, one that could preempt a lower-priority pod, or one its
@@ -82,11 +88,7 @@ func (p *Plugin) gate(pod *v1.Pod) *fwk.Status {
 	if _, holding := p.view.Pod(pod.UID); holding || p.couldPreempt(pod) {
 		return nil
 	}
-	key := fitgate.ShapeKey(req.Request)
-	if p.fits(pod, key, req.Request) || quotaRefuses(p.rules, p.view, pod, req.Request) {
-		return nil
-	}
-	return p.hold(pod, key, req.Request)
+	return p.judge(pod, req.Request, p.rules, p.view)
 }
 
 // quotaRefuses reports whether the GPU quota of the pod's namespace turns
@@ -118,20 +120,29 @@ func (g *fitGate) passes(pod *v1.Pod) bool {
 		pod.Status.NominatedNodeName != "" || pod.Spec.SchedulingGroup != nil
 }
 
-// fits remembers the pod as waiting for req, whose key is key, and
-// reports whether some live node could hold req now, or none could even
-// with its GPUs all free: the pod is not to be held for GPUs to free.
-func (g *fitGate) fits(pod *v1.Pod, key string, req *placement.Request) bool {
+// judge lets the pod by when GPUs some live node has now are its own in
+// queue order, when no node could hold req even with its GPUs all free,
+// or when its namespace's GPU quota (rules over v) turns it away; it
+// holds the pod otherwise.
+func (g *fitGate) judge(pod *v1.Pod, req *placement.Request, rules view.Rules, v *view.View) *fwk.Status {
+	key := fitgate.ShapeKey(req)
 	// Remembered before the index is asked, so that a free in between
 	// plays the pod.
 	g.waiters.asked(pod, req)
 	fits, possible := g.index.Fits(key, req)
-	return fits || !possible
+	if !possible || fits && g.waiters.turn(pod.UID, func(fn func(string) bool) { g.index.EachFit(key, req, fn) }) ||
+		quotaRefuses(rules, v, pod, req) {
+		return nil
+	}
+	if fits {
+		return g.hold(pod, promised)
+	}
+	return g.hold(pod, g.index.Why(key, req))
 }
 
-// hold holds the pod, telling it why when that changed.
-func (g *fitGate) hold(pod *v1.Pod, key string, req *placement.Request) *fwk.Status {
-	why := heldPrefix + g.index.Why(key, req)
+// hold holds the pod for reason, telling it why when that changed.
+func (g *fitGate) hold(pod *v1.Pod, reason string) *fwk.Status {
+	why := heldPrefix + reason
 	if g.waiters.held(pod.UID, why) {
 		g.reasons.tell(pod, why)
 	}

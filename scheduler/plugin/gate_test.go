@@ -131,6 +131,36 @@ func TestGateReleasesInQueueOrder(t *testing.T) {
 	}
 }
 
+// TestGateHoldsANewcomerBehindHeldPods frees a GPU that holds one of the
+// held pods: a pod that comes after them and would fit the same room is
+// held behind the pod released for it, told why, while a smaller pod
+// that fits beside it passes.
+func TestGateHoldsANewcomerBehindHeldPods(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	fillBoth(v)
+	first, second := gatedPod("first", 10000, 0), gatedPod("second", 10000, 1)
+	for _, pod := range []*v1.Pod{first, second} {
+		if p.gate(pod).IsSuccess() {
+			t.Fatalf("pod %s passed the gate on a full node", pod.Name)
+		}
+	}
+	v.Release("fill-0")
+	p.requeue.Freed(node)
+	if got, want := act.take(), keys([]*v1.Pod{first}); !slices.Equal(got, want) {
+		t.Fatalf("the free released %v, want %v", got, want)
+	}
+	late := gatedPod("late", 10000, 5)
+	if got, want := p.gate(late).Message(), heldPrefix+promised; got != want {
+		t.Fatalf("a pod after the held ones, for the room released to the first, is told %q, want %q", got, want)
+	}
+	if status := p.gate(gatedPod("small", 5000, 6)); !status.IsSuccess() {
+		t.Fatalf("a pod that fits beside the released one is held: %s", status.Message())
+	}
+	if status := p.gate(first); !status.IsSuccess() {
+		t.Fatalf("the released pod is held: %s", status.Message())
+	}
+}
+
 // TestGateTellsOnce checks that a pod held again for the same reason is
 // not told again, and is when the reason changes.
 func TestGateTellsOnce(t *testing.T) {

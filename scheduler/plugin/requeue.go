@@ -69,6 +69,8 @@ type requeuer struct {
 	// (quotaAsked set), so that a namespace freeing GPUs looks at its own
 	// waiters only, not at every waiting pod.
 	quotaWaiters map[string]map[types.UID]*waiter
+	// holding counts the waiters the fit gate holds.
+	holding int
 }
 
 // waiter is a pod waiting for GPUs.
@@ -85,6 +87,9 @@ type waiter struct {
 	quotaAsked *placement.Use
 	// told is why the fit gate holds the pod, as last written on it.
 	told string
+	// held is set while the fit gate holds the pod: from its hold until
+	// it is activated, its cycle starts or it is gone.
+	held bool
 }
 
 func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules view.Rules) *requeuer {
@@ -101,6 +106,7 @@ func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, c
 func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
 	r.mu.Lock()
 	w := r.remember(pod, req)
+	r.setHeld(w, false)
 	ended := w.trying
 	w.trying, w.heldOn = w.heldOn, ""
 	// Until this cycle turns it away on the quota again, the pod waits on
@@ -135,6 +141,7 @@ func (r *requeuer) held(uid types.UID, why string) bool {
 		return false
 	}
 	w.heldOn = ""
+	r.setHeld(w, true)
 	if w.told == why {
 		return false
 	}
@@ -313,10 +320,63 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 			}
 			room.Add(placement.Holds(assignment))
 			w.heldOn = node
+			r.setHeld(w, false)
 			chosen = append(chosen, w.pod)
 		}
 	})
 	return chosen
+}
+
+// turn reports whether the GPUs the pod could take now are its own in
+// queue order, so that the fit gate lets by only as many pods as the
+// room holds. They are when the pod was activated for them, or when the
+// gate holds no other pod. Otherwise the nodes that could hold it
+// (fitting, from the gate's index) are played in turn until one gives it
+// room: the held pods ahead of it take theirs first, and are activated.
+// They are not its own when the pods ahead took all of it. A pod is
+// never held for room no pod took: when no node gave any pod room, the
+// room is its own.
+func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) bool {
+	r.mu.Lock()
+	w, ok := r.pods[uid]
+	others := r.holding
+	if ok && w.held {
+		others--
+	}
+	if !ok || w.heldOn != "" || others == 0 {
+		r.mu.Unlock()
+		return true
+	}
+	var ahead []*v1.Pod
+	fitting(func(node string) bool {
+		for _, p := range r.play(node, "") {
+			if p.UID != uid {
+				ahead = append(ahead, p)
+			}
+		}
+		return w.heldOn == ""
+	})
+	own := w.heldOn != "" || len(ahead) == 0
+	r.mu.Unlock()
+	// Not activated here: the gate runs under kube-scheduler's queue
+	// lock, which activating takes.
+	if len(ahead) > 0 {
+		go r.activate("GPUs free; retrying the pods ahead of a pod that fits", ahead)
+	}
+	return own
+}
+
+// setHeld notes whether the fit gate holds the waiter. It runs under r.mu.
+func (r *requeuer) setHeld(w *waiter, held bool) {
+	if w.held == held {
+		return
+	}
+	w.held = held
+	if held {
+		r.holding++
+	} else {
+		r.holding--
+	}
 }
 
 // playable reports whether playing node may activate the waiter.

@@ -41,6 +41,7 @@ func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
 // remove forgets the waiter.
 func (r *requeuer) remove(w *waiter) {
 	delete(r.pods, w.pod.UID)
+	r.setHeld(w, false)
 	r.setQuotaAsked(w, nil)
 	r.leave(w)
 }
