@@ -112,16 +112,7 @@ func TestGateReleasesInQueueOrder(t *testing.T) {
 	high.Spec.Priority = ptr.To[int32](10)
 	high.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
 	held = append(held, high)
-	for _, pod := range held {
-		if p.gate(pod).IsSuccess() {
-			t.Fatalf("pod %s passed the gate on a full node", pod.Name)
-		}
-	}
-	v.Release("fill-0")
-	p.requeue.Freed(node)
-	if got, want := act.take(), keys([]*v1.Pod{high}); !slices.Equal(got, want) {
-		t.Fatalf("the free released %v, want %v", got, want)
-	}
+	holdAndFreeGPU0(t, p, v, act, held, high)
 	if status := p.gate(high); !status.IsSuccess() {
 		t.Fatalf("the released pod is held again: %s", status.Message())
 	}
@@ -139,16 +130,7 @@ func TestGateHoldsANewcomerBehindHeldPods(t *testing.T) {
 	p, v, act := newTestPlugin(t)
 	fillBoth(v)
 	first, second := gatedPod("first", 10000, 0), gatedPod("second", 10000, 1)
-	for _, pod := range []*v1.Pod{first, second} {
-		if p.gate(pod).IsSuccess() {
-			t.Fatalf("pod %s passed the gate on a full node", pod.Name)
-		}
-	}
-	v.Release("fill-0")
-	p.requeue.Freed(node)
-	if got, want := act.take(), keys([]*v1.Pod{first}); !slices.Equal(got, want) {
-		t.Fatalf("the free released %v, want %v", got, want)
-	}
+	holdAndFreeGPU0(t, p, v, act, []*v1.Pod{first, second}, first)
 	late := gatedPod("late", 10000, 5)
 	if got, want := p.gate(late).Message(), heldPrefix+promised; got != want {
 		t.Fatalf("a pod after the held ones, for the room released to the first, is told %q, want %q", got, want)
@@ -158,6 +140,22 @@ func TestGateHoldsANewcomerBehindHeldPods(t *testing.T) {
 	}
 	if status := p.gate(first); !status.IsSuccess() {
 		t.Fatalf("the released pod is held: %s", status.Message())
+	}
+}
+
+// holdAndFreeGPU0 has the gate hold the pods on node-1, full, frees
+// GPU-0 and checks that the free released exactly the pod released.
+func holdAndFreeGPU0(t *testing.T, p *Plugin, v *view.View, act *activations, held []*v1.Pod, released *v1.Pod) {
+	t.Helper()
+	for _, pod := range held {
+		if p.gate(pod).IsSuccess() {
+			t.Fatalf("pod %s passed the gate on a full node", pod.Name)
+		}
+	}
+	v.Release("fill-0")
+	p.requeue.Freed(node)
+	if got, want := act.take(), keys([]*v1.Pod{released}); !slices.Equal(got, want) {
+		t.Fatalf("the free released %v, want %v", got, want)
 	}
 }
 
