@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -52,8 +54,11 @@ type DRAFitGate struct {
 // NewDRAFitGate builds the DRA fit gate of a profile from its arguments
 // (see decodeDRAGateArgs), over informers on ResourceSlices,
 // ResourceClaims and pods from the handle's informer factory; it refuses
-// to build when the scheduler has no DRA manager.
-func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// to build when the scheduler has no DRA manager. With parking, it parks
+// the pods it holds outside kube-scheduler's queue, watching the
+// profile's pending pods through an informer of its own, since the
+// handle's leaves parked pods out.
+func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking) (fwk.Plugin, error) {
 	classes, err := decodeDRAGateArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s plugin arguments: %w", DRAFitGateName, err)
@@ -68,7 +73,15 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.P
 	quotas := quota.NewLister(h.SharedInformerFactory().Core().V1().ResourceQuotas().Lister())
 	rules := view.Rules{HeartbeatMaxAge: draAlive, Quotas: quotas, CoresResource: v1.ResourceName(drascore.CoresField)}
 	rq := newRequeuer(h, logger, v, clk, rules)
-	ready, priorities, err := watchDRA(h, newDRAFeed(v, clk, rq.Freed, trackedBy(dra.ResourceClaims())), rq)
+	var pods coreinformers.PodInformer = h.SharedInformerFactory().Core().V1().Pods()
+	var kube kubernetes.Interface
+	if parking != nil {
+		// The handle's informer leaves parked pods out.
+		if kube, pods, err = pendingPods(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	ready, priorities, err := watchDRA(h, newDRAFeed(v, clk, rq.Freed, trackedBy(dra.ResourceClaims())), rq, pods.Informer())
 	if err != nil {
 		return nil, err
 	}
@@ -76,30 +89,36 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.P
 	go reasons.run(ctx)
 	waiting := &unsynced{ready: ready}
 	go func() { rq.activate("DRA view synced; judging the pods that waited for it", waiting.run(ctx)) }()
-	return &DRAFitGate{
+	g := &DRAFitGate{
 		fitGate: fitGate{profile: h.ProfileName(), index: rq.index, waiters: rq, priorities: priorities, reasons: reasons, unsynced: waiting},
 		claims:  dra.ResourceClaims(),
 		classes: classes,
 		rules:   rules,
 		view:    v,
-	}, nil
+	}
+	if parking != nil {
+		if err := rq.park(ctx, parking, kube, pods, ready, func(pod *v1.Pod) { g.PreEnqueue(ctx, pod) }); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
 }
 
 // watchDRA feeds the view from the informers on slices and claims, the
-// priorities from pods, and tells the requeuer of pods deleted; ready
-// reports whether all have synced.
-func watchDRA(h fwk.Handle, feed *draFeed, rq *requeuer) (ready func() bool, priorities *fitgate.Priorities, err error) {
-	informers := h.SharedInformerFactory()
+// priorities from pods, and tells the requeuer of pods deleted, as
+// pending says; ready reports whether all have synced.
+func watchDRA(h fwk.Handle, feed *draFeed, rq *requeuer, pending cache.SharedIndexInformer) (ready func() bool, priorities *fitgate.Priorities, err error) {
+	factory := h.SharedInformerFactory()
 	priorities = fitgate.NewPriorities()
 	var synced []cache.ResourceEventHandlerRegistration
 	for _, w := range []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
-		{informers.Resource().V1().ResourceSlices().Informer(), feed.sliceHandler()},
-		{informers.Resource().V1().ResourceClaims().Informer(), feed.claimHandler()},
-		{informers.Core().V1().Pods().Informer(), priorities.Handler()},
-		{informers.Core().V1().Pods().Informer(), cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		{factory.Resource().V1().ResourceSlices().Informer(), feed.sliceHandler()},
+		{factory.Resource().V1().ResourceClaims().Informer(), feed.claimHandler()},
+		{factory.Core().V1().Pods().Informer(), priorities.Handler()},
+		{pending, cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 			if pod, ok := unwrap(obj).(*v1.Pod); ok {
 				rq.Forget(pod.UID)
 			}

@@ -15,8 +15,8 @@ import (
 type Factory = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error)
 
 // Factories are the plugins' factories to register with kube-scheduler:
-// app.WithPlugin(Name, f.Tessera) and app.WithPlugin(FitGateName,
-// f.FitGate).
+// app.WithPlugin(Name, f.Tessera), app.WithPlugin(FitGateName, f.FitGate)
+// and app.WithPlugin(DRAFitGateName, f.DRAFitGate).
 type Factories struct {
 	// Tessera builds the plugin for the first profile that enables it
 	// and refuses every other, naming both, so that the scheduler does
@@ -27,14 +27,18 @@ type Factories struct {
 	// FitGate builds the fit gate over the Tessera plugin of its profile,
 	// built before it or after.
 	FitGate Factory
+	// DRAFitGate builds the fit gate of DRA mode.
+	DRAFitGate Factory
 }
 
-// NewFactories returns the factories of one tessera-scheduler.
-func NewFactories() Factories {
+// NewFactories returns the factories of one tessera-scheduler. With
+// parking, the fit gates park the pods they hold outside kube-scheduler's
+// queue.
+func NewFactories(parking *Parking) Factories {
 	var built atomic.Pointer[Plugin]
 	return Factories{
 		Tessera: onlyOneProfile(func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			pl, err := New(ctx, obj, h)
+			pl, err := New(ctx, obj, h, parking)
 			if p, ok := pl.(*Plugin); ok && err == nil {
 				built.Store(p)
 			}
@@ -42,6 +46,9 @@ func NewFactories() Factories {
 		}),
 		FitGate: func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 			return &FitGate{tessera: &built}, nil
+		},
+		DRAFitGate: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			return NewDRAFitGate(ctx, obj, h, parking)
 		},
 	}
 }

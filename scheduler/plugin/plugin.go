@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
@@ -83,8 +84,9 @@ type Plugin struct {
 // configuration that concern placement and its metrics listener, see
 // decodeArgs) over the view that scheduler/viewsync keeps, and starts the
 // informers, the tracker and, with metricsAddress, the metrics listener,
-// which run until ctx ends.
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// which run until ctx ends. With parking, the fit gate parks the pods it
+// holds outside kube-scheduler's queue.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking) (fwk.Plugin, error) {
 	cfg, err := decodeArgs(obj)
 	if err != nil {
 		return nil, fmt.Errorf("%s plugin arguments: %w", Name, err)
@@ -133,7 +135,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if _, err := keeper.ServeMetrics(ctx, "plugin"); err != nil {
 		return nil, err
 	}
-	return &Plugin{
+	p := &Plugin{
 		view: keeper.View,
 		parser: podrequest.Parser{
 			ResourceNames:     cfg.ResourceNames,
@@ -168,7 +170,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			reasons:    reasons,
 			unsynced:   waiting,
 		},
-	}, nil
+	}
+	if parking != nil {
+		kube, pods, err := pendingPods(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		if err := rq.park(ctx, parking, kube, pods, ready, func(pod *v1.Pod) { p.gate(pod) }); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Name returns the plugin's name.

@@ -71,6 +71,9 @@ type requeuer struct {
 	quotaWaiters map[string]map[types.UID]*waiter
 	// holding counts the waiters the fit gate holds.
 	holding int
+	// parker, when parking is on, parks the pods the fit gate holds
+	// outside kube-scheduler's queue.
+	parker *parker
 }
 
 // waiter is a pod waiting for GPUs.
@@ -377,6 +380,18 @@ func (r *requeuer) setHeld(w *waiter, held bool) {
 	} else {
 		r.holding--
 	}
+	if r.parker != nil {
+		r.parker.held(w.pod, held)
+	}
+}
+
+// holds reports whether the requeuer knows the pod, and whether the fit
+// gate holds it.
+func (r *requeuer) holds(uid types.UID) (known, held bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.pods[uid]
+	return ok, ok && w.held
 }
 
 // playable reports whether playing node may activate the waiter.

@@ -89,7 +89,7 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 	}
 	pod, err := t.pods.Pods(a.Namespace).Get(a.Name)
 	switch {
-	case err == nil && pod.UID == uid && podDone(pod):
+	case err == nil && pod.UID == uid && PodDone(pod):
 		if p, ok := t.view.ReleaseAllocation(a); ok {
 			t.released(p)
 		}
@@ -112,12 +112,12 @@ func (t *Tracker) allocationChanged(logger klog.Logger, a *gpuv1alpha1.GPUAlloca
 func (t *Tracker) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && podDone(pod) {
+			if pod, ok := obj.(*corev1.Pod); ok && PodDone(pod) {
 				t.releasePod(pod)
 			}
 		},
 		UpdateFunc: func(_, obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok && podDone(pod) {
+			if pod, ok := obj.(*corev1.Pod); ok && PodDone(pod) {
 				t.releasePod(pod)
 			}
 		},
@@ -143,8 +143,8 @@ func (t *Tracker) releasePod(pod *corev1.Pod) {
 	}
 }
 
-// podDone reports whether a pod's containers have all stopped for good.
-func podDone(pod *corev1.Pod) bool {
+// PodDone reports whether a pod's containers have all stopped for good.
+func PodDone(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 

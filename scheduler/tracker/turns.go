@@ -63,7 +63,7 @@ func NewTurnVerifier(v *view.View, kube kubernetes.Interface, tessera versioned.
 			return true, fmt.Errorf("reading pod %s: %w", name, err)
 		case pod.UID != t.PodUID:
 			return over("the pod was replaced")
-		case podDone(pod):
+		case PodDone(pod):
 			return over("the pod has finished")
 		}
 		return true, nil

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // HeldPrefix begins the reason of every pod a fit gate holds, in every
@@ -64,6 +66,25 @@ func (h HeldPods) WaitHeld(ctx context.Context, t testing.TB, timeout time.Durat
 			}
 		}
 		return told == count && len(pods) == count, fmt.Sprintf("%d of %d told; %s", told, len(pods), other)
+	})
+}
+
+// Parked counts the labelled pods parked outside kube-scheduler's queue.
+func (h HeldPods) Parked(ctx context.Context, t testing.TB) int {
+	t.Helper()
+	list, err := h.Kube.CoreV1().Pods(h.Namespace).List(ctx, metav1.ListOptions{LabelSelector: HeldLabel + "," + gpuv1alpha1.ParkedLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+// WaitParked waits until count labelled pods are parked.
+func (h HeldPods) WaitParked(ctx context.Context, t testing.TB, timeout time.Duration, count int) {
+	t.Helper()
+	WaitFor(t, timeout, fmt.Sprintf("%d held pods parked", count), func() (bool, string) {
+		n := h.Parked(ctx, t)
+		return n == count, fmt.Sprintf("%d parked", n)
 	})
 }
 

@@ -19,7 +19,8 @@ const SchedulerReadyTimeout = 2 * time.Minute
 // StartScheduler runs kube-scheduler with the given KubeSchedulerConfiguration
 // (YAML) for the rest of the test. The framework points its client at this
 // control plane with raised rate limits (kube-scheduler's default of 50 QPS
-// would throttle any load) and turns leader election off.
+// would throttle any load) and turns leader election off unless the
+// configuration sets it.
 func (cp *ControlPlane) StartScheduler(t testing.TB, configYAML string) *Process {
 	t.Helper()
 	return cp.StartSchedulerBinary(t, cp.kubeScheduler(), configYAML)
@@ -64,7 +65,9 @@ func (cp *ControlPlane) StartSchedulerBinaryProcess(ctx context.Context, bin, co
 		return nil, fmt.Errorf("decoding the scheduler configuration: %w", err)
 	}
 	config["clientConnection"] = map[string]any{"kubeconfig": cp.KubeconfigPath, "qps": 5000, "burst": 10000}
-	config["leaderElection"] = map[string]any{"leaderElect": false}
+	if _, ok := config["leaderElection"]; !ok {
+		config["leaderElection"] = map[string]any{"leaderElect": false}
+	}
 	metricsAddress, err := movePluginMetrics(config)
 	if err != nil {
 		return nil, err

@@ -89,8 +89,11 @@ func TestChartOnAPIServer(t *testing.T) {
 	t.Run("device plugin writes only its own node", func(t *testing.T) {
 		checkOwnNodePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "DaemonSet", "-device-plugin"))
 	})
-	t.Run("the scheduler patches only the requeue annotation", func(t *testing.T) {
+	t.Run("the scheduler patches only the requeue annotation and the parked label", func(t *testing.T) {
 		checkRequeuePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "Deployment", "-scheduler"))
+	})
+	t.Run("only the scheduler parks pods", func(t *testing.T) {
+		checkParkedLabelPolicy(ctx, t, cp)
 	})
 	t.Run("GPU pods reach nodes only through Tessera's scheduler", func(t *testing.T) {
 		checkGPUPodsPolicy(ctx, t, cp)

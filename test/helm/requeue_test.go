@@ -13,13 +13,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/requeue"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // checkRequeuePolicy checks that the installed ValidatingAdmissionPolicy
 // lets the scheduler's service account, which RBAC lets patch any pod,
-// change only the requeue annotation, as scheduler/requeue writes it.
+// change only the requeue annotation, as scheduler/requeue writes it, and
+// the parked label, as tessera-scheduler's fit gate writes it.
 func checkRequeuePolicy(ctx context.Context, t *testing.T, cp *framework.ControlPlane, namespace, serviceAccount string) {
 	config := rest.CopyConfig(cp.Config)
 	config.Impersonate = rest.ImpersonationConfig{
@@ -57,7 +59,7 @@ func checkRequeuePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 	if err != nil {
 		t.Fatalf("the scheduler could still relabel a pod after a minute: %v", err)
 	}
-	if !strings.Contains(refusal.Error(), "may change only the annotation tessera.dev/gpus-freed-at of a pod") {
+	if !strings.Contains(refusal.Error(), "may change only the annotation tessera.dev/gpus-freed-at and the label gpu.tessera.dev/parked of a pod") {
 		t.Errorf("relabelling a pod was refused with %q, want the policy's message", refusal)
 	}
 
@@ -72,6 +74,9 @@ func checkRequeuePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 		{"a new annotation beside the requeue one", `{"metadata":{"annotations":{"` + requeue.Annotation + `":"x","extra":"y"}}}`, false},
 		{"removing an annotation", `{"metadata":{"annotations":{"team":null}}}`, false},
 		{"a label", relabel, false},
+		{"the parked label, as the fit gate parks a pod", `{"metadata":{"labels":{"` + gpuv1alpha1.ParkedLabel + `":"true"}}}`, true},
+		{"the parked label taken off", `{"metadata":{"labels":{"` + gpuv1alpha1.ParkedLabel + `":null}}}`, true},
+		{"a new label beside the parked one", `{"metadata":{"labels":{"` + gpuv1alpha1.ParkedLabel + `":"true","extra":"y"}}}`, false},
 		{"a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`, false},
 		{"the spec", `{"spec":{"activeDeadlineSeconds":5}}`, false},
 	}

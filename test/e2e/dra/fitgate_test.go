@@ -31,7 +31,8 @@ gpus:
 // TestDRAFitGate runs tessera-scheduler with the shipped DRA
 // configuration over one node of two 80 GiB GPUs, each filled to 10 GiB
 // free, and holds dozens of pods whose 20 GiB claims no GPU has room for:
-// each is told why in plugin mode's words and none is ever tried; a pod
+// each is told why in plugin mode's words, parked outside kube-scheduler's
+// queue and never tried; a pod
 // that fits is placed past them; a high-priority pod that may not
 // preempt is held too; and freeing one GPU releases exactly the pods its
 // room holds, the high-priority pod first and then the oldest.
@@ -54,6 +55,7 @@ func TestDRAFitGate(t *testing.T) {
 	}
 	want := framework.HeldPrefix + "no GPU has 20480 MiB free; the largest free is 10240 MiB on " + node
 	c.held().WaitHeld(c.ctx, t, 3*time.Minute, held, want)
+	c.held().WaitParked(c.ctx, t, time.Minute, held)
 
 	c.waitRunningCreated(claimPod("fits", node, "mem5", map[string]string{"cuda": ""}))
 	high := claimPod("high", node, "mem20", map[string]string{"cuda": ""})
@@ -72,6 +74,9 @@ func TestDRAFitGate(t *testing.T) {
 		c.waitRunning(name)
 	}
 	c.held().CheckUnbound(c.ctx, t, held-len(first))
+	if parked := c.held().Parked(c.ctx, t); parked != held-len(first) {
+		t.Errorf("%d pods are parked, want the %d still held", parked, held-len(first))
+	}
 	c.held().CheckNeverTried(c.ctx, t)
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -16,10 +17,12 @@ import (
 const heldCount = 300
 
 // TestPluginFitGate holds hundreds of pods that no GPU has room for, and
-// checks that each is told why and none is ever tried; that a pod that
-// fits and a high-priority pod are placed ahead of them; that a free
-// releases exactly the pod the freed room holds, in priority-then-age
-// order; and that preemption still works while they are held.
+// checks that each is told why, parked outside kube-scheduler's queue and
+// never tried; that a pod that fits and a high-priority pod are placed
+// ahead of them; that tessera-scheduler restarting leaves them parked;
+// that a free then releases exactly the pod the freed room holds, in
+// priority-then-age order; and that preemption still works while they are
+// held.
 func TestPluginFitGate(t *testing.T) {
 	e := startPluginEnv(t)
 	ctx := t.Context()
@@ -44,6 +47,15 @@ func TestPluginFitGate(t *testing.T) {
 	}
 	want := framework.HeldPrefix + "no GPU has 76800 MiB free; the largest free is 71680 MiB on " + node
 	e.held().WaitHeld(ctx, t, 120*time.Second, heldCount, want)
+	e.held().WaitParked(ctx, t, 60*time.Second, heldCount)
+
+	// A pod that comes parked is judged as any other: one that fits is
+	// unparked and placed.
+	byHand := lowPod("parked-by-hand", group, 10240)
+	byHand.Labels = map[string]string{gpuv1alpha1.ParkedLabel: "true"}
+	e.createPod(ctx, t, byHand)
+	e.waitBound(ctx, t, "parked-by-hand")
+	e.deletePod(ctx, t, "parked-by-hand")
 
 	// A pod that fits passes by them, on one GPU.
 	e.createPod(ctx, t, lowPod("fits", group, 10240))
@@ -65,6 +77,14 @@ func TestPluginFitGate(t *testing.T) {
 		t.Errorf("the high-priority pod went to %s, want the freed %s", a.Spec.Containers[0].Devices[0].UUID, freeGPU)
 	}
 	e.held().CheckUnbound(ctx, t, heldCount)
+
+	// A scheduler that starts again judges the parked pods anew and
+	// leaves them parked: their GPUs have not freed.
+	e.restartScheduler(t)
+	time.Sleep(5 * time.Second)
+	if parked := e.held().Parked(ctx, t); parked != heldCount {
+		t.Errorf("after a restart %d pods are parked, want %d", parked, heldCount)
+	}
 
 	// Its room freed releases exactly the first held pod in queue order.
 	first := e.held().First(ctx, t, 1)[0]

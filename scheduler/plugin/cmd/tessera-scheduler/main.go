@@ -2,10 +2,12 @@
 // placement compiled in as the framework plugins "Tessera" (package
 // plugin, plugin mode) with its fit gate "TesseraFitGate", and "TesseraDRA"
 // (package drascore, a score beside DynamicResources in DRA mode) with its
-// fit gate "TesseraDRAFitGate" (package plugin). It takes kube-scheduler's flags and a
-// KubeSchedulerConfiguration that enables one of them, such as
+// fit gate "TesseraDRAFitGate" (package plugin). It takes kube-scheduler's
+// flags and a KubeSchedulerConfiguration that enables one of them, such as
 // deploy/scheduler/tessera-scheduler-config.yaml or
-// deploy/scheduler/tessera-scheduler-dra-config.yaml.
+// deploy/scheduler/tessera-scheduler-dra-config.yaml. The fit gates park
+// the pods they hold outside kube-scheduler's queue: its pod informer
+// leaves them out.
 package main
 
 import (
@@ -22,7 +24,12 @@ import (
 )
 
 func main() {
-	factories := plugin.NewFactories()
-	command := app.NewSchedulerCommand(app.WithPlugin(plugin.Name, factories.Tessera), app.WithPlugin(plugin.FitGateName, factories.FitGate), app.WithPlugin(drascore.Name, drascore.New), app.WithPlugin(plugin.DRAFitGateName, plugin.NewDRAFitGate))
+	leading := make(chan struct{})
+	factories := plugin.NewFactories(&plugin.Parking{Leading: leading})
+	command := newCommand(leading,
+		app.WithPlugin(plugin.Name, factories.Tessera),
+		app.WithPlugin(plugin.FitGateName, factories.FitGate),
+		app.WithPlugin(drascore.Name, drascore.New),
+		app.WithPlugin(plugin.DRAFitGateName, factories.DRAFitGate))
 	os.Exit(cli.Run(command))
 }

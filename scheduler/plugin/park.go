@@ -1,0 +1,269 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/tracker"
+)
+
+const (
+	// parkAfter is how long the fit gate holds a pod in kube-scheduler's
+	// queue before parking it: a pod released sooner costs no write.
+	parkAfter = 2 * time.Second
+	// parksPerSecond bounds the writes that park pods, so that a burst of
+	// thousands of pods held at once is parked over seconds, beside the
+	// binds, not in one storm of writes. Unparking is not bounded: a pod
+	// released waits on it.
+	parksPerSecond = 200
+	// parkWorkers write at once: a worker waiting for its turn to park
+	// leaves the others to unpark.
+	parkWorkers = 8
+)
+
+// Parking holds the pods that the fit gate holds outside kube-scheduler's
+// queue. It is on when the scheduler's pod informer leaves out the pods
+// labelled gpuv1alpha1.ParkedLabel, as the tessera-scheduler command's
+// does, and Leading closes once the scheduler leads: only the leader
+// writes.
+type Parking struct {
+	Leading <-chan struct{}
+}
+
+// parker parks the pods the fit gate holds outside kube-scheduler's
+// queue, by labelling them gpuv1alpha1.ParkedLabel: kube-scheduler then
+// neither keeps them in its queue nor walks them on every assigned pod's
+// event, and a scheduler that starts does not read them at all. A pod
+// held for parkAfter is parked, at most parksPerSecond a second; one the
+// requeuer releases is unparked at once, and kube-scheduler meets it anew
+// and asks the gate about it. Being the gate's, the requeuer's memory
+// says which pods are held; the label follows it. A parked pod the
+// requeuer does not know (after a restart, or one labelled by someone
+// else) is judged by the gate anew, and unparked unless the gate holds
+// it; the label is taken off pods bound or ended.
+type parker struct {
+	kube    kubernetes.Interface
+	pods    corelisters.PodLister
+	leading <-chan struct{}
+	// ready reports whether the gate's view has synced: a pod is judged
+	// only on a synced view.
+	ready func() bool
+	// holds reports whether the requeuer knows the pod and holds it.
+	holds func(types.UID) (known, held bool)
+	// judge asks the gate about a pod, which the requeuer then knows.
+	judge func(*v1.Pod)
+	// after is how long a pod is held before it is parked: parkAfter.
+	after   time.Duration
+	limiter flowcontrol.RateLimiter
+	queue   workqueue.TypedRateLimitingInterface[cache.ObjectName]
+}
+
+func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-chan struct{}) *parker {
+	return &parker{
+		kube:    kube,
+		pods:    pods,
+		leading: leading,
+		after:   parkAfter,
+		limiter: flowcontrol.NewTokenBucketRateLimiter(parksPerSecond, parksPerSecond),
+		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
+	}
+}
+
+// held tells the parker that the gate now holds the pod, or no longer.
+// It runs under the requeuer's lock, and only queues.
+func (pk *parker) held(pod *v1.Pod, held bool) {
+	key := cache.MetaObjectToName(pod)
+	if held {
+		pk.queue.AddAfter(key, pk.after)
+		return
+	}
+	pk.queue.Add(key)
+}
+
+// handler looks at every parked pod of the profile, and at every pod
+// unparked, from an informer on the profile's pods that does not leave
+// parked ones out.
+func (pk *parker) handler() cache.ResourceEventHandler {
+	look := func(objs ...any) {
+		for _, obj := range objs {
+			if pod, ok := obj.(*v1.Pod); ok && pod.Labels[gpuv1alpha1.ParkedLabel] != "" {
+				pk.queue.Add(cache.MetaObjectToName(pod))
+				return
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { look(obj) },
+		UpdateFunc: func(old, obj any) { look(old, obj) },
+	}
+}
+
+// run parks and unparks pods once the scheduler leads and the gate's view
+// has synced, until ctx ends.
+func (pk *parker) run(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		pk.queue.ShutDown()
+	}()
+	select {
+	case <-pk.leading:
+	case <-ctx.Done():
+		return
+	}
+	if wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return pk.ready(), nil }) != nil {
+		return
+	}
+	for range parkWorkers {
+		go pk.work(ctx)
+	}
+}
+
+func (pk *parker) work(ctx context.Context) {
+	for {
+		key, quit := pk.queue.Get()
+		if quit {
+			return
+		}
+		if err := pk.sync(ctx, key); err != nil {
+			klog.FromContext(ctx).V(2).Info("Parking or unparking a pod failed; retrying", "pod", key, "err", err)
+			pk.queue.AddRateLimited(key)
+		} else {
+			pk.queue.Forget(key)
+		}
+		pk.queue.Done(key)
+	}
+}
+
+// sync parks the pod when the gate holds it and unparks it otherwise.
+func (pk *parker) sync(ctx context.Context, key cache.ObjectName) error {
+	pod, err := pk.pods.Pods(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parked := pod.Labels[gpuv1alpha1.ParkedLabel] != ""
+	pending := pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && !tracker.PodDone(pod)
+	known, held := pk.holds(pod.UID)
+	if parked && pending && !known {
+		pk.judge(pod)
+		_, held = pk.holds(pod.UID)
+	}
+	park := pending && held
+	if park == parked {
+		return nil
+	}
+	if park {
+		if pk.limiter.Wait(ctx) != nil {
+			return nil
+		}
+		// Released while waiting for its turn.
+		if _, held := pk.holds(pod.UID); !held {
+			return nil
+		}
+	}
+	return pk.label(ctx, pod, park)
+}
+
+// label puts the parked label on the pod, or takes it off.
+func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
+	var value any // null takes the label off
+	if park {
+		value = "true"
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		// The UID makes the patch fail on another pod of the same name.
+		"uid":    pod.UID,
+		"labels": map[string]any{gpuv1alpha1.ParkedLabel: value},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = pk.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Gone, or another pod of that name.
+		return nil
+	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)):
+		// An admission policy or RBAC refuses the scheduler the label.
+		// A pod not parked waits in kube-scheduler's queue, as without
+		// parking; one not unparked is tried again, since only that
+		// lets it be scheduled.
+		klog.FromContext(ctx).Error(err, "The API server refused the scheduler the label "+gpuv1alpha1.ParkedLabel, "pod", klog.KObj(pod), "park", park)
+		if park {
+			return nil
+		}
+	}
+	return err
+}
+
+// park starts parking the pods the fit gate holds: pods is an informer
+// on the profile's pods that does not leave parked ones out (see
+// pendingPods), kube the client that writes the label, ready whether the
+// gate's view has synced, and judge asks the gate about a pod. It parks
+// until ctx ends.
+func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
+	pk := newParker(kube, pods.Lister(), parking.Leading)
+	pk.holds, pk.judge = r.holds, judge
+	reg, err := pods.Informer().AddEventHandler(pk.handler())
+	if err != nil {
+		return fmt.Errorf("watching parked pods: %w", err)
+	}
+	pk.ready = func() bool { return reg.HasSynced() && ready() }
+	r.mu.Lock()
+	r.parker = pk
+	r.mu.Unlock()
+	go pk.run(ctx)
+	return nil
+}
+
+// pendingPods is a client of the fit gate's own, to park pods with beside
+// kube-scheduler's binds, and an informer on the profile's pods that are
+// not bound, parked ones included, whole but for their managed fields:
+// the gate judges them anew after a restart.
+func pendingPods(ctx context.Context, h fwk.Handle) (kubernetes.Interface, coreinformers.PodInformer, error) {
+	cfg := rest.CopyConfig(h.KubeConfig())
+	cfg.QPS, cfg.Burst = options.DefaultClientQPS, options.DefaultClientBurst
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("a client to park pods with: %w", err)
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.AndSelectors(
+			fields.OneTermEqualSelector("spec.schedulerName", h.ProfileName()),
+			fields.OneTermEqualSelector("spec.nodeName", ""),
+		).String()
+	}), informers.WithTransform(func(obj any) (any, error) {
+		if pod, ok := obj.(*v1.Pod); ok {
+			pod.ManagedFields = nil
+		}
+		return obj, nil
+	}))
+	pods := factory.Core().V1().Pods()
+	pods.Informer()
+	factory.Start(ctx.Done())
+	return kube, pods, nil
+}

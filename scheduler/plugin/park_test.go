@@ -1,0 +1,160 @@
+package plugin
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
+
+// parkFixture runs a parker over a fake API, with the gate's memory of
+// which pods it holds kept in held and judged telling which pods the
+// parker asked the gate about.
+type parkFixture struct {
+	kube    *kubefake.Clientset
+	parker  *parker
+	leading chan struct{}
+
+	mu     sync.Mutex
+	known  map[types.UID]bool
+	held   map[types.UID]bool
+	judged []string
+	// holdJudged is whether the gate holds a pod it is asked about.
+	holdJudged bool
+}
+
+func newParkFixture(t *testing.T, pods ...*v1.Pod) *parkFixture {
+	t.Helper()
+	ctx := t.Context()
+	f := &parkFixture{leading: make(chan struct{}), known: map[types.UID]bool{}, held: map[types.UID]bool{}}
+	f.kube = kubefake.NewClientset()
+	for _, p := range pods {
+		if _, err := f.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	factory := informers.NewSharedInformerFactory(f.kube, 0)
+	podInformer := factory.Core().V1().Pods()
+	f.parker = newParker(f.kube, podInformer.Lister(), f.leading)
+	f.parker.after = 10 * time.Millisecond
+	f.parker.holds = func(uid types.UID) (bool, bool) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.known[uid], f.held[uid]
+	}
+	f.parker.judge = func(pod *v1.Pod) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.judged = append(f.judged, pod.Name)
+		f.known[pod.UID], f.held[pod.UID] = true, f.holdJudged
+	}
+	reg, err := podInformer.Informer().AddEventHandler(f.parker.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.parker.ready = reg.HasSynced
+	factory.Start(ctx.Done())
+	go f.parker.run(ctx)
+	return f
+}
+
+// hold tells the parker that the gate holds the pod, or no longer.
+func (f *parkFixture) hold(pod *v1.Pod, held bool) {
+	f.mu.Lock()
+	f.known[pod.UID], f.held[pod.UID] = true, held
+	f.mu.Unlock()
+	f.parker.held(pod, held)
+}
+
+// waitParked waits until the pod's label says parked, or not.
+func (f *parkFixture) waitParked(t *testing.T, name string, parked bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		return f.parked(t, name) == parked, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s: parked is %v, want %v", name, !parked, parked)
+	}
+}
+
+func (f *parkFixture) parked(t *testing.T, name string) bool {
+	t.Helper()
+	pod, err := f.kube.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod.Labels[gpuv1alpha1.ParkedLabel] != ""
+}
+
+func parkPod(name string, labels map[string]string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid"), Labels: labels}}
+}
+
+var parkedLabels = map[string]string{gpuv1alpha1.ParkedLabel: "true"}
+
+func TestParkerParksHeldPodsAndUnparksReleasedOnes(t *testing.T) {
+	held := parkPod("held", nil)
+	f := newParkFixture(t, held)
+	f.hold(held, true)
+	// Not before the scheduler leads.
+	time.Sleep(100 * time.Millisecond)
+	if f.parked(t, "held") {
+		t.Fatal("a scheduler that does not lead parked a pod")
+	}
+	close(f.leading)
+	f.waitParked(t, "held", true)
+	f.hold(held, false)
+	f.waitParked(t, "held", false)
+}
+
+func TestParkerDoesNotParkAPodReleasedWithinParkAfter(t *testing.T) {
+	pod := parkPod("brief", nil)
+	f := newParkFixture(t, pod)
+	f.parker.after = 200 * time.Millisecond
+	close(f.leading)
+	f.hold(pod, true)
+	f.hold(pod, false)
+	time.Sleep(400 * time.Millisecond)
+	if f.parked(t, "brief") {
+		t.Error("a pod released before parkAfter was parked")
+	}
+	if a := f.kube.Actions(); len(a) > 0 && a[len(a)-1].GetVerb() == "patch" {
+		t.Errorf("wrote %v for a pod released before parkAfter", a[len(a)-1])
+	}
+}
+
+func TestParkerJudgesParkedPodsItDoesNotKnow(t *testing.T) {
+	stillHeld := parkPod("still-held", parkedLabels)
+	fits := parkPod("fits", parkedLabels)
+	bound := parkPod("bound", parkedLabels)
+	bound.Spec.NodeName = "node-1"
+	f := newParkFixture(t, stillHeld, bound)
+	f.holdJudged = true
+	close(f.leading)
+	// A bound pod is unparked whatever the gate says; it is not judged.
+	f.waitParked(t, "bound", false)
+	f.mu.Lock()
+	f.holdJudged = false
+	f.mu.Unlock()
+	if _, err := f.kube.CoreV1().Pods("default").Create(t.Context(), fits, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitParked(t, "fits", false)
+	if !f.parked(t, "still-held") {
+		t.Error("a parked pod the gate still holds was unparked")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.judged) != 2 || f.judged[0] != "still-held" || f.judged[1] != "fits" {
+		t.Errorf("judged %v, want [still-held fits]", f.judged)
+	}
+}
