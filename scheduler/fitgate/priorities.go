@@ -18,6 +18,9 @@ type Priorities struct {
 	mu     sync.Mutex
 	pods   map[types.UID]int32
 	counts map[int32]int
+	// lowered is told the lowest priority when a pod bound comes below
+	// every other.
+	lowered func(int32)
 }
 
 // NewPriorities returns an empty set of priorities; feed it the pods
@@ -25,6 +28,11 @@ type Priorities struct {
 func NewPriorities() *Priorities {
 	return &Priorities{pods: map[types.UID]int32{}, counts: map[int32]int{}}
 }
+
+// OnLowered has fn told the lowest priority whenever a pod bound comes
+// below every other bound pod: the pods held until then may now preempt
+// it. Call it before Handler's events come.
+func (p *Priorities) OnLowered(fn func(lowest int32)) { p.lowered = fn }
 
 // Handler returns the pod informer handler that keeps the priorities.
 func (p *Priorities) Handler() cache.ResourceEventHandler {
@@ -45,6 +53,11 @@ func (p *Priorities) Handler() cache.ResourceEventHandler {
 func (p *Priorities) Lowest() (int32, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.lowest()
+}
+
+// lowest is Lowest under p.mu.
+func (p *Priorities) lowest() (int32, bool) {
 	var lowest int32
 	found := false
 	for priority := range p.counts {
@@ -62,21 +75,31 @@ func (p *Priorities) set(obj any, gone bool) {
 		return
 	}
 	counts := !gone && pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	if lowered := p.count(pod, counts); lowered && p.lowered != nil {
+		p.lowered(preemption.Priority(pod))
+	}
+}
+
+// count counts the pod, or stops counting it, and reports whether it
+// came below every other.
+func (p *Priorities) count(pod *corev1.Pod, counts bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if old, ok := p.pods[pod.UID]; ok {
-		if counts {
-			return
+		if !counts {
+			delete(p.pods, pod.UID)
+			if p.counts[old]--; p.counts[old] == 0 {
+				delete(p.counts, old)
+			}
 		}
-		delete(p.pods, pod.UID)
-		if p.counts[old]--; p.counts[old] == 0 {
-			delete(p.counts, old)
-		}
-		return
+		return false
 	}
-	if counts {
-		priority := preemption.Priority(pod)
-		p.pods[pod.UID] = priority
-		p.counts[priority]++
+	if !counts {
+		return false
 	}
+	priority := preemption.Priority(pod)
+	was, found := p.lowest()
+	p.pods[pod.UID] = priority
+	p.counts[priority]++
+	return !found || priority < was
 }

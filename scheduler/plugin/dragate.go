@@ -109,7 +109,7 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 // pending says; ready reports whether all have synced.
 func watchDRA(h fwk.Handle, feed *draFeed, rq *requeuer, pending cache.SharedIndexInformer) (ready func() bool, priorities *fitgate.Priorities, err error) {
 	factory := h.SharedInformerFactory()
-	priorities = fitgate.NewPriorities()
+	priorities = newPriorities(rq)
 	var synced []cache.ResourceEventHandlerRegistration
 	for _, w := range []struct {
 		informer cache.SharedIndexInformer

@@ -152,9 +152,22 @@ func (g *fitGate) hold(pod *v1.Pod, reason string) *fwk.Status {
 // couldPreempt reports whether the pod may preempt and some bound pod has
 // a lower priority: kube-scheduler's preemption may make room for it.
 func (g *fitGate) couldPreempt(pod *v1.Pod) bool {
-	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+	if !mayPreempt(pod) {
 		return false
 	}
 	lowest, ok := g.priorities.Lowest()
 	return ok && lowest < preemption.Priority(pod)
+}
+
+// mayPreempt reports whether the pod's preemption policy lets it preempt.
+func mayPreempt(pod *v1.Pod) bool {
+	return pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever
+}
+
+// newPriorities returns the priorities of bound pods, which release the
+// held pods that could preempt a pod bound below every other.
+func newPriorities(rq *requeuer) *fitgate.Priorities {
+	p := fitgate.NewPriorities()
+	p.OnLowered(rq.preemptible)
+	return p
 }

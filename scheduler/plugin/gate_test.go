@@ -98,6 +98,35 @@ func bindLowPriority(p *Plugin) {
 	p.priorities.Handler().OnAdd(bound, true)
 }
 
+// TestGateReleasesWhoCouldPreemptAPodBoundBelowThem holds pods of
+// priority 10, one of which may not preempt, while no lower-priority pod
+// is bound; binding one releases the pod that may preempt it, which the
+// gate then lets by, and leaves the other held.
+func TestGateReleasesWhoCouldPreemptAPodBoundBelowThem(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	fillBoth(v)
+	preempts, never := gatedPod("preempts", 10000, 0), gatedPod("never", 10000, 1)
+	for _, pod := range []*v1.Pod{preempts, never} {
+		pod.Spec.Priority = ptr.To[int32](10)
+	}
+	never.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
+	for _, pod := range []*v1.Pod{preempts, never} {
+		if status := p.gate(pod); status.IsSuccess() {
+			t.Fatalf("%s passes with no lower-priority pod bound", pod.Name)
+		}
+	}
+	bindLowPriority(p)
+	if !slices.Equal(act.pods, []string{"default/preempts"}) {
+		t.Errorf("activated %v, want [default/preempts]", act.pods)
+	}
+	if _, held := p.requeue.holds(never.UID); !held {
+		t.Error("the pod that may not preempt is no longer held")
+	}
+	if status := p.gate(preempts); !status.IsSuccess() {
+		t.Errorf("the pod that may preempt is held again: %s", status.Message())
+	}
+}
+
 // TestGateReleasesInQueueOrder holds pods, frees one GPU and checks that
 // exactly the first pod in queue order that the GPU holds is released,
 // and that the gate then lets it by.
@@ -156,6 +185,34 @@ func holdAndFreeGPU0(t *testing.T, p *Plugin, v *view.View, act *activations, he
 	p.requeue.Freed(node)
 	if got, want := act.take(), keys([]*v1.Pod{released}); !slices.Equal(got, want) {
 		t.Fatalf("the free released %v, want %v", got, want)
+	}
+}
+
+// TestAdoptReleasesParkedPodsInQueueOrder has a new leader judge parked
+// pods, newest first, while a GPU is free for one of them: the oldest
+// takes it, whatever the order they were judged in, and the rest stay
+// held.
+func TestAdoptReleasesParkedPodsInQueueOrder(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	fillBoth(v)
+	v.Release("fill-0")
+	p.requeue.index.Freed(node)
+	var parked []*v1.Pod
+	for i := range 4 {
+		parked = append(parked, gatedPod("parked-"+string(rune('a'+i)), 10000, int64(i)))
+	}
+	slices.Reverse(parked)
+	p.requeue.adopt(parked, func(pod *v1.Pod) { p.gate(pod) })
+	if got, want := act.take(), []string{"default/parked-a"}; !slices.Equal(got, want) {
+		t.Errorf("adopting released %v, want %v", got, want)
+	}
+	for _, pod := range parked[:3] {
+		if _, held := p.requeue.holds(pod.UID); !held {
+			t.Errorf("%s is not held", pod.Name)
+		}
+	}
+	if status := p.gate(parked[3]); !status.IsSuccess() {
+		t.Errorf("the released pod is held again: %s", status.Message())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -36,10 +37,10 @@ const (
 	// thousands of pods held at once is parked over seconds, beside the
 	// binds, not in one storm of writes. Unparking is not bounded: a pod
 	// released waits on it.
-	parksPerSecond = 200
+	parksPerSecond = 500
 	// parkWorkers write at once: a worker waiting for its turn to park
 	// leaves the others to unpark.
-	parkWorkers = 8
+	parkWorkers = 16
 )
 
 // Parking holds the pods that the fit gate holds outside kube-scheduler's
@@ -71,8 +72,10 @@ type parker struct {
 	ready func() bool
 	// holds reports whether the requeuer knows the pod and holds it.
 	holds func(types.UID) (known, held bool)
-	// judge asks the gate about a pod, which the requeuer then knows.
-	judge func(*v1.Pod)
+	// judge asks the gate about a pod, which the requeuer then knows,
+	// and adoptAll has it judge pods parked before (requeuer.adopt).
+	judge    func(*v1.Pod)
+	adoptAll func([]*v1.Pod, func(*v1.Pod))
 	// after is how long a pod is held before it is parked: parkAfter.
 	after   time.Duration
 	limiter flowcontrol.RateLimiter
@@ -134,9 +137,26 @@ func (pk *parker) run(ctx context.Context) {
 	if wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return pk.ready(), nil }) != nil {
 		return
 	}
+	pk.adopt()
 	for range parkWorkers {
 		go pk.work(ctx)
 	}
+}
+
+// adopt has the gate judge together the pods parked before this
+// scheduler led, which it does not know.
+func (pk *parker) adopt() {
+	pods, err := pk.pods.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	var parked []*v1.Pod
+	for _, pod := range pods {
+		if known, _ := pk.holds(pod.UID); !known && pod.Labels[gpuv1alpha1.ParkedLabel] != "" && pending(pod) {
+			parked = append(parked, pod)
+		}
+	}
+	pk.adoptAll(parked, pk.judge)
 }
 
 func (pk *parker) work(ctx context.Context) {
@@ -165,13 +185,12 @@ func (pk *parker) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	parked := pod.Labels[gpuv1alpha1.ParkedLabel] != ""
-	pending := pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && !tracker.PodDone(pod)
 	known, held := pk.holds(pod.UID)
-	if parked && pending && !known {
+	if parked && pending(pod) && !known {
 		pk.judge(pod)
 		_, held = pk.holds(pod.UID)
 	}
-	park := pending && held
+	park := pending(pod) && held
 	if park == parked {
 		return nil
 	}
@@ -185,6 +204,11 @@ func (pk *parker) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 	}
 	return pk.label(ctx, pod, park)
+}
+
+// pending reports whether the pod waits to be scheduled.
+func pending(pod *v1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && !tracker.PodDone(pod)
 }
 
 // label puts the parked label on the pod, or takes it off.
@@ -227,7 +251,7 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 // until ctx ends.
 func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
 	pk := newParker(kube, pods.Lister(), parking.Leading)
-	pk.holds, pk.judge = r.holds, judge
+	pk.holds, pk.judge, pk.adoptAll = r.holds, judge, r.adopt
 	reg, err := pods.Informer().AddEventHandler(pk.handler())
 	if err != nil {
 		return fmt.Errorf("watching parked pods: %w", err)

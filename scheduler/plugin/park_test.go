@@ -57,6 +57,11 @@ func newParkFixture(t *testing.T, pods ...*v1.Pod) *parkFixture {
 		f.judged = append(f.judged, pod.Name)
 		f.known[pod.UID], f.held[pod.UID] = true, f.holdJudged
 	}
+	f.parker.adoptAll = func(pods []*v1.Pod, judge func(*v1.Pod)) {
+		for _, pod := range pods {
+			judge(pod)
+		}
+	}
 	reg, err := podInformer.Informer().AddEventHandler(f.parker.handler())
 	if err != nil {
 		t.Fatal(err)

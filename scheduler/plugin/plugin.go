@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/scheduler/commit"
-	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
@@ -109,7 +108,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 	}
 	rules := keeper.Rules()
 	rq := newRequeuer(h, logger, keeper.View, keeper.Clock, rules)
-	priorities := fitgate.NewPriorities()
+	priorities := newPriorities(rq)
 	prioritiesSynced, err := keeper.Pods.Informer().AddEventHandler(priorities.Handler())
 	if err != nil {
 		return nil, fmt.Errorf("watching pods' priorities: %w", err)

@@ -18,7 +18,6 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
-	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
@@ -72,7 +71,7 @@ func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view
 		profile:    "tessera-scheduler",
 		index:      p.requeue.index,
 		waiters:    p.requeue,
-		priorities: fitgate.NewPriorities(),
+		priorities: newPriorities(p.requeue),
 		reasons:    newHeldReasons(nil, nil, clk),
 	}
 	p.unsynced = &unsynced{ready: func() bool { return p.ready() }}

@@ -74,6 +74,9 @@ type requeuer struct {
 	// parker, when parking is on, parks the pods the fit gate holds
 	// outside kube-scheduler's queue.
 	parker *parker
+	// adopting is set while pods parked before this scheduler led are
+	// judged anew (see adopt).
+	adopting bool
 }
 
 // waiter is a pod waiting for GPUs.
@@ -132,7 +135,8 @@ func (r *requeuer) asked(pod *v1.Pod, req *placement.Request) {
 }
 
 // held notes that the fit gate holds the pod, for why, and returns
-// whether why differs from what the pod was last told. The room the pod
+// whether why differs from what the pod was last told, and it is not
+// being adopted (see adopt). The room the pod
 // was activated for, if any, is not played again: the gate runs under
 // kube-scheduler's queue lock, which activating takes, and that room was
 // taken or the gate would not hold the pod.
@@ -149,7 +153,10 @@ func (r *requeuer) held(uid types.UID, why string) bool {
 		return false
 	}
 	w.told = why
-	return true
+	// A pod parked before this scheduler led was told why when it was
+	// parked; told again as it is adopted, every parked pod would be
+	// written anew, the figures in its reason having changed.
+	return !r.adopting
 }
 
 // remember returns the waiter of the pod, adding it, or moving it to the
@@ -220,6 +227,23 @@ func (r *requeuer) Freed(node string) {
 	chosen := r.play(node, "")
 	r.mu.Unlock()
 	r.activate("GPUs freed; retrying pods", chosen, "node", node)
+}
+
+// preemptible releases the held pods that may preempt and whose
+// priority is above lowest, the priority of a pod just bound below every
+// other: kube-scheduler's preemption may now make room for them, which
+// the fit gate leaves to it.
+func (r *requeuer) preemptible(lowest int32) {
+	r.mu.Lock()
+	var chosen []*v1.Pod
+	for _, w := range r.pods {
+		if w.held && w.priority > lowest && mayPreempt(w.pod) {
+			r.setHeld(w, false)
+			chosen = append(chosen, w.pod)
+		}
+	}
+	r.mu.Unlock()
+	r.activate("A pod was bound below every other priority; retrying the held pods that could preempt it", chosen, "priority", lowest)
 }
 
 // hint tells kube-scheduler whether an event about the object on node
@@ -346,6 +370,11 @@ func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) 
 	if ok && w.held {
 		others--
 	}
+	if r.adopting && ok && w.heldOn == "" {
+		// The room goes in queue order once every parked pod is known.
+		r.mu.Unlock()
+		return false
+	}
 	if !ok || w.heldOn != "" || others == 0 {
 		r.mu.Unlock()
 		return true
@@ -367,6 +396,36 @@ func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) 
 		go r.activate("GPUs free; retrying the pods ahead of a pod that fits", ahead)
 	}
 	return own
+}
+
+// adopt has the fit gate judge the pods parked before this scheduler led
+// (judge asks it about one), and then plays every node that could hold a
+// waiting pod: while it adopts, the gate holds a pod it would let by for
+// room, since pods ahead of it in queue order may not be known yet. Played
+// one pod at a time, as turn plays, each pod adopted would walk the
+// waiting pods again.
+func (r *requeuer) adopt(pods []*v1.Pod, judge func(*v1.Pod)) {
+	r.mu.Lock()
+	r.adopting = true
+	r.mu.Unlock()
+	for _, pod := range pods {
+		judge(pod)
+	}
+	r.mu.Lock()
+	r.adopting = false
+	nodes := map[string]bool{}
+	for _, s := range r.shapes {
+		r.index.EachFit(s.key, s.req, func(node string) bool {
+			nodes[node] = true
+			return true
+		})
+	}
+	var chosen []*v1.Pod
+	for node := range nodes {
+		chosen = append(chosen, r.play(node, "")...)
+	}
+	r.mu.Unlock()
+	r.activate("Parked pods judged anew; retrying those GPUs free now hold", chosen, "parked", len(pods))
 }
 
 // setHeld notes whether the fit gate holds the waiter. It runs under r.mu.

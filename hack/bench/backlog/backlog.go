@@ -47,6 +47,9 @@ type BacklogRow struct {
 	CPU meter.CPUUsage
 	// Writes are the write requests kube-apiserver served in the window.
 	Writes meter.APIWrites
+	// Restart is the scheduler's restart before the window, with
+	// --backlog-restart; nil without.
+	Restart *Restart
 	// Pinning is where the control plane and the rest ran; nil when shared.
 	Pinning *harness.Pinning
 	// Err is why the row did not finish, if it did not.
@@ -103,6 +106,11 @@ func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *Bac
 	scraper, err := warmUp(ctx, r, c.Env, c.Sched, tracker, res)
 	if err != nil {
 		return err
+	}
+	if r.Options.BacklogRestart {
+		if scraper, err = restart(ctx, r, c.Env, c.Sched, scraper, res); err != nil {
+			return err
+		}
 	}
 	if err := measureWindow(ctx, r, c.Env, form, c.Sched, scraper, tracker, res); err != nil {
 		return err

@@ -112,6 +112,14 @@ func (t BacklogTable) notes() []string {
 		notes = append(notes, fmt.Sprintf("row %s: the scheduler %s after %s and bound %d waiting pods meanwhile; then %d pods ended in %s (%.1f a second), %s measured, %d pods still waiting at the end",
 			r.Row, settled, r.Warmup.Round(time.Second), r.WarmupBinds, r.Frees, r.Ending.Round(time.Second),
 			float64(r.Frees)/max(r.Ending.Seconds(), 1), r.Window.Round(time.Second), r.Waiting))
+		if rs := r.Restart; rs != nil {
+			tried := "tried every waiting pod"
+			if !rs.Settled {
+				tried = "had not tried every waiting pod (--backlog-warmup)"
+			}
+			notes = append(notes, fmt.Sprintf("row %s: restarted with %d waiting pods gated in kube-scheduler's queue (after %s): ready after %s, %s after %s",
+				r.Row, rs.Gated, rs.Settle.Round(time.Second), rs.Ready.Round(100*time.Millisecond), tried, rs.Warmup.Round(time.Second)))
+		}
 		notes = append(notes, fmt.Sprintf("row %s: %d binds held by no single free; %d waits while a GPU fitted, the longest on %s%s",
 			r.Row, r.Unmatched, r.FitWait.Waits, orDash(r.FitWait.LongestNode), map[bool]string{true: ", still open at the end", false: ""}[r.FitWait.OpenAtEnd]))
 		if len(r.CPU) > 0 {

@@ -13,7 +13,8 @@ import (
 
 // TestBacklogSmoke runs backlog mode's rows c and e on a tiny cluster
 // against a real control plane and checks that pods ended, waiting pods
-// took their room, and each measure was taken. It asserts no timing.
+// took their room, and each measure was taken, the scheduler's restart
+// under the backlog included. It asserts no timing.
 func TestBacklogSmoke(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
@@ -21,6 +22,7 @@ func TestBacklogSmoke(t *testing.T) {
 	o := harness.NewOptions()
 	o.Mode, o.Nodes, o.Workers, o.Rows = harness.ModeBacklog, 3, 8, []string{harness.RowTessera, harness.RowDRA}
 	o.FinishRate, o.BacklogDuration, o.BacklogWarmup = 10, 3*time.Second, time.Minute
+	o.BacklogRestart = true
 	r, err := harness.NewRunner(ctx, o, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +38,9 @@ func TestBacklogSmoke(t *testing.T) {
 		if res.Filled == 0 || res.Backlog != BacklogFactor*res.Filled || res.Frees == 0 || res.Placed == 0 ||
 			res.Attempts <= 0 || res.FreedToBound.Count == 0 || res.Writes["pods"] < float64(res.Frees) {
 			t.Errorf("row %s measured %+v", res.Row, res)
+		}
+		if res.Restart == nil || res.Restart.Ready <= 0 || !res.Restart.Settled {
+			t.Errorf("row %s: restart measured %+v", res.Row, res.Restart)
 		}
 	}
 	var out strings.Builder

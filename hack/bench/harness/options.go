@@ -76,6 +76,9 @@ type Options struct {
 	// BacklogWarmup bounds backlog mode's wait, before pods start to end,
 	// for the scheduler to have tried every waiting pod once.
 	BacklogWarmup time.Duration
+	// BacklogRestart restarts the scheduler after the warm-up, once its
+	// queue has let go of the pods it holds, before pods start to end.
+	BacklogRestart bool
 	// PinControlPlane runs etcd, kube-apiserver and kube-controller-manager
 	// on CPU 0 and everything else (kube-scheduler, the extender, the
 	// bench) on the other CPUs, as if the control plane had its own machine.
@@ -179,6 +182,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Rows, "rows", o.Rows, "Rows of the throughput table: a (kube-scheduler alone), b (no-op extender), c (Tessera's extender), d (tessera-scheduler, plugin mode), e (DRA mode); in backlog mode a subset of c, d, e, all three by default; in scale mode e alone measures DRA mode (kube-scheduler with --pods claims allocated, and the node daemons' steady state), anything else the extender.")
 	fs.Float64Var(&o.FinishRate, "finish-rate", o.FinishRate, fmt.Sprintf("Backlog mode: running pods ended each second, each picked at random (above 0, at most %d).", maxFinishRate))
 	fs.DurationVar(&o.BacklogDuration, "backlog-duration", o.BacklogDuration, "Backlog mode: how long pods end after the warm-up; binds are watched 10s longer.")
+	fs.BoolVar(&o.BacklogRestart, "backlog-restart", o.BacklogRestart, "Backlog mode: after the warm-up, wait (up to --backlog-warmup) until kube-scheduler's queue holds at most 1% of the waiting pods gated, restart the scheduler as a new leader would start, and wait for it to try every waiting pod once before pods start to end.")
 	fs.DurationVar(&o.BacklogWarmup, "backlog-warmup", o.BacklogWarmup, "Backlog mode: the longest wait after the scheduler starts for it to have tried every waiting pod once (its active and backoff queues empty) before pods start to end.")
 	fs.BoolVar(&o.PinControlPlane, "pin-control-plane", o.PinControlPlane, "Run etcd, kube-apiserver and kube-controller-manager on CPU 0 and kube-scheduler, the extender and the bench on the other CPUs (sched_setaffinity), as if the control plane had a machine of its own; needs at least 2 CPUs.")
 	fs.StringVar(&o.SchedulerBin, "scheduler-bin", o.SchedulerBin, "Prebuilt tessera-scheduler for row d; empty uses $TESSERA_SCHEDULER_BIN or builds it with hack/build-scheduler.sh.")
