@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
 )
 
@@ -156,6 +158,10 @@ func (pk *parker) adopt() {
 			parked = append(parked, pod)
 		}
 	}
+	// In queue order, each joins its shape's list at the tail.
+	slices.SortFunc(parked, func(a, b *v1.Pod) int {
+		return queueOrder(a, preemption.Priority(a), b, preemption.Priority(b))
+	})
 	pk.adoptAll(parked, pk.judge)
 }
 

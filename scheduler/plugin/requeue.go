@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -475,11 +476,17 @@ func (r *requeuer) activate(msg string, pods []*v1.Pod, kv ...any) {
 // before reports whether a comes before b in kube-scheduler's queue:
 // higher priority first, then older.
 func before(a, b *waiter) bool {
-	if a.priority != b.priority {
-		return a.priority > b.priority
+	return queueOrder(a.pod, a.priority, b.pod, b.priority) < 0
+}
+
+// queueOrder compares pods a and b of priorities pa and pb in
+// kube-scheduler's queue order: higher priority first, then older.
+func queueOrder(a *v1.Pod, pa int32, b *v1.Pod, pb int32) int {
+	if pa != pb {
+		return cmp.Compare(pb, pa)
 	}
-	if ta, tb := a.pod.CreationTimestamp.Time, b.pod.CreationTimestamp.Time; !ta.Equal(tb) {
-		return ta.Before(tb)
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
 	}
-	return a.pod.UID < b.pod.UID
+	return cmp.Compare(a.UID, b.UID)
 }
