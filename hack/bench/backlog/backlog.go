@@ -148,24 +148,45 @@ func fill(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, form 
 // waiting pod once.
 func warmUp(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sched *harness.RowScheduler, tracker *backlogTracker, res *BacklogRow) (*harness.SchedulerScraper, error) {
 	tracker.scan(time.Now())
-	start := time.Now()
-	if err := sched.Start(ctx, env); err != nil {
-		return nil, err
-	}
-	if err := r.PinRow(env); err != nil {
-		return nil, err
-	}
-	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	scraper, up, err := startTried(ctx, r, env, sched)
 	if err != nil {
 		return nil, err
 	}
-	if res.Settled, err = waitTried(ctx, scraper, r.Options.BacklogWarmup, sched.Check); err != nil {
-		return nil, err
-	}
-	res.Warmup = time.Since(start)
+	res.Warmup, res.Settled = up.tried, up.settled
 	res.WarmupBinds = res.Backlog - tracker.waitingCount()
 	klog.FromContext(ctx).Info("Warm-up over", "after", res.Warmup.Round(time.Second), "settled", res.Settled, "bound", res.WarmupBinds)
 	return scraper, nil
+}
+
+// startup is when a started scheduler was ready and had tried every
+// waiting pod once, since it started; settled is false when
+// --backlog-warmup passed first.
+type startup struct {
+	ready, tried time.Duration
+	settled      bool
+}
+
+// startTried starts the scheduler, pins the row, and waits for the
+// scheduler to try every waiting pod once. It returns the scraper on it.
+func startTried(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sched *harness.RowScheduler) (*harness.SchedulerScraper, startup, error) {
+	var s startup
+	start := time.Now()
+	if err := sched.Start(ctx, env); err != nil {
+		return nil, s, err
+	}
+	s.ready = time.Since(start)
+	if err := r.PinRow(env); err != nil {
+		return nil, s, err
+	}
+	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	if err != nil {
+		return nil, s, err
+	}
+	if s.settled, err = waitTried(ctx, scraper, r.Options.BacklogWarmup, sched.Check); err != nil {
+		return nil, s, err
+	}
+	s.tried = time.Since(start)
+	return scraper, s, nil
 }
 
 // measureWindow ends running pods at --finish-rate for --backlog-duration

@@ -51,22 +51,11 @@ func restart(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sc
 	rs.Settle = time.Since(start)
 	sched.Proc.Stop()
 	logger.Info("Restarting the scheduler", "gated", rs.Gated, "after", rs.Settle.Round(time.Second))
-	start = time.Now()
-	if err := sched.Start(ctx, env); err != nil {
-		return nil, err
-	}
-	rs.Ready = time.Since(start)
-	if err := r.PinRow(env); err != nil {
-		return nil, err
-	}
-	scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+	scraper, up, err := startTried(ctx, r, env, sched)
 	if err != nil {
 		return nil, err
 	}
-	if rs.Settled, err = waitTried(ctx, scraper, r.Options.BacklogWarmup, sched.Check); err != nil {
-		return nil, err
-	}
-	rs.Warmup = time.Since(start)
+	rs.Ready, rs.Warmup, rs.Settled = up.ready, up.tried, up.settled
 	logger.Info("Restarted", "ready", rs.Ready.Round(100*time.Millisecond), "triedAll", rs.Settled, "after", rs.Warmup.Round(time.Second))
 	res.Restart = rs
 	return scraper, nil

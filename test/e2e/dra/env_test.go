@@ -31,6 +31,9 @@ type cluster struct {
 	cp     *framework.ControlPlane
 	agents map[string]*nodeagent.Agent
 	nodes  map[string]*simNode
+	// restartScheduler stops tessera-scheduler and starts it again; nil
+	// with stock kube-scheduler.
+	restartScheduler func()
 }
 
 // simNode is a node, its simulated GPUs (the simulated-GPU file) and the

@@ -32,7 +32,7 @@ gpus:
 // configuration over one node of two 80 GiB GPUs, each filled to 10 GiB
 // free, and holds dozens of pods whose 20 GiB claims no GPU has room for:
 // each is told why in plugin mode's words, parked outside kube-scheduler's
-// queue and never tried; a pod
+// queue and never tried, and left parked by tessera-scheduler restarting; a pod
 // that fits is placed past them; a high-priority pod that may not
 // preempt is held too; and freeing one GPU releases exactly the pods its
 // room holds, the high-priority pod first and then the oldest.
@@ -56,6 +56,13 @@ func TestDRAFitGate(t *testing.T) {
 	want := framework.HeldPrefix + "no GPU has 20480 MiB free; the largest free is 10240 MiB on " + node
 	c.held().WaitHeld(c.ctx, t, 3*time.Minute, held, want)
 	c.held().WaitParked(c.ctx, t, time.Minute, held)
+	// A scheduler that starts again judges the parked pods anew and
+	// leaves them parked: their GPUs have not freed.
+	c.restartScheduler()
+	time.Sleep(5 * time.Second)
+	if parked := c.held().Parked(c.ctx, t); parked != held {
+		t.Errorf("after a restart %d pods are parked, want %d", parked, held)
+	}
 
 	c.waitRunningCreated(claimPod("fits", node, "mem5", map[string]string{"cuda": ""}))
 	high := claimPod("high", node, "mem20", map[string]string{"cuda": ""})

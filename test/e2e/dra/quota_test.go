@@ -151,7 +151,13 @@ func startTesseraScheduler(t *testing.T, nodes ...*simNode) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startClusterWith(t, func(cp *framework.ControlPlane) { cp.StartSchedulerBinary(t, bin, string(config)) }, nodes...)
+	var scheduler *framework.Process
+	c := startClusterWith(t, func(cp *framework.ControlPlane) { scheduler = cp.StartSchedulerBinary(t, bin, string(config)) }, nodes...)
+	c.restartScheduler = func() {
+		scheduler.Stop()
+		scheduler = c.cp.StartSchedulerBinary(t, bin, string(config))
+	}
+	return c
 }
 
 // waitRefused waits until the scheduler finds the pod unschedulable with

@@ -40,11 +40,7 @@ func TestPluginFitGate(t *testing.T) {
 	if len(fillers) != 2 {
 		t.Fatalf("the fillers share a GPU: %v", fillers)
 	}
-	for i := range heldCount {
-		pod := lowPod(fmt.Sprintf("held-%03d", i), group, 76800)
-		pod.Labels = map[string]string{framework.HeldLabel: group}
-		e.createPod(ctx, t, pod)
-	}
+	e.createHeld(ctx, t, "held", group, heldCount, 76800)
 	want := framework.HeldPrefix + "no GPU has 76800 MiB free; the largest free is 71680 MiB on " + node
 	e.held().WaitHeld(ctx, t, 120*time.Second, heldCount, want)
 	e.held().WaitParked(ctx, t, 60*time.Second, heldCount)
@@ -106,6 +102,17 @@ func lowPod(name, group string, memoryMiB int64) *corev1.Pod {
 	pod := gpuPod(name, group, nil, ctr{name: "main", count: 1, memory: memoryMiB})
 	pod.Spec.PriorityClassName = lowPriority
 	return pod
+}
+
+// createHeld creates count low-priority pods asking for one GPU with
+// memoryMiB, labelled as expected held, named prefix-000 on.
+func (e *env) createHeld(ctx context.Context, t *testing.T, prefix, group string, count int, memoryMiB int64) {
+	t.Helper()
+	for i := range count {
+		pod := lowPod(fmt.Sprintf("%s-%03d", prefix, i), group, memoryMiB)
+		pod.Labels = map[string]string{framework.HeldLabel: group}
+		e.createPod(ctx, t, pod)
+	}
 }
 
 // held are the pods labelled as expected held.

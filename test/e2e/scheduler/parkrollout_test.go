@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -42,11 +41,7 @@ func TestPluginParkingRollout(t *testing.T) {
 	// A 50 GiB filler leaves 30 GiB, too little for the 40 GiB pods.
 	e.createPod(ctx, t, lowPod("filler", group, 51200))
 	e.waitBound(ctx, t, "filler")
-	for i := range parked {
-		pod := lowPod(fmt.Sprintf("parked-%02d", i), group, 40960)
-		pod.Labels = map[string]string{framework.HeldLabel: group}
-		e.createPod(ctx, t, pod)
-	}
+	e.createHeld(ctx, t, "parked", group, parked, 40960)
 	want := framework.HeldPrefix + "no GPU has 40960 MiB free; the largest free is 30720 MiB on " + node
 	e.held().WaitHeld(ctx, t, 2*time.Minute, parked, want)
 	e.held().WaitParked(ctx, t, time.Minute, parked)
