@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -78,6 +80,8 @@ type parker struct {
 	// and adoptAll has it judge pods parked before (requeuer.adopt).
 	judge    func(*v1.Pod)
 	adoptAll func([]*v1.Pod, func(*v1.Pod))
+	// release has the requeuer hold the pod no longer (requeuer.release).
+	release func(types.UID)
 	// after is how long a pod is held before it is parked: parkAfter.
 	after   time.Duration
 	limiter flowcontrol.RateLimiter
@@ -108,7 +112,10 @@ func (pk *parker) held(pod *v1.Pod, held bool) {
 
 // handler looks at every parked pod of the profile, and at every pod
 // unparked, from an informer on the profile's pods that does not leave
-// parked ones out.
+// parked ones out. A parked pod whose spec or annotations change, which
+// kube-scheduler would ask the gate about anew but does not see, is
+// released: unparked, kube-scheduler meets it and the gate judges what it
+// asks for now.
 func (pk *parker) handler() cache.ResourceEventHandler {
 	look := func(objs ...any) {
 		for _, obj := range objs {
@@ -119,9 +126,22 @@ func (pk *parker) handler() cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { look(obj) },
-		UpdateFunc: func(old, obj any) { look(old, obj) },
+		AddFunc: func(obj any) { look(obj) },
+		UpdateFunc: func(old, obj any) {
+			was, _ := old.(*v1.Pod)
+			if pod, ok := obj.(*v1.Pod); ok && was != nil && pod.Labels[gpuv1alpha1.ParkedLabel] != "" && requestChanged(was, pod) {
+				pk.release(pod.UID)
+			}
+			look(old, obj)
+		},
 	}
+}
+
+// requestChanged reports whether what the pod asks for may differ
+// between its two versions: what the gate reads is in the spec and the
+// annotations.
+func requestChanged(was, pod *v1.Pod) bool {
+	return !maps.Equal(was.Annotations, pod.Annotations) || !equality.Semantic.DeepEqual(was.Spec, pod.Spec)
 }
 
 // run parks and unparks pods once the scheduler leads and the gate's view
@@ -257,7 +277,7 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 // until ctx ends.
 func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
 	pk := newParker(kube, pods.Lister(), parking.Leading)
-	pk.holds, pk.judge, pk.adoptAll = r.holds, judge, r.adopt
+	pk.holds, pk.judge, pk.adoptAll, pk.release = r.holds, judge, r.adopt, r.release
 	reg, err := pods.Informer().AddEventHandler(pk.handler())
 	if err != nil {
 		return fmt.Errorf("watching parked pods: %w", err)

@@ -57,6 +57,15 @@ func newParkFixture(t *testing.T, pods ...*v1.Pod) *parkFixture {
 		f.judged = append(f.judged, pod.Name)
 		f.known[pod.UID], f.held[pod.UID] = true, f.holdJudged
 	}
+	f.parker.release = func(uid types.UID) {
+		f.mu.Lock()
+		f.held[uid] = false
+		f.mu.Unlock()
+		pod, err := podInformer.Lister().Pods("default").Get(string(uid[:len(uid)-len("-uid")]))
+		if err == nil {
+			f.parker.held(pod, false)
+		}
+	}
 	f.parker.adoptAll = func(pods []*v1.Pod, judge func(*v1.Pod)) {
 		for _, pod := range pods {
 			judge(pod)
@@ -162,4 +171,32 @@ func TestParkerJudgesParkedPodsItDoesNotKnow(t *testing.T) {
 	if len(f.judged) != 2 || f.judged[0] != "still-held" || f.judged[1] != "fits" {
 		t.Errorf("judged %v, want [still-held fits]", f.judged)
 	}
+}
+
+func TestParkerReleasesAParkedPodWhoseRequestChanges(t *testing.T) {
+	pod := parkPod("edited", nil)
+	f := newParkFixture(t, pod)
+	close(f.leading)
+	f.hold(pod, true)
+	f.waitParked(t, "edited", true)
+
+	// What the scheduler writes on a held pod, its reason, changes no request.
+	got, err := f.kube.CoreV1().Pods("default").Get(t.Context(), "edited", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status.Conditions = append(got.Status.Conditions, v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionFalse, Message: "held"})
+	if got, err = f.kube.CoreV1().Pods("default").UpdateStatus(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !f.parked(t, "edited") {
+		t.Fatal("a parked pod whose status changed was unparked")
+	}
+
+	got.Annotations = map[string]string{"gpu.tessera.dev/memory": "1000"}
+	if _, err := f.kube.CoreV1().Pods("default").Update(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitParked(t, "edited", false)
 }

@@ -445,6 +445,16 @@ func (r *requeuer) setHeld(w *waiter, held bool) {
 	}
 }
 
+// release holds the pod no longer, which unparks it: kube-scheduler
+// then meets it and asks the fit gate about it anew.
+func (r *requeuer) release(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.pods[uid]; ok {
+		r.setHeld(w, false)
+	}
+}
+
 // holds reports whether the requeuer knows the pod, and whether the fit
 // gate holds it.
 func (r *requeuer) holds(uid types.UID) (known, held bool) {

@@ -8,8 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
@@ -74,6 +76,9 @@ func TestPluginFitGate(t *testing.T) {
 	}
 	e.held().CheckUnbound(ctx, t, heldCount)
 
+	// A parked pod that is edited to ask for what fits is judged anew.
+	e.parkedThenEdited(ctx, t, group, freeGPU, alloc.Spec.Containers[0].Devices[0].UUID)
+
 	// A scheduler that starts again judges the parked pods anew and
 	// leaves them parked: their GPUs have not freed.
 	e.restartScheduler(t)
@@ -95,6 +100,31 @@ func TestPluginFitGate(t *testing.T) {
 	e.createPod(ctx, t, preemptor)
 	e.waitBound(ctx, t, "preemptor")
 	e.checkNoOvercommit(ctx, t)
+}
+
+// parkedThenEdited creates a pod that only the GPU full may hold,
+// waits until it is parked, points it at the GPU roomy, and checks that
+// it is placed there; it then deletes it.
+func (e *env) parkedThenEdited(ctx context.Context, t *testing.T, group, full, roomy string) {
+	t.Helper()
+	pod := lowPod("edited", group, 10240)
+	pod.Annotations = map[string]string{gpurequest.AnnotationGPUUUID: full}
+	e.createPod(ctx, t, pod)
+	framework.WaitFor(t, 60*time.Second, "edited parked", func() (bool, string) {
+		pod, err := e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, "edited", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pod.Labels[gpuv1alpha1.ParkedLabel] != "", "told " + framework.HeldWhy(pod)
+	})
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, gpurequest.AnnotationGPUUUID, roomy)
+	if _, err := e.cp.Kube.CoreV1().Pods(namespace).Patch(ctx, "edited", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, a := e.waitBound(ctx, t, "edited"); a.Spec.Containers[0].Devices[0].UUID != roomy {
+		t.Errorf("the edited pod went to %s, want %s", a.Spec.Containers[0].Devices[0].UUID, roomy)
+	}
+	e.deletePod(ctx, t, "edited")
 }
 
 // lowPod is a low-priority pod asking for one GPU with memoryMiB.
