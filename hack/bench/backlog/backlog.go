@@ -245,6 +245,11 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 	res.Writes = writesAfter.Since(writesBefore)
 	logger.Info("Row measured", "frees", res.Frees, "placed", res.Placed, "attempts", res.Attempts,
 		"freedToBoundP99", res.FreedToBound.P99, "longestFitWait", res.FitWait.Longest, "cpu", res.CPU.String())
+	for _, w := range res.FitWait.Long {
+		logger.Info("A GPU could hold a waiting pod for longer than the target", "node", w.Node,
+			"since", w.Since.Format(time.RFC3339Nano), "intoWindow", w.Since.Sub(windowStart).Round(time.Millisecond),
+			"for", w.Length.Round(time.Millisecond), "openAtEnd", w.OpenAtEnd)
+	}
 	return nil
 }
 

@@ -120,8 +120,8 @@ func (t BacklogTable) notes() []string {
 			notes = append(notes, fmt.Sprintf("row %s: restarted with %d waiting pods gated in kube-scheduler's queue (after %s): ready after %s, %s after %s",
 				r.Row, rs.Gated, rs.Settle.Round(time.Second), rs.Ready.Round(100*time.Millisecond), tried, rs.Warmup.Round(time.Second)))
 		}
-		notes = append(notes, fmt.Sprintf("row %s: %d binds held by no single free; %d waits while a GPU fitted, the longest on %s%s",
-			r.Row, r.Unmatched, r.FitWait.Waits, orDash(r.FitWait.LongestNode), map[bool]string{true: ", still open at the end", false: ""}[r.FitWait.OpenAtEnd]))
+		notes = append(notes, fmt.Sprintf("row %s: %d binds held by no single free; %d waits while a GPU fitted, %d over %s, the longest on %s%s",
+			r.Row, r.Unmatched, r.FitWait.Waits, r.FitWait.Over, targetFitWait, orDash(r.FitWait.LongestNode), map[bool]string{true: ", still open at the end", false: ""}[r.FitWait.OpenAtEnd]))
 		if len(r.CPU) > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: CPU time in the window: %s", r.Row, r.CPU))
 		}

@@ -23,8 +23,23 @@ type fitWaits struct {
 	Longest     time.Duration
 	LongestNode string
 	OpenAtEnd   bool
-	// Waits counts the waits that ended or were open at the end.
-	Waits int
+	// Waits counts the waits that ended or were open at the end, Over
+	// those longer than targetFitWait, the first maxLongWaits of which
+	// are in Long.
+	Waits, Over int
+	Long        []longWait
+}
+
+// maxLongWaits is how many waits over targetFitWait the monitor lists.
+const maxLongWaits = 10
+
+// longWait is one wait longer than targetFitWait: on Node, from Since,
+// for Length, open at the end when OpenAtEnd.
+type longWait struct {
+	Node      string
+	Since     time.Time
+	Length    time.Duration
+	OpenAtEnd bool
 }
 
 func newFitWaitMonitor() *fitWaitMonitor {
@@ -36,7 +51,7 @@ func newFitWaitMonitor() *fitWaitMonitor {
 func (m *fitWaitMonitor) changed(node string, at time.Time, fits, bind bool) {
 	since, open := m.since[node]
 	if open && (bind || !fits) {
-		m.closeWait(node, at.Sub(since), false)
+		m.closeWait(node, since, at, false)
 		open = false
 	}
 	if fits && !open {
@@ -56,7 +71,7 @@ func (m *fitWaitMonitor) restart(at time.Time) {
 // end counts every wait still open as lasting until at.
 func (m *fitWaitMonitor) end(at time.Time) {
 	for node, since := range m.since {
-		m.closeWait(node, at.Sub(since), true)
+		m.closeWait(node, since, at, true)
 	}
 }
 
@@ -69,9 +84,16 @@ func (m *fitWaitMonitor) open() []string {
 	return out
 }
 
-func (m *fitWaitMonitor) closeWait(node string, d time.Duration, atEnd bool) {
+func (m *fitWaitMonitor) closeWait(node string, since, at time.Time, atEnd bool) {
 	delete(m.since, node)
 	m.Waits++
+	d := at.Sub(since)
+	if d > targetFitWait {
+		m.Over++
+		if len(m.Long) < maxLongWaits {
+			m.Long = append(m.Long, longWait{Node: node, Since: since, Length: d, OpenAtEnd: atEnd})
+		}
+	}
 	if d > m.Longest || m.LongestNode == "" {
 		m.Longest, m.LongestNode, m.OpenAtEnd = d, node, atEnd
 	}

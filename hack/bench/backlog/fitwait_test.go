@@ -21,6 +21,7 @@ func TestFitWaitMonitor(t *testing.T) {
 		wantNode    string
 		wantOpen    bool
 		wantWaits   int
+		wantOver    int
 	}{
 		{name: "nothing fits: no wait", changes: []change{{"n1", 1, false, false}}, end: 10},
 		{name: "a free that fits opens a wait a bind there ends",
@@ -31,13 +32,13 @@ func TestFitWaitMonitor(t *testing.T) {
 			wantLongest: 3 * time.Second, wantNode: "n1", wantWaits: 1},
 		{name: "a bind that leaves room that fits starts a new wait",
 			changes: []change{{"n1", 1, true, false}, {"n1", 2, true, true}, {"n1", 8, false, true}}, end: 10,
-			wantLongest: 6 * time.Second, wantNode: "n1", wantWaits: 2},
+			wantLongest: 6 * time.Second, wantNode: "n1", wantWaits: 2, wantOver: 1},
 		{name: "a bind elsewhere that leaves nothing fitting ends the wait",
 			changes: []change{{"n1", 1, true, false}, {"n1", 2, false, false}}, end: 10,
 			wantLongest: time.Second, wantNode: "n1", wantWaits: 1},
 		{name: "a wait open at the end counts to the end, as a lower bound",
 			changes: []change{{"n1", 1, true, false}, {"n2", 2, true, false}, {"n2", 3, false, true}}, end: 10,
-			wantLongest: 9 * time.Second, wantNode: "n1", wantOpen: true, wantWaits: 2},
+			wantLongest: 9 * time.Second, wantNode: "n1", wantOpen: true, wantWaits: 2, wantOver: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,8 +47,11 @@ func TestFitWaitMonitor(t *testing.T) {
 				m.changed(c.node, at(c.at), c.fits, c.bnd)
 			}
 			m.end(at(tt.end))
-			if m.Longest != tt.wantLongest || m.LongestNode != tt.wantNode || m.OpenAtEnd != tt.wantOpen || m.Waits != tt.wantWaits {
-				t.Errorf("got %+v, want longest %s on %q (open %v), %d waits", m.fitWaits, tt.wantLongest, tt.wantNode, tt.wantOpen, tt.wantWaits)
+			if m.Longest != tt.wantLongest || m.LongestNode != tt.wantNode || m.OpenAtEnd != tt.wantOpen || m.Waits != tt.wantWaits || m.Over != tt.wantOver {
+				t.Errorf("got %+v, want longest %s on %q (open %v), %d waits, %d over the target", m.fitWaits, tt.wantLongest, tt.wantNode, tt.wantOpen, tt.wantWaits, tt.wantOver)
+			}
+			if len(m.Long) != tt.wantOver || tt.wantOver > 0 && (m.Long[0].Length != tt.wantLongest || m.Long[0].Node != tt.wantNode) {
+				t.Errorf("long waits %+v, want %d, the first %s on %q", m.Long, tt.wantOver, tt.wantLongest, tt.wantNode)
 			}
 		})
 	}
