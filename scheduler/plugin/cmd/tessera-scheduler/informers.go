@@ -66,7 +66,7 @@ func podInformer(kube kubernetes.Interface, resync time.Duration) cache.SharedIn
 			options(&lo)
 			return pods.Watch(ctx, lo)
 		},
-	}}, &v1.Pod{}, cache.SharedIndexInformerOptions{ResyncPeriod: resync})
+	}}, &v1.Pod{}, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{}})
 	// As kube-scheduler's: managed fields are most of a pod's memory.
 	if err := informer.SetTransform(func(obj any) (any, error) {
 		if pod, ok := obj.(*v1.Pod); ok {

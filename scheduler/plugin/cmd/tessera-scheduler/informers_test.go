@@ -16,7 +16,8 @@ import (
 
 // TestPodInformerDeliversBoundPodsFirst: kube-scheduler's handler reads
 // every bound pod before the first waiting one, whatever order the pods
-// were listed in, and never reads a parked pod.
+// were listed in, and never reads a parked pod; its plugins can index
+// the pods.
 func TestPodInformerDeliversBoundPodsFirst(t *testing.T) {
 	var objects []any
 	for i := range 40 {
@@ -36,6 +37,12 @@ func TestPodInformerDeliversBoundPodsFirst(t *testing.T) {
 		}
 	}
 	informer := podInformer(kube, 0)
+	// As kube-scheduler's DRA plugin does.
+	if err := informer.AddIndexers(cache.Indexers{"node": func(obj any) ([]string, error) {
+		return []string{obj.(*v1.Pod).Spec.NodeName}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	var (
 		mu   sync.Mutex
 		read []*v1.Pod
