@@ -54,6 +54,9 @@ const (
 // writes.
 type Parking struct {
 	Leading <-chan struct{}
+	// Screen, when set, hides the pods the gates hold from the scheduler's
+	// pod informer at once, before they are parked.
+	Screen *Screen
 }
 
 // parker parks the pods the fit gate holds outside kube-scheduler's
@@ -270,7 +273,8 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 	return err
 }
 
-// park starts parking the pods the fit gate holds: pods is an informer
+// park starts parking the pods the fit gate holds, and hiding them with
+// the parking's screen until they are parked: pods is an informer
 // on the profile's pods that does not leave parked ones out (see
 // pendingPods), kube the client that writes the label, ready whether the
 // gate's view has synced, and judge asks the gate about a pod. It parks
@@ -284,8 +288,14 @@ func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.I
 	}
 	pk.ready = func() bool { return reg.HasSynced() && ready() }
 	r.mu.Lock()
-	r.parker = pk
+	r.parker, r.screen = pk, parking.Screen
 	r.mu.Unlock()
+	if parking.Screen != nil {
+		parking.Screen.follow(func(uid types.UID) bool {
+			_, held := r.holds(uid)
+			return held
+		})
+	}
 	go pk.run(ctx)
 	return nil
 }

@@ -73,8 +73,10 @@ type requeuer struct {
 	// holding counts the waiters the fit gate holds.
 	holding int
 	// parker, when parking is on, parks the pods the fit gate holds
-	// outside kube-scheduler's queue.
+	// outside kube-scheduler's queue, and screen hides them from it
+	// until they are parked.
 	parker *parker
+	screen *Screen
 	// adopting is set while pods parked before this scheduler led are
 	// judged anew (see adopt).
 	adopting bool
@@ -442,6 +444,9 @@ func (r *requeuer) setHeld(w *waiter, held bool) {
 	}
 	if r.parker != nil {
 		r.parker.held(w.pod, held)
+	}
+	if r.screen != nil {
+		r.screen.held(w.pod, held)
 	}
 }
 

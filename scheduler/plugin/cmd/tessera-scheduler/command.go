@@ -26,14 +26,17 @@ import (
 	kubeschedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/tessera-gpu/tessera/scheduler/plugin"
 )
 
 // newCommand is kube-scheduler's command, with its flags, built as
 // app.NewSchedulerCommand builds it but for one step: the scheduler's
-// informers leave parked pods out (see schedulerInformers), and leading
+// informers leave parked pods out and hide held ones (see
+// schedulerInformers), and leading
 // closes once it leads. app.NewSchedulerCommand builds the informers
 // inside, with no way to change them.
-func newCommand(leading chan<- struct{}, plugins ...app.Option) *cobra.Command {
+func newCommand(leading chan<- struct{}, screen *plugin.Screen, plugins ...app.Option) *cobra.Command {
 	opts := options.NewOptions()
 	cmd := &cobra.Command{
 		Use: "tessera-scheduler",
@@ -45,7 +48,7 @@ that enables Tessera's plugins.`,
 			return opts.ComponentGlobalsRegistry.Set()
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(cmd, opts, leading, plugins...)
+			return run(cmd, opts, leading, screen, plugins...)
 		},
 		Args: cobra.NoArgs,
 	}
@@ -62,7 +65,7 @@ that enables Tessera's plugins.`,
 }
 
 // run runs the scheduler until a signal ends it.
-func run(cmd *cobra.Command, opts *options.Options, leading chan<- struct{}, plugins ...app.Option) error {
+func run(cmd *cobra.Command, opts *options.Options, leading chan<- struct{}, screen *plugin.Screen, plugins ...app.Option) error {
 	verflag.PrintAndExitIfRequested()
 	fg := opts.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	if err := logsapi.ValidateAndApply(opts.Logs, fg); err != nil {
@@ -83,7 +86,7 @@ func run(cmd *cobra.Command, opts *options.Options, leading chan<- struct{}, plu
 		<-server.SetupSignalHandler()
 		cancel()
 	}()
-	cc, sched, err := setup(ctx, opts, leading, plugins...)
+	cc, sched, err := setup(ctx, opts, leading, screen, plugins...)
 	if err != nil {
 		return err
 	}
@@ -93,8 +96,8 @@ func run(cmd *cobra.Command, opts *options.Options, leading chan<- struct{}, plu
 }
 
 // setup is app.Setup with the scheduler's informers leaving parked pods
-// out and its leader election closing leading.
-func setup(ctx context.Context, opts *options.Options, leading chan<- struct{}, plugins ...app.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
+// out and screened, and its leader election closing leading.
+func setup(ctx context.Context, opts *options.Options, leading chan<- struct{}, screen *plugin.Screen, plugins ...app.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
 	cfg, err := latest.Default()
 	if err != nil {
 		return nil, nil, err
@@ -107,7 +110,7 @@ func setup(ctx context.Context, opts *options.Options, leading chan<- struct{}, 
 	if err != nil {
 		return nil, nil, err
 	}
-	c.InformerFactory = schedulerInformers(c.Client, opts.InformerName)
+	c.InformerFactory = schedulerInformers(c.Client, opts.InformerName, screen)
 	if c.LeaderElection != nil {
 		c.LeaderElection.Lock = &leaderLock{Interface: c.LeaderElection.Lock, leading: leading}
 	} else {

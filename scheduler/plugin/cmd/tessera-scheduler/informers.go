@@ -15,15 +15,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/plugin"
 )
 
 // schedulerInformers is kube-scheduler's informer factory
 // (scheduler.NewInformerFactory) with a pod informer of Tessera's own
-// (see podInformer).
-func schedulerInformers(kube kubernetes.Interface, name *cache.InformerName) informers.SharedInformerFactory {
+// (see podInformer), whose handlers the screen keeps from the pods the
+// fit gates hold.
+func schedulerInformers(kube kubernetes.Interface, name *cache.InformerName, screen *plugin.Screen) informers.SharedInformerFactory {
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithInformerName(name))
 	factory.InformerFor(&v1.Pod{}, func(kube kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return podInformer(kube, resync)
+		return screen.Wrap(podInformer(kube, resync))
 	})
 	return factory
 }

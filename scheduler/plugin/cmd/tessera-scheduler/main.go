@@ -7,7 +7,7 @@
 // deploy/scheduler/tessera-scheduler-config.yaml or
 // deploy/scheduler/tessera-scheduler-dra-config.yaml. The fit gates park
 // the pods they hold outside kube-scheduler's queue: its pod informer
-// leaves them out.
+// leaves them out, and hides them until they are parked.
 package main
 
 import (
@@ -25,8 +25,9 @@ import (
 
 func main() {
 	leading := make(chan struct{})
-	factories := plugin.NewFactories(&plugin.Parking{Leading: leading})
-	command := newCommand(leading,
+	screen := plugin.NewScreen()
+	factories := plugin.NewFactories(&plugin.Parking{Leading: leading, Screen: screen})
+	command := newCommand(leading, screen,
 		app.WithPlugin(plugin.Name, factories.Tessera),
 		app.WithPlugin(plugin.FitGateName, factories.FitGate),
 		app.WithPlugin(drascore.Name, drascore.New),

@@ -1,0 +1,119 @@
+package plugin
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+// recorder records the events a handler is given, as "add a", "delete a".
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) record(what string, obj any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, what+" "+unwrap(obj).(*v1.Pod).Name)
+}
+
+func (r *recorder) OnAdd(obj any, _ bool) { r.record("add", obj) }
+func (r *recorder) OnUpdate(_, obj any)   { r.record("update", obj) }
+func (r *recorder) OnDelete(obj any)      { r.record("delete", obj) }
+func (r *recorder) seen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+func screenPod(name string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name)}}
+}
+
+// TestScreenHidesHeldPodsUntilReleased: a pod a gate holds reaches the
+// handler as deleted and, once released, as added in its latest form;
+// events about it meanwhile do not reach the handler, nor does a pod
+// held before the handler ever saw it.
+func TestScreenHidesHeldPodsUntilReleased(t *testing.T) {
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	s := NewScreen()
+	s.store = store
+	var mu sync.Mutex
+	held := map[types.UID]bool{}
+	s.follow(func(uid types.UID) bool { mu.Lock(); defer mu.Unlock(); return held[uid] })
+	hold := func(pod *v1.Pod, h bool) {
+		mu.Lock()
+		held[pod.UID] = h
+		mu.Unlock()
+		s.held(pod, h)
+	}
+	rec := &recorder{}
+	handler := s.wrap(rec)
+	go s.run(t.Context())
+
+	a, b := screenPod("a"), screenPod("b")
+	if err := store.Add(a); err != nil {
+		t.Fatal(err)
+	}
+	handler.OnAdd(a, true)
+	hold(a, true)
+	waitEvents(t, rec, "add a", "delete a")
+
+	edited := a.DeepCopy()
+	edited.Annotations = map[string]string{"edited": "yes"}
+	handler.OnUpdate(a, edited)
+	hold(b, true)
+	handler.OnAdd(b, false)
+	handler.OnDelete(b)
+	hold(a, false)
+	waitEvents(t, rec, "add a", "delete a", "add a")
+	rec.mu.Lock()
+	if got := len(rec.events); got != 3 {
+		t.Errorf("events %v", rec.events)
+	}
+	rec.mu.Unlock()
+
+	// Shown again, the pod passes as any other.
+	handler.OnUpdate(edited, edited)
+	handler.OnDelete(edited)
+	waitEvents(t, rec, "add a", "delete a", "add a", "update a", "delete a")
+}
+
+// TestScreenShowsAPodBoundWhileHidden: a hidden pod that someone binds
+// reaches the handler, which counts what bound pods hold.
+func TestScreenShowsAPodBoundWhileHidden(t *testing.T) {
+	s := NewScreen()
+	s.store = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	s.follow(func(types.UID) bool { return true })
+	rec := &recorder{}
+	handler := s.wrap(rec)
+	pod := screenPod("a")
+	handler.OnAdd(pod, false)
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = "node-1"
+	handler.OnUpdate(pod, bound)
+	if got := rec.seen(); fmt.Sprint(got) != "[add a]" {
+		t.Errorf("events %v, want the bound pod added", got)
+	}
+}
+
+func waitEvents(t *testing.T, rec *recorder, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := rec.seen()
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
