@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
@@ -93,10 +94,12 @@ func runRows(ctx context.Context, r *harness.Runner) []BacklogRow {
 func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *BacklogRow) error {
 	form := harness.RowForm(row)
 	var tracker *backlogTracker
+	var pods corelisters.PodLister
 	ctx, c, err := r.StartRowCluster(ctx, row, func(ctx context.Context, env *harness.ClusterEnv) (err error) {
 		tracker, err = fill(ctx, r, env, form, res)
 		return err
 	}, func(watches *harness.Informers) error {
+		pods = watches.Kube.Core().V1().Pods().Lister()
 		return watchBacklogBinds(watches, tracker, form, r.Options.GPUsPerNode)
 	})
 	if err != nil {
@@ -108,7 +111,7 @@ func measureBacklog(ctx context.Context, r *harness.Runner, row string, res *Bac
 		return err
 	}
 	if r.Options.BacklogRestart {
-		if scraper, err = restart(ctx, r, c.Env, c.Sched, scraper, res); err != nil {
+		if scraper, err = restart(ctx, r, c.Env, c.Sched, scraper, pods, res); err != nil {
 			return err
 		}
 	}

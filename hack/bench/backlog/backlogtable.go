@@ -117,8 +117,8 @@ func (t BacklogTable) notes() []string {
 			if !rs.Settled {
 				tried = "had not tried every waiting pod (--backlog-warmup)"
 			}
-			notes = append(notes, fmt.Sprintf("row %s: restarted with %d waiting pods gated in kube-scheduler's queue (after %s): ready after %s, %s after %s",
-				r.Row, rs.Gated, rs.Settle.Round(time.Second), rs.Ready.Round(100*time.Millisecond), tried, rs.Warmup.Round(time.Second)))
+			notes = append(notes, fmt.Sprintf("row %s: restarted with %d waiting pods gated in kube-scheduler's queue and %d not parked (after %s): ready after %s, %s after %s",
+				r.Row, rs.Gated, rs.Unparked, rs.Settle.Round(time.Second), rs.Ready.Round(100*time.Millisecond), tried, rs.Warmup.Round(time.Second)))
 		}
 		notes = append(notes, fmt.Sprintf("row %s: %d binds held by no single free; %d waits while a GPU fitted, %d over %s, the longest on %s%s",
 			r.Row, r.Unmatched, r.FitWait.Waits, r.FitWait.Over, targetFitWait, orDash(r.FitWait.LongestNode), map[bool]string{true: ", still open at the end", false: ""}[r.FitWait.OpenAtEnd]))
