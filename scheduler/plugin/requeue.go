@@ -474,18 +474,28 @@ func (r *requeuer) playable(w *waiter, node string, except types.UID) bool {
 	return !w.gone && w.pod.UID != except && (w.heldOn == "" || w.heldOn == node)
 }
 
+// activateChunk is the most pods activated under one hold of
+// kube-scheduler's queue lock.
+const activateChunk = 500
+
 // activate activates pods, outside r.mu: kube-scheduler calls the hints
 // with its queue locked.
 func (r *requeuer) activate(msg string, pods []*v1.Pod, kv ...any) {
 	if len(pods) == 0 {
 		return
 	}
-	m := make(map[string]*v1.Pod, len(pods))
-	for _, p := range pods {
-		m[p.Namespace+"/"+p.Name] = p
+	r.logger.V(4).Info(msg, append(kv, "pods", len(pods))...)
+	// kube-scheduler runs the fit gate on each pod activated under its
+	// queue's lock: a scheduler judging a backlog at its start would hold
+	// the lock, and every pod a free releases meanwhile, for the minute the
+	// whole backlog takes.
+	for chunk := range slices.Chunk(pods, activateChunk) {
+		m := make(map[string]*v1.Pod, len(chunk))
+		for _, p := range chunk {
+			m[p.Namespace+"/"+p.Name] = p
+		}
+		r.activator.Activate(r.logger, m)
 	}
-	r.logger.V(4).Info(msg, append(kv, "pods", len(m))...)
-	r.activator.Activate(r.logger, m)
 }
 
 // before reports whether a comes before b in kube-scheduler's queue:

@@ -30,11 +30,17 @@ func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
 	}
 	w.shape = s
 	s.live++
-	// Pods mostly come in queue order: the search ends at the tail.
-	i := len(s.pods)
-	for i > 0 && before(w, s.pods[i-1]) {
-		i--
+	// Pods mostly come in queue order, and join at the tail; those that
+	// come in no order (a scheduler judging every waiting pod at its
+	// start) are found their place by bisection, not by a walk from the
+	// tail, which took minutes over 180,000 pods.
+	if n := len(s.pods); n == 0 || !before(w, s.pods[n-1]) {
+		s.pods = append(s.pods, w)
+		return
 	}
+	i, _ := slices.BinarySearchFunc(s.pods, w, func(e, target *waiter) int {
+		return queueOrder(e.pod, e.priority, target.pod, target.priority)
+	})
 	s.pods = slices.Insert(s.pods, i, w)
 }
 
