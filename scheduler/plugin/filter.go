@@ -60,7 +60,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		p.requeue.overQuota(pod, s.quotaAt, s.quota.Least)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(closed))
 	}
-	return nil, nil
+	return p.narrow(pod, req.Request, len(nodes)), nil
 }
 
 // PreFilterExtensions returns the plugin, which follows the pods that

@@ -460,6 +460,13 @@ func (r *requeuer) release(uid types.UID) {
 	}
 }
 
+// holdsAny reports whether the fit gate holds any pod.
+func (r *requeuer) holdsAny() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.holding > 0
+}
+
 // holds reports whether the requeuer knows the pod, and whether the fit
 // gate holds it.
 func (r *requeuer) holds(uid types.UID) (known, held bool) {
