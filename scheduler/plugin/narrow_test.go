@@ -41,53 +41,58 @@ func narrowed(t *testing.T, p *Plugin, pod *v1.Pod, nodes int) []string {
 
 // TestPreFilterNarrowsUnderABacklog checks that, while the fit gate holds
 // pods, PreFilter hands kube-scheduler exactly the nodes whose GPUs could
-// hold the pod, and all nodes when it holds none, when the pod could
-// preempt, or when more nodes could hold it than kube-scheduler looks for.
+// hold the pod, and every node when the gate holds none or in each case
+// where it must not narrow. node-1 has 5120 MiB free on each GPU, node-2
+// 8000 MiB, node-3 none.
 func TestPreFilterNarrowsUnderABacklog(t *testing.T) {
-	p, v, _ := newTestPlugin(t)
-	fillBoth(v) // node-1: 5120 MiB free on each GPU
-	partlyFull(p, v, "node-2", 7360)
-	partlyFull(p, v, "node-3", 15360)
-	small, medium := gatedPod("small", 4000, 10), gatedPod("medium", 6000, 11)
-	if got := narrowed(t, p, small, 3); got != nil {
-		t.Errorf("with no pod held, PreFilter narrows to %v", got)
+	tests := []struct {
+		name   string
+		memory int64
+		noHeld bool
+		change func(p *Plugin, pod *v1.Pod)
+		want   []string // nil: every node
+	}{
+		{name: "with no pod held, every node", memory: 4000, noHeld: true},
+		{name: "a pod two nodes could hold, those two", memory: 4000, want: []string{node, "node-2"}},
+		{name: "a pod one node could hold, that one", memory: 6000, want: []string{"node-2"}},
+		{name: "a pod no node could hold now, every node, whose Filter says why", memory: 12000},
+		{name: "a pod that could preempt, every node, for the dry run", memory: 6000, change: func(p *Plugin, pod *v1.Pod) {
+			bindLowPriority(p)
+			pod.Spec.Priority = ptr.To[int32](10)
+		}},
+		{name: "a pod that may not preempt, the node that could hold it", memory: 6000, want: []string{"node-2"}, change: func(p *Plugin, pod *v1.Pod) {
+			bindLowPriority(p)
+			pod.Spec.Priority = ptr.To[int32](10)
+			pod.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
+		}},
+		{name: "a pod of the bound pods' priority, the node that could hold it", memory: 6000, want: []string{"node-2"}, change: func(p *Plugin, _ *v1.Pod) {
+			bindLowPriority(p)
+		}},
+		{name: "a pod holding GPUs, every node: its own count as free for it", memory: 6000, change: func(p *Plugin, pod *v1.Pod) {
+			allocationOn(p.view, pod, node, "GPU-0", 1000)
+		}},
+		{name: "a nominated pod, every node", memory: 6000, change: func(_ *Plugin, pod *v1.Pod) { pod.Status.NominatedNodeName = "node-2" }},
+		{name: "a gang's pod, every node", memory: 6000, change: func(_ *Plugin, pod *v1.Pod) {
+			pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("gang")}
+		}},
 	}
-
-	if p.gate(gatedPod("held", 10000, 0)).IsSuccess() {
-		t.Fatal("a pod no GPU has room for passes the gate")
-	}
-	if got, want := narrowed(t, p, small, 3), []string{node, "node-2"}; !slices.Equal(got, want) {
-		t.Errorf("a pod that node-1 and node-2 could hold is handed %v, want %v", got, want)
-	}
-	if got, want := narrowed(t, p, medium, 3), []string{"node-2"}; !slices.Equal(got, want) {
-		t.Errorf("a pod that node-2 alone could hold is handed %v, want %v", got, want)
-	}
-	if got := narrowed(t, p, gatedPod("large", 12000, 12), 3); got != nil {
-		t.Errorf("a pod no node could hold now is handed %v, not every node, whose Filter says why", got)
-	}
-	if got := narrowed(t, p, small, 1000); got == nil {
-		t.Error("two nodes of 1000 were not few enough to narrow to")
-	}
-
-	bindLowPriority(p)
-	preemptor := gatedPod("preemptor", 6000, 13)
-	preemptor.Spec.Priority = ptr.To[int32](10)
-	if got := narrowed(t, p, preemptor, 3); got != nil {
-		t.Errorf("a pod that could preempt is handed %v: the dry run needs every node", got)
-	}
-	preemptor.Spec.PreemptionPolicy = ptr.To(v1.PreemptNever)
-	if got := narrowed(t, p, preemptor, 3); !slices.Equal(got, []string{"node-2"}) {
-		t.Errorf("a pod that may not preempt is handed %v, want [node-2]", got)
-	}
-	holding := gatedPod("holding", 6000, 15)
-	allocationOn(v, holding, node, "GPU-0", 1000)
-	if got := narrowed(t, p, holding, 3); got != nil {
-		t.Errorf("a pod that holds GPUs on node-1 is handed %v", got)
-	}
-	nominated := gatedPod("nominated", 6000, 14)
-	nominated.Status.NominatedNodeName = "node-2"
-	if got := narrowed(t, p, nominated, 3); got != nil {
-		t.Errorf("a nominated pod is handed %v", got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, v, _ := newTestPlugin(t)
+			fillBoth(v)
+			partlyFull(p, v, "node-2", 7360)
+			partlyFull(p, v, "node-3", 15360)
+			if !tc.noHeld && p.gate(gatedPod("held", 10000, 0)).IsSuccess() {
+				t.Fatal("a pod no GPU has room for passes the gate")
+			}
+			pod := gatedPod("pod", tc.memory, 10)
+			if tc.change != nil {
+				tc.change(p, pod)
+			}
+			if got := narrowed(t, p, pod, 3); !slices.Equal(got, tc.want) {
+				t.Errorf("PreFilter hands kube-scheduler %v, want %v (nil: every node)", got, tc.want)
+			}
+		})
 	}
 }
 
