@@ -327,7 +327,7 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 			best := -1
 			for i := range cands {
 				c := &cands[i]
-				for c.next < len(c.s.pods) && !r.playable(c.s.pods[c.next], node, except) {
+				for c.next < len(c.s.pods) && (!c.s.has(c.s.pods[c.next]) || !r.playable(c.s.pods[c.next], node, except)) {
 					c.next++
 				}
 				if c.next < len(c.s.pods) && (best < 0 || before(c.s.pods[c.next], cands[best].s.pods[cands[best].next])) {
@@ -476,9 +476,10 @@ func (r *requeuer) holds(uid types.UID) (known, held bool) {
 	return ok, ok && w.held
 }
 
-// playable reports whether playing node may activate the waiter.
+// playable reports whether playing node may activate the waiter, one of
+// the shape being played (see shape.has).
 func (r *requeuer) playable(w *waiter, node string, except types.UID) bool {
-	return !w.gone && w.pod.UID != except && (w.heldOn == "" || w.heldOn == node)
+	return w.pod.UID != except && (w.heldOn == "" || w.heldOn == node)
 }
 
 // activateChunk is the most pods activated under one hold of

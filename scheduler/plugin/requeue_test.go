@@ -8,12 +8,14 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -293,5 +295,52 @@ func TestActivateInChunks(t *testing.T) {
 	r.activate("test", pods)
 	if want := []int{activateChunk, activateChunk, 1}; !slices.Equal(act.sizes, want) {
 		t.Errorf("activated %v pods at a time, want %v", act.sizes, want)
+	}
+}
+
+// TestWaiterChangingShape has a waiting pod ask for another shape, and
+// then for its first again: a free plays it by what it asks now, and
+// once, however often it moved.
+func TestWaiterChangingShape(t *testing.T) {
+	tests := []struct {
+		name string
+		asks []int64 // the pod's asks in turn, of the node's 80 GiB GPU
+		free int64   // what the free leaves free of it
+		want []string
+	}{
+		{name: "a pod that now asks for more than the room is not played by what it asked before",
+			asks: []int64{40960, 61440}, free: 40960, want: []string{"default/other-0000"}},
+		{name: "a pod back to its first shape takes its room once",
+			asks: []int64{40960, 61440, 40960}, free: 81920, want: []string{"default/mover", "default/other-0000"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, v, act := newTestPlugin(t)
+			addNode(p, v, "big", 1, 81920)
+			if stays := 81920 - tc.free; stays > 0 {
+				allocationOn(v, gpuPod("stays", stays), "big", "big-GPU-0", stays)
+			}
+			allocationOn(v, gpuPod("ends", tc.free), "big", "big-GPU-0", tc.free)
+			// Pods of its first shape wait already, so that the shape
+			// stays with the mover's entry in it.
+			waitFor(t, p, "other", 2, 40960)
+			mover := gpuPod("mover", 0)
+			mover.CreationTimestamp = metav1.NewTime(time.Unix(-1, 0))
+			for _, memory := range tc.asks {
+				mover.Spec.Containers[0].Resources.Limits[gpurequest.DefaultResourceNames().Memory] = *resource.NewQuantity(memory, resource.DecimalSI)
+				req, err := p.parser.Parse(mover)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.requeue.waiting(mover, req.Request)
+				p.requeue.failed(mover.UID)
+			}
+			act.take()
+			v.Release("ends")
+			p.requeue.Freed("big")
+			if got := act.take(); !slices.Equal(got, tc.want) {
+				t.Errorf("activated %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -14,10 +14,16 @@ type shape struct {
 	// minMemoryMiB is the least memory a container asks of one GPU; 0
 	// when one asks for a share of the GPU's memory, which depends on the GPU.
 	minMemoryMiB int64
-	// pods are in queue order, with gone ones until they are compacted.
+	// pods are in queue order, one entry per pod, with those gone or
+	// moved to another shape until they are compacted (see has).
 	pods []*waiter
 	live int
 }
+
+// has reports whether the waiter of an entry of the shape's pods is
+// still of the shape: a waiter that left it, gone or for another shape,
+// keeps its entry until the list is compacted.
+func (s *shape) has(w *waiter) bool { return !w.gone && w.shape == s }
 
 // join adds the waiter to the shape of key, in queue order.
 func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
@@ -34,13 +40,19 @@ func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
 	// come in no order (a scheduler judging every waiting pod at its
 	// start) are found their place by bisection, not by a walk from the
 	// tail, which took minutes over 180,000 pods.
-	if n := len(s.pods); n == 0 || !before(w, s.pods[n-1]) {
+	if n := len(s.pods); n == 0 || before(s.pods[n-1], w) {
 		s.pods = append(s.pods, w)
 		return
 	}
-	i, _ := slices.BinarySearchFunc(s.pods, w, func(e, target *waiter) int {
+	i, found := slices.BinarySearchFunc(s.pods, w, func(e, target *waiter) int {
 		return queueOrder(e.pod, e.priority, target.pod, target.priority)
 	})
+	if found {
+		// The pod's entry from before it left the shape, not yet
+		// compacted: it takes that place, or it would be played twice.
+		s.pods[i] = w
+		return
+	}
 	s.pods = slices.Insert(s.pods, i, w)
 }
 
@@ -64,7 +76,7 @@ func (r *requeuer) leave(w *waiter) {
 		return
 	}
 	if len(s.pods) > 2*s.live {
-		s.pods = slices.DeleteFunc(s.pods, func(e *waiter) bool { return e.gone })
+		s.pods = slices.DeleteFunc(s.pods, func(e *waiter) bool { return !s.has(e) })
 	}
 }
 
