@@ -248,6 +248,10 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 	res.Writes = writesAfter.Since(writesBefore)
 	logger.Info("Row measured", "frees", res.Frees, "placed", res.Placed, "attempts", res.Attempts,
 		"freedToBoundP99", res.FreedToBound.P99, "longestFitWait", res.FitWait.Longest, "cpu", res.CPU.String())
+	// The pods in the unschedulable queue are what kube-scheduler walks on
+	// each assigned pod's add and delete.
+	logger.Info("Scheduler's queues", "atStart", meter.ValuesBy(before, harness.PendingPodsMetric, "queue"),
+		"atEnd", meter.ValuesBy(after, harness.PendingPodsMetric, "queue"))
 	for _, w := range res.FitWait.Long {
 		logger.Info("A GPU could hold a waiting pod for longer than the target", "node", w.Node,
 			"since", w.Since.Format(time.RFC3339Nano), "intoWindow", w.Since.Sub(windowStart).Round(time.Millisecond),
