@@ -88,7 +88,7 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 	reasons := newHeldReasons(h.ClientSet(), h.EventRecorder(), clk)
 	go reasons.run(ctx)
 	waiting := &unsynced{ready: ready}
-	go func() { rq.activate("DRA view synced; judging the pods that waited for it", waiting.run(ctx)) }()
+	go rq.judgeWaited(ctx, waiting, "DRA view")
 	g := &DRAFitGate{
 		fitGate: fitGate{profile: h.ProfileName(), index: rq.index, waiters: rq, priorities: priorities, reasons: reasons, unsynced: waiting},
 		claims:  dra.ResourceClaims(),

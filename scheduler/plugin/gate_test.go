@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
@@ -259,5 +261,53 @@ func TestGateWaitsForSync(t *testing.T) {
 	}
 	if status := p.gate(pod); !status.IsSuccess() {
 		t.Errorf("after the sync a pod that fits is held: %s", status.Message())
+	}
+}
+
+// gating is kube-scheduler's queue as the fit gate meets it: each pod
+// activated is recorded and asked about at once.
+type gating struct {
+	act  *activations
+	gate func(*v1.Pod) *fwk.Status
+}
+
+func (g *gating) Activate(logger klog.Logger, pods map[string]*v1.Pod) {
+	g.act.Activate(logger, pods)
+	for _, pod := range pods {
+		g.gate(pod)
+	}
+}
+
+// TestPodsThatWaitedForSyncAreJudgedTogether has pods come in no order
+// before the view syncs while a GPU is free for one of them: once it
+// syncs they are judged together, and the free goes to the oldest alone,
+// with no pod activated while they are judged but the pods judged.
+func TestPodsThatWaitedForSyncAreJudgedTogether(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	p.requeue.activator = &gating{act: act, gate: p.gate}
+	fillBoth(v)
+	v.Release("fill-0")
+	synced := false
+	p.ready = func() bool { return synced }
+	var pods []*v1.Pod
+	for _, i := range []int{2, 0, 3, 1} {
+		pod := gatedPod("early-"+string(rune('a'+i)), 10000, int64(i))
+		if got := p.gate(pod).Message(); got != notSynced {
+			t.Fatalf("before the sync the gate says %q, want %q", got, notSynced)
+		}
+		pods = append(pods, pod)
+	}
+	synced = true
+	p.requeue.index.Freed(node)
+	p.requeue.judgeWaited(t.Context(), p.unsynced, "GPU view")
+	want := slices.Sorted(slices.Values(append(keys(pods), "default/early-a")))
+	if got := act.take(); !slices.Equal(got, want) {
+		t.Errorf("activated %v, want the pods judged and then default/early-a alone: %v", got, want)
+	}
+	for _, pod := range pods {
+		_, held := p.requeue.holds(pod.UID)
+		if held != (pod.Name != "early-a") {
+			t.Errorf("%s held: %v", pod.Name, held)
+		}
 	}
 }

@@ -129,7 +129,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 	reasons := newHeldReasons(keeper.Kube, h.EventRecorder(), keeper.Clock)
 	go reasons.run(ctx)
 	waiting := &unsynced{ready: ready}
-	go func() { rq.activate("GPU view synced; judging the pods that waited for it", waiting.run(ctx)) }()
+	go rq.judgeWaited(ctx, waiting, "GPU view")
 	// kube-scheduler's own /metrics knows nothing of the GPUs.
 	if _, err := keeper.ServeMetrics(ctx, "plugin"); err != nil {
 		return nil, err

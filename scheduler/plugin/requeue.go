@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -77,8 +78,10 @@ type requeuer struct {
 	// until they are parked.
 	parker *parker
 	screen *Screen
+	// judging counts the bulk judgings under way (see judgeTogether);
 	// adopting is set while pods parked before this scheduler led are
-	// judged anew (see adopt).
+	// judged anew (see adopt), which tells them nothing.
+	judging  int
 	adopting bool
 }
 
@@ -373,7 +376,7 @@ func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) 
 	if ok && w.held {
 		others--
 	}
-	if r.adopting && ok && w.heldOn == "" {
+	if r.judging > 0 && ok && w.heldOn == "" {
 		// The room goes in queue order once every parked pod is known.
 		r.mu.Unlock()
 		return false
@@ -401,21 +404,48 @@ func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) 
 	return own
 }
 
-// adopt has the fit gate judge the pods parked before this scheduler led
-// (judge asks it about one), and then plays every node that could hold a
-// waiting pod: while it adopts, the gate holds a pod it would let by for
-// room, since pods ahead of it in queue order may not be known yet. Played
-// one pod at a time, as turn plays, each pod adopted would walk the
-// waiting pods again.
+// adopt has the fit gate judge together the pods parked before this
+// scheduler led (judge asks it about one), telling them nothing: each was
+// told why it waits when it was parked, and told again every parked pod
+// would be written anew, the figures in its reason having changed.
 func (r *requeuer) adopt(pods []*v1.Pod, judge func(*v1.Pod)) {
 	r.mu.Lock()
 	r.adopting = true
 	r.mu.Unlock()
-	for _, pod := range pods {
-		judge(pod)
-	}
+	r.judgeTogether(func() {
+		for _, pod := range pods {
+			judge(pod)
+		}
+	}, "Parked pods judged anew; retrying those GPUs free now hold", "parked", len(pods))
 	r.mu.Lock()
 	r.adopting = false
+	r.mu.Unlock()
+}
+
+// judgeWaited has the fit gate judge together, once the view has synced,
+// the pods that waited for it: kube-scheduler asks the gate about each
+// pod it is handed again.
+func (r *requeuer) judgeWaited(ctx context.Context, u *unsynced, view string) {
+	pods := u.run(ctx)
+	r.judgeTogether(func() {
+		r.activate(view+" synced; judging the pods that waited for it", pods)
+	}, "Pods that waited for the view judged; retrying those GPUs free now hold", "pods", len(pods))
+}
+
+// judgeTogether has the fit gate judge many pods at once (judge has it
+// judge them), and then plays every node that could hold a waiting pod.
+// While it judges, the gate holds a pod it would let by for room, since
+// pods ahead of it in queue order may not be known yet. Played one pod at
+// a time, as turn plays, each pod judged would play every node that could
+// hold it, under kube-scheduler's queue lock, again and again while frees
+// come: a first start over 180,000 waiting pods judged them for minutes.
+func (r *requeuer) judgeTogether(judge func(), msg string, kv ...any) {
+	r.mu.Lock()
+	r.judging++
+	r.mu.Unlock()
+	judge()
+	r.mu.Lock()
+	r.judging--
 	nodes := map[string]bool{}
 	for _, s := range r.shapes {
 		r.index.EachFit(s.key, s.req, func(node string) bool {
@@ -428,7 +458,7 @@ func (r *requeuer) adopt(pods []*v1.Pod, judge func(*v1.Pod)) {
 		chosen = append(chosen, r.play(node, "")...)
 	}
 	r.mu.Unlock()
-	r.activate("Parked pods judged anew; retrying those GPUs free now hold", chosen, "parked", len(pods))
+	r.activate(msg, chosen, kv...)
 }
 
 // setHeld notes whether the fit gate holds the waiter. It runs under r.mu.
