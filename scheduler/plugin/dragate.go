@@ -173,11 +173,18 @@ func (g *DRAFitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	return g.judge(pod, req, g.rules, g.view)
 }
 
-// PreFilter tells the requeuer that the pod's cycle starts; it filters
-// nothing.
-func (g *DRAFitGate) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if req, ok := draRequest(pod, g.claims, g.classes); ok {
-		g.waiters.waiting(pod, req)
+// PreFilter tells the requeuer that the pod's cycle starts, and under a
+// backlog hands kube-scheduler only the nodes whose GPUs could hold the
+// pod's claims (see fitGate.narrow), so that its allocator does not try
+// every node.
+func (g *DRAFitGate) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	req, ok := draRequest(pod, g.claims, g.classes)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	g.waiters.waiting(pod, req)
+	if narrowed := g.narrow(pod, req, len(nodes)); narrowed != nil {
+		return narrowed, nil
 	}
 	return nil, fwk.NewStatus(fwk.Skip)
 }

@@ -60,6 +60,11 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		p.requeue.overQuota(pod, s.quotaAt, s.quota.Least)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(closed))
 	}
+	if _, holding := p.view.Pod(pod.UID); holding {
+		// Filter counts the GPUs it holds as free for it; the index does
+		// not, so every node is filtered.
+		return nil, nil
+	}
 	return p.narrow(pod, req.Request, len(nodes)), nil
 }
 

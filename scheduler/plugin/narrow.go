@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
@@ -14,27 +15,24 @@ import (
 // instead of every node: under a backlog a pod the gate lets by fits a
 // few nodes of thousands, and kube-scheduler, finding fewer feasible
 // nodes than it looks for, would filter them all. The other nodes fail
-// Tessera's Filter all the same, so the answer is the same.
+// Tessera's Filter, or kube-scheduler's allocator, all the same, so the
+// answer is the same.
 //
 // It returns nil, so that every node is filtered, unless the gate holds
 // pods (a burst on a cluster with room pays nothing), when the pod could
 // preempt (preemption's dry run passes by the nodes left out, whose GPUs
-// evicting a pod could free), for a nominated pod, a gang's or one that
-// holds GPUs already (its own count as free for it), when no
+// evicting a pod could free), for a nominated pod or a gang's (room the
+// gang-fit check holds for it is free to it alone), when no
 // node could hold the pod (Filter then says why, node by node), and when
 // more nodes could hold it than kube-scheduler looks for (see
 // feasibleSought): its filtering stops early then.
-func (p *Plugin) narrow(pod *v1.Pod, req *placement.Request, nodes int) *fwk.PreFilterResult {
-	if !p.waiters.holdsAny() || p.passes(pod) || p.couldPreempt(pod) {
-		return nil
-	}
-	if _, holding := p.view.Pod(pod.UID); holding {
-		// Filter counts the GPUs it holds as free for it; the index does not.
+func (g *fitGate) narrow(pod *v1.Pod, req *placement.Request, nodes int) *fwk.PreFilterResult {
+	if !g.waiters.holdsAny() || g.passes(pod) || g.couldPreempt(pod) || pod.Annotations[gpuv1alpha1.GangHoldAnnotation] != "" {
 		return nil
 	}
 	limit := feasibleSought(nodes)
 	names := sets.New[string]()
-	p.index.EachFit(fitgate.ShapeKey(req), req, func(node string) bool {
+	g.index.EachFit(fitgate.ShapeKey(req), req, func(node string) bool {
 		names.Insert(node)
 		return len(names) <= limit
 	})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -74,6 +75,9 @@ func TestPreFilterNarrowsUnderABacklog(t *testing.T) {
 		{name: "a nominated pod, every node", memory: 6000, change: func(_ *Plugin, pod *v1.Pod) { pod.Status.NominatedNodeName = "node-2" }},
 		{name: "a gang's pod, every node", memory: 6000, change: func(_ *Plugin, pod *v1.Pod) {
 			pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("gang")}
+		}},
+		{name: "a pod of a gang with held room, every node", memory: 6000, change: func(_ *Plugin, pod *v1.Pod) {
+			pod.Annotations = map[string]string{gpuv1alpha1.GangHoldAnnotation: "default/gang"}
 		}},
 	}
 	for _, tc := range tests {
