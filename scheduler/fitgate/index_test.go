@@ -341,6 +341,38 @@ func BenchmarkFitsFull(b *testing.B) {
 	}
 }
 
+// BenchmarkEachFitHalf walks the nodes that could hold a pod on a
+// 5,000-node cluster of 8 GPUs each, half of them with a GPU free: what
+// the plugin's PreFilter pays to hand kube-scheduler those 2,500 nodes
+// under a backlog (divide by 2,500 for the cost of one node).
+func BenchmarkEachFitHalf(b *testing.B) {
+	c := newCluster()
+	whole := request(b, 1, 81920)
+	for i := range 5000 {
+		name := fmt.Sprintf("node-%04d", i)
+		c.addNode(name, 81920, 81920, 81920, 81920, 81920, 81920, 81920, 81920)
+		for k := range 8 {
+			if i%2 == 0 && k == 0 {
+				continue
+			}
+			if _, ok := c.place(name, whole); !ok {
+				b.Fatal("filling the node failed")
+			}
+		}
+	}
+	req := request(b, 1, 40000)
+	key := ShapeKey(req)
+	count := 0
+	c.index.EachFit(key, req, func(string) bool { count++; return true })
+	if count != 2500 {
+		b.Fatalf("%d nodes could hold the pod, want 2500", count)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.index.EachFit(key, req, func(string) bool { return true })
+	}
+}
+
 // BenchmarkWhy finds the reason a pod waits on the same cluster, past
 // WhyMaxAge each time: the walk the reason costs.
 func BenchmarkWhy(b *testing.B) {

@@ -101,7 +101,7 @@ func TestPreFilterNarrowsUnderABacklog(t *testing.T) {
 }
 
 // TestPreFilterNarrowsOnlyToFewNodes checks that PreFilter leaves the
-// nodes to kube-scheduler when more could hold the pod than it looks for.
+// nodes to kube-scheduler when more could hold the pod than narrowLimit.
 func TestPreFilterNarrowsOnlyToFewNodes(t *testing.T) {
 	p, v, _ := newTestPlugin(t)
 	fillBoth(v)
@@ -112,17 +112,29 @@ func TestPreFilterNarrowsOnlyToFewNodes(t *testing.T) {
 		t.Fatal("a pod no GPU has room for passes the gate")
 	}
 	if got := narrowed(t, p, gatedPod("small", 4000, 10), 121); got != nil {
-		t.Errorf("121 of 121 nodes could hold the pod, more than the 100 kube-scheduler looks for, and PreFilter narrows to %d", len(got))
+		t.Errorf("121 of 121 nodes could hold the pod, more than the 100 of narrowLimit, and PreFilter narrows to %d", len(got))
 	}
 	if got := narrowed(t, p, gatedPod("medium", 6000, 11), 2000); len(got) != 120 {
 		t.Errorf("120 of 2000 nodes could hold the pod, and PreFilter narrows to %d", len(got))
 	}
+	if got := narrowed(t, p, gatedPod("medium", 6000, 11), 240); len(got) != 120 {
+		t.Errorf("120 of 240 nodes could hold the pod, half, and PreFilter narrows to %d", len(got))
+	}
+	if got := narrowed(t, p, gatedPod("medium", 6000, 11), 238); got != nil {
+		t.Errorf("120 of 238 nodes could hold the pod, more than half and than the 116 kube-scheduler looks for, and PreFilter narrows to %d", len(got))
+	}
 }
 
-func TestFeasibleSought(t *testing.T) {
-	for _, tc := range []struct{ nodes, want int }{{0, 0}, {50, 50}, {100, 100}, {200, 100}, {1000, 420}, {5000, 500}, {20000, 1000}} {
-		if got := feasibleSought(tc.nodes); got != tc.want {
-			t.Errorf("feasibleSought(%d) = %d, want %d", tc.nodes, got, tc.want)
+func TestNarrowLimit(t *testing.T) {
+	tests := []struct{ nodes, sought, limit int }{
+		{0, 0, 0}, {50, 50, 50}, {100, 100, 100}, {200, 100, 100}, {1000, 420, 500}, {5000, 500, 2500}, {20000, 1000, 10000},
+	}
+	for _, tc := range tests {
+		if got := feasibleSought(tc.nodes); got != tc.sought {
+			t.Errorf("feasibleSought(%d) = %d, want %d", tc.nodes, got, tc.sought)
+		}
+		if got := narrowLimit(tc.nodes); got != tc.limit {
+			t.Errorf("narrowLimit(%d) = %d, want %d", tc.nodes, got, tc.limit)
 		}
 	}
 }
