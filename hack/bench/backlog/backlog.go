@@ -151,7 +151,7 @@ func fill(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, form 
 // waiting pod once.
 func warmUp(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sched *harness.RowScheduler, tracker *backlogTracker, res *BacklogRow) (*harness.SchedulerScraper, error) {
 	tracker.scan(time.Now())
-	scraper, up, err := startTried(ctx, r, env, sched)
+	scraper, up, err := startTried(ctx, r, env, sched, res.Backlog)
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +170,9 @@ type startup struct {
 }
 
 // startTried starts the scheduler, pins the row, and waits for the
-// scheduler to try every waiting pod once. It returns the scraper on it.
-func startTried(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sched *harness.RowScheduler) (*harness.SchedulerScraper, startup, error) {
+// scheduler to try every one of the backlog's waiting pods once. It
+// returns the scraper on it.
+func startTried(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sched *harness.RowScheduler, backlog int) (*harness.SchedulerScraper, startup, error) {
 	var s startup
 	start := time.Now()
 	if err := sched.Start(ctx, env); err != nil {
@@ -185,7 +186,7 @@ func startTried(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv,
 	if err != nil {
 		return nil, s, err
 	}
-	if s.settled, err = waitTried(ctx, scraper, r.Options.BacklogWarmup, sched.Check); err != nil {
+	if s.settled, err = waitTried(ctx, scraper, backlog, r.Options.BacklogWarmup, sched.Check); err != nil {
 		return nil, s, err
 	}
 	s.tried = time.Since(start)
@@ -261,10 +262,12 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 }
 
 // waitTried waits until the scheduler has tried every waiting pod once:
-// its active and backoff queues are empty. It returns false if limit
-// passed first, or an error if ctx ended or check, called every second,
-// reports one.
-func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, limit time.Duration, check func() error) (bool, error) {
+// its active and backoff queues are empty, and at most a hundredth of the
+// backlog is gated in its queue. A fit gate holds the pods that come
+// before its view has synced gated, and judges them once it has: until
+// then they are not tried. It returns false if limit passed first, or an
+// error if ctx ended or check, called every second, reports one.
+func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, backlog int, limit time.Duration, check func() error) (bool, error) {
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -282,7 +285,7 @@ func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, limit tim
 			return false, err
 		}
 		queues := meter.ValuesBy(families, harness.PendingPodsMetric, "queue")
-		if len(queues) > 0 && queues["active"]+queues["backoff"] == 0 {
+		if len(queues) > 0 && queues["active"]+queues["backoff"] == 0 && queues["gated"] <= float64(backlog/100) {
 			return true, nil
 		}
 		if time.Since(start) >= limit {

@@ -75,7 +75,7 @@ func restart(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sc
 	rs.Settle = time.Since(start)
 	sched.Proc.Stop()
 	logger.Info("Restarting the scheduler", "gated", rs.Gated, "unparked", rs.Unparked, "after", rs.Settle.Round(time.Second))
-	scraper, up, err := startTried(ctx, r, env, sched)
+	scraper, up, err := startTried(ctx, r, env, sched, res.Backlog)
 	if err != nil {
 		return nil, err
 	}
