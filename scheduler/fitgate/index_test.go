@@ -319,17 +319,7 @@ func disagreement(t *testing.T, seed uint64, steps int, signal bool) (int, bool)
 // BenchmarkFitsFull asks whether a full 5,000-node cluster of 8 GPUs each
 // could hold a pod: the question the fit gate asks of every pod it holds.
 func BenchmarkFitsFull(b *testing.B) {
-	c := newCluster()
-	whole := request(b, 1, 81920)
-	for i := range 5000 {
-		name := fmt.Sprintf("node-%04d", i)
-		c.addNode(name, 81920, 81920, 81920, 81920, 81920, 81920, 81920, 81920)
-		for range 8 {
-			if _, ok := c.place(name, whole); !ok {
-				b.Fatal("filling the node failed")
-			}
-		}
-	}
+	c := fiveThousandNodes(b, func(int) bool { return false })
 	req := request(b, 1, 40000)
 	key := ShapeKey(req)
 	if fits, _ := c.index.Fits(key, req); fits {
@@ -346,20 +336,7 @@ func BenchmarkFitsFull(b *testing.B) {
 // the plugin's PreFilter pays to hand kube-scheduler those 2,500 nodes
 // under a backlog (divide by 2,500 for the cost of one node).
 func BenchmarkEachFitHalf(b *testing.B) {
-	c := newCluster()
-	whole := request(b, 1, 81920)
-	for i := range 5000 {
-		name := fmt.Sprintf("node-%04d", i)
-		c.addNode(name, 81920, 81920, 81920, 81920, 81920, 81920, 81920, 81920)
-		for k := range 8 {
-			if i%2 == 0 && k == 0 {
-				continue
-			}
-			if _, ok := c.place(name, whole); !ok {
-				b.Fatal("filling the node failed")
-			}
-		}
-	}
+	c := fiveThousandNodes(b, func(i int) bool { return i%2 == 0 })
 	req := request(b, 1, 40000)
 	key := ShapeKey(req)
 	count := 0
@@ -371,6 +348,26 @@ func BenchmarkEachFitHalf(b *testing.B) {
 	for b.Loop() {
 		c.index.EachFit(key, req, func(string) bool { return true })
 	}
+}
+
+// fiveThousandNodes is a cluster of 5,000 nodes of eight 80 GiB GPUs,
+// each GPU taken whole but the first of the nodes free1 says.
+func fiveThousandNodes(b *testing.B, free1 func(node int) bool) *cluster {
+	c := newCluster()
+	whole := request(b, 1, 81920)
+	for i := range 5000 {
+		name := fmt.Sprintf("node-%04d", i)
+		c.addNode(name, 81920, 81920, 81920, 81920, 81920, 81920, 81920, 81920)
+		for k := range 8 {
+			if k == 0 && free1(i) {
+				continue
+			}
+			if _, ok := c.place(name, whole); !ok {
+				b.Fatal("filling the node failed")
+			}
+		}
+	}
+	return c
 }
 
 // BenchmarkWhy finds the reason a pod waits on the same cluster, past
