@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/util/flowcontrol"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
@@ -199,4 +201,36 @@ func TestParkerReleasesAParkedPodWhoseRequestChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitParked(t, "edited", false)
+}
+
+// TestParkerUnparksAheadOfParks holds more pods than there are parking
+// workers while parking is slow, and checks that a parked pod released is
+// unparked before the pods held after it are parked: it does not wait its
+// turn behind them.
+func TestParkerUnparksAheadOfParks(t *testing.T) {
+	first := parkPod("first", nil)
+	pods := []*v1.Pod{first}
+	for i := range 4 * parkWorkers {
+		pods = append(pods, parkPod(fmt.Sprintf("later-%02d", i), nil))
+	}
+	f := newParkFixture(t, pods...)
+	f.parker.limiter = flowcontrol.NewTokenBucketRateLimiter(2, 1)
+	close(f.leading)
+	f.hold(first, true)
+	f.waitParked(t, "first", true)
+	for _, pod := range pods[1:] {
+		f.hold(pod, true)
+	}
+	time.Sleep(50 * time.Millisecond) // past parkAfter: the later pods wait to be parked
+	f.hold(first, false)
+	f.waitParked(t, "first", false)
+	parked := 0
+	for _, pod := range pods[1:] {
+		if f.parked(t, pod.Name) {
+			parked++
+		}
+	}
+	if parked > parkWorkers {
+		t.Errorf("%d of the %d pods held later were parked before the released pod was unparked", parked, len(pods)-1)
+	}
 }
