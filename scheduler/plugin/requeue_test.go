@@ -44,6 +44,17 @@ func allocationOn(v *view.View, pod *v1.Pod, nodeName, uuid string, memoryMiB in
 	return a
 }
 
+// failOnce has the pod wait, as after a cycle that failed.
+func failOnce(t testing.TB, p *Plugin, pod *v1.Pod) {
+	t.Helper()
+	req, err := p.parser.Parse(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.requeue.waiting(pod, req.Request)
+	p.requeue.failed(pod.UID)
+}
+
 // waitFor has count pods of memoryMiB wait, as after a cycle that failed,
 // each created a second after the one before; it returns them in queue order.
 func waitFor(t testing.TB, p *Plugin, prefix string, count int, memoryMiB int64) []*v1.Pod {
@@ -52,12 +63,7 @@ func waitFor(t testing.TB, p *Plugin, prefix string, count int, memoryMiB int64)
 	for i := range count {
 		pod := gpuPod(fmt.Sprintf("%s-%04d", prefix, i), memoryMiB)
 		pod.CreationTimestamp = metav1.NewTime(time.Unix(int64(i), 0))
-		req, err := p.parser.Parse(pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.requeue.waiting(pod, req.Request)
-		p.requeue.failed(pod.UID)
+		failOnce(t, p, pod)
 		pods = append(pods, pod)
 	}
 	return pods
@@ -121,12 +127,7 @@ func TestFreedQueueOrder(t *testing.T) {
 	high := gpuPod("high", 30720)
 	priority := int32(10)
 	high.Spec.Priority = &priority
-	req, err := p.parser.Parse(high)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.requeue.waiting(high, req.Request)
-	p.requeue.failed(high.UID)
+	failOnce(t, p, high)
 	act.take()
 
 	p.requeue.Freed("big")
@@ -328,12 +329,7 @@ func TestWaiterChangingShape(t *testing.T) {
 			mover.CreationTimestamp = metav1.NewTime(time.Unix(-1, 0))
 			for _, memory := range tc.asks {
 				mover.Spec.Containers[0].Resources.Limits[gpurequest.DefaultResourceNames().Memory] = *resource.NewQuantity(memory, resource.DecimalSI)
-				req, err := p.parser.Parse(mover)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.requeue.waiting(mover, req.Request)
-				p.requeue.failed(mover.UID)
+				failOnce(t, p, mover)
 			}
 			act.take()
 			v.Release("ends")
