@@ -46,8 +46,9 @@ func (g *fitGate) narrow(pod *v1.Pod, req *placement.Request, nodes int) *fwk.Pr
 // as many as it looks for (see feasibleSought), or half of n when that is
 // more. Filtering stops once it has found those it looks for, so with
 // half the nodes feasible it filters twice as many as it needs; with
-// fewer, more, up to all n. The index reads a node in a tenth of the
-// time kube-scheduler's filters take on it, or less, so handing it up to
+// fewer, more, up to all n. The index reads a node in about 0.76 µs
+// (BenchmarkEachFitHalf), about a tenth or less of what kube-scheduler's
+// filters took on a node in a 5,000-node backlog, so handing it up to
 // half the nodes costs less than what its filtering saves.
 func narrowLimit(n int) int {
 	return max(feasibleSought(n), n/2)
