@@ -22,10 +22,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/options"
@@ -37,11 +37,6 @@ const (
 	// parkAfter is how long the fit gate holds a pod in kube-scheduler's
 	// queue before parking it: a pod released sooner costs no write.
 	parkAfter = 2 * time.Second
-	// parksPerSecond bounds the writes that park pods, so that a burst of
-	// thousands of pods held at once is parked over seconds, beside the
-	// binds, not in one storm of writes. Unparking is not bounded: a pod
-	// released waits on it.
-	parksPerSecond = 500
 	// parkWorkers park at once, and unparkWorkers unpark, from a queue of
 	// their own: a pod released does not wait behind the pods held before
 	// it (180,000 at a first start take 6 minutes to park).
@@ -65,8 +60,8 @@ type Parking struct {
 // queue, by labelling them gpuv1alpha1.ParkedLabel: kube-scheduler then
 // neither keeps them in its queue nor walks them on every assigned pod's
 // event, and a scheduler that starts does not read them at all. A pod
-// held for parkAfter is parked, at most parksPerSecond a second; one the
-// requeuer releases is unparked at once, and kube-scheduler meets it anew
+// held for parkAfter is parked, at the pace parkPace sets; one the
+// requeuer releases is unparked at once, unbounded, and kube-scheduler meets it anew
 // and asks the gate about it. Being the gate's, the requeuer's memory
 // says which pods are held; the label follows it. A parked pod the
 // requeuer does not know (after a restart, or one labelled by someone
@@ -88,20 +83,20 @@ type parker struct {
 	// release has the requeuer hold the pod no longer (requeuer.release).
 	release func(types.UID)
 	// after is how long a pod is held before it is parked: parkAfter.
-	after   time.Duration
-	limiter flowcontrol.RateLimiter
+	after time.Duration
+	pace  *parkPace
 	// queue has the pods to park, or to look at; unparks the pods
 	// released.
 	queue, unparks workqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
 
-func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-chan struct{}) *parker {
+func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-chan struct{}, clk clock.PassiveClock) *parker {
 	return &parker{
 		kube:    kube,
 		pods:    pods,
 		leading: leading,
 		after:   parkAfter,
-		limiter: flowcontrol.NewTokenBucketRateLimiter(parksPerSecond, parksPerSecond),
+		pace:    newParkPace(clk),
 		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
 		unparks: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
 	}
@@ -115,6 +110,7 @@ func (pk *parker) held(pod *v1.Pod, held bool) {
 		pk.queue.AddAfter(key, pk.after)
 		return
 	}
+	pk.pace.placing()
 	pk.unparks.Add(key)
 }
 
@@ -142,6 +138,8 @@ func (pk *parker) handler() cache.ResourceEventHandler {
 			}
 			look(old, obj)
 		},
+		// Bound or deleted: parks make way for the writes that place pods.
+		DeleteFunc: func(any) { pk.pace.placing() },
 	}
 }
 
@@ -240,7 +238,7 @@ func (pk *parker) sync(ctx context.Context, key cache.ObjectName, parks bool) er
 		return nil
 	}
 	if park {
-		if pk.limiter.Wait(ctx) != nil {
+		if pk.pace.wait(ctx) != nil {
 			return nil
 		}
 		// Released while waiting for its turn.
@@ -296,7 +294,7 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 // gate's view has synced, and judge asks the gate about a pod. It parks
 // until ctx ends.
 func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
-	pk := newParker(kube, pods.Lister(), parking.Leading)
+	pk := newParker(kube, pods.Lister(), parking.Leading, r.clock)
 	pk.holds, pk.judge, pk.adoptAll, pk.release = r.holds, judge, r.adopt, r.release
 	reg, err := pods.Informer().AddEventHandler(pk.handler())
 	if err != nil {
