@@ -97,7 +97,13 @@ func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-
 		leading: leading,
 		after:   parkAfter,
 		pace:    newParkPace(clk),
-		queue:   workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
+		// Pods to park are taken last in queue order first (lastFirst).
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
+				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[cache.ObjectName]{
+					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.ObjectName]{Queue: newLastFirst(pods)}),
+				}),
+			}),
 		unparks: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
 	}
 }

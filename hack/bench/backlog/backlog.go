@@ -253,6 +253,9 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 	// each assigned pod's add and delete.
 	logger.Info("Scheduler's queues", "atStart", meter.ValuesBy(before, harness.PendingPodsMetric, "queue"),
 		"atEnd", meter.ValuesBy(after, harness.PendingPodsMetric, "queue"))
+	// Attempts that placed no pod are retried, with their writes.
+	logger.Info("Scheduling attempts by result", "atStart", meter.ValuesBy(before, harness.ScheduleAttemptsMetric, "result"),
+		"atEnd", meter.ValuesBy(after, harness.ScheduleAttemptsMetric, "result"))
 	for _, w := range res.FitWait.Long {
 		logger.Info("A GPU could hold a waiting pod for longer than the target", "node", w.Node,
 			"since", w.Since.Format(time.RFC3339Nano), "intoWindow", w.Since.Sub(windowStart).Round(time.Millisecond),
