@@ -139,12 +139,16 @@ func (pk *parker) handler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) { look(obj) },
 		UpdateFunc: func(old, obj any) {
 			was, _ := old.(*v1.Pod)
+			if pod, ok := obj.(*v1.Pod); ok && was != nil && was.Spec.NodeName == "" && pod.Spec.NodeName != "" {
+				pk.pace.placing()
+			}
 			if pod, ok := obj.(*v1.Pod); ok && was != nil && pod.Labels[gpuv1alpha1.ParkedLabel] != "" && requestChanged(was, pod) {
 				pk.release(pod.UID)
 			}
 			look(old, obj)
 		},
-		// Bound or deleted: parks make way for the writes that place pods.
+		// Deleted, or bound where the informer holds pending pods only:
+		// parks make way for the writes that place pods.
 		DeleteFunc: func(any) { pk.pace.placing() },
 	}
 }
@@ -294,9 +298,9 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 }
 
 // park starts parking the pods the fit gate holds, and hiding them with
-// the parking's screen until they are parked: pods is an informer
-// on the profile's pods that does not leave parked ones out (see
-// pendingPods), kube the client that writes the label, ready whether the
+// the parking's screen until they are parked: pods is an informer on the
+// profile's pods that does not leave parked ones out and keeps pending
+// ones whole (see pendingPods), kube the client that writes the label, ready whether the
 // gate's view has synced, and judge asks the gate about a pod. It parks
 // until ctx ends.
 func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
@@ -320,16 +324,26 @@ func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.I
 	return nil
 }
 
-// pendingPods is a client of the fit gate's own, to park pods with beside
-// kube-scheduler's binds, and an informer on the profile's pods that are
-// not bound, parked ones included, whole but for their managed fields:
-// the gate judges them anew after a restart.
-func pendingPods(ctx context.Context, h fwk.Handle) (kubernetes.Interface, coreinformers.PodInformer, error) {
+// parkingClient is a client of the fit gate's own, to park pods with
+// beside kube-scheduler's binds.
+func parkingClient(h fwk.Handle) (kubernetes.Interface, error) {
 	cfg := rest.CopyConfig(h.KubeConfig())
 	cfg.QPS, cfg.Burst = options.DefaultClientQPS, options.DefaultClientBurst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("a client to park pods with: %w", err)
+		return nil, fmt.Errorf("a client to park pods with: %w", err)
+	}
+	return kube, nil
+}
+
+// pendingPods is parkingClient and an informer on the profile's pods
+// that are not bound, parked ones included, whole but for their managed
+// fields: the gate judges them anew after a restart. In plugin mode the
+// view's informer, which keeps pending pods whole, serves instead.
+func pendingPods(ctx context.Context, h fwk.Handle) (kubernetes.Interface, coreinformers.PodInformer, error) {
+	kube, err := parkingClient(h)
+	if err != nil {
+		return nil, nil, err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.AndSelectors(

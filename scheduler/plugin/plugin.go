@@ -102,6 +102,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 		// Only the pods of this profile can hold allocations the plugin made.
 		SchedulerName: h.ProfileName(),
 		FieldManager:  FieldManager,
+		// Parking judges the pending pods from the view's informer: each
+		// pod is read once, not once more for parking.
+		WholePending: parking != nil,
 	})
 	if err != nil {
 		return nil, err
@@ -171,11 +174,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 		},
 	}
 	if parking != nil {
-		kube, pods, err := pendingPods(ctx, h)
+		kube, err := parkingClient(h)
 		if err != nil {
 			return nil, err
 		}
-		if err := rq.park(ctx, parking, kube, pods, ready, func(pod *v1.Pod) { p.gate(pod) }); err != nil {
+		if err := rq.park(ctx, parking, kube, keeper.Pods, ready, func(pod *v1.Pod) { p.gate(pod) }); err != nil {
 			return nil, err
 		}
 	}

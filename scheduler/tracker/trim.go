@@ -49,9 +49,10 @@ func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 	}
 }
 
-// trimPod keeps a pod's identity, node, scheduler, priority and phase, and
+// trimPod keeps a pod's identity, node, scheduler, priority and phase,
 // the key of its gang's held room, which counts the gang's placed pods when
-// the room is held again after a restart; and for a pod not yet bound,
+// the room is held again after a restart, and the parked label, which
+// tessera-scheduler takes off a bound pod; and for a pod not yet bound,
 // what bind reads of its request: placement annotations and the
 // containers' GPU resources. A bound pod is never bound again, so its
 // request is dropped.
@@ -69,6 +70,9 @@ func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []str
 	}
 	if key, ok := pod.Annotations[gpuv1alpha1.GangHoldAnnotation]; ok {
 		out.Annotations = map[string]string{gpuv1alpha1.GangHoldAnnotation: key}
+	}
+	if v, ok := pod.Labels[gpuv1alpha1.ParkedLabel]; ok {
+		out.Labels = map[string]string{gpuv1alpha1.ParkedLabel: v}
 	}
 	if pod.Spec.NodeName != "" {
 		return out

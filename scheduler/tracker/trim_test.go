@@ -83,6 +83,17 @@ func TestTrimPod(t *testing.T) {
 	}
 }
 
+func TestTrimPodKeepsTheParkedLabel(t *testing.T) {
+	for _, node := range []string{"", "n1"} {
+		full := fullPod(node)
+		full.Labels[gpuv1alpha1.ParkedLabel] = "true"
+		trimmed := trim(t, full).(*corev1.Pod)
+		if want := map[string]string{gpuv1alpha1.ParkedLabel: "true"}; !reflect.DeepEqual(trimmed.Labels, want) {
+			t.Errorf("node %q: labels %v, want %v", node, trimmed.Labels, want)
+		}
+	}
+}
+
 func TestTrimAllocationKeepsWhatTheTrackerReads(t *testing.T) {
 	full := &gpuv1alpha1.GPUAllocation{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "a1", ResourceVersion: "9",

@@ -50,6 +50,11 @@ type Config struct {
 	SchedulerName string
 	// FieldManager names the front end in what it writes.
 	FieldManager string
+	// WholePending keeps the pods not yet bound whole but for their
+	// managed fields, for a front end that judges them (tessera-scheduler's
+	// parking reads its pending pods from Pods); bound pods are trimmed
+	// alike.
+	WholePending bool
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
 }
@@ -65,7 +70,8 @@ type Keeper struct {
 	// per node be in flight.
 	View *view.View
 	Gate *inflight.Gate
-	// Pods is the informer on the profile's pods.
+	// Pods is the informer on the profile's pods, trimmed as
+	// tracker.Trim does unless Config.WholePending keeps pending ones.
 	Pods coreinformers.PodInformer
 	// Quotas tell the namespaces' GPU limits, from the ResourceQuotas.
 	Quotas *quota.Lister
@@ -115,6 +121,10 @@ func New(cfg Config) (*Keeper, error) {
 	}
 	o := cfg.Options
 	trim := tracker.Trim(o.ResourceNames)
+	podTrim := trim
+	if cfg.WholePending {
+		podTrim = keepPending(trim)
+	}
 	k := &Keeper{
 		View:         view.New(),
 		Clock:        clk,
@@ -127,7 +137,7 @@ func New(cfg Config) (*Keeper, error) {
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 				lo.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", cfg.SchedulerName).String()
 			}),
-			informers.WithTransform(trim)),
+			informers.WithTransform(podTrim)),
 		tessera: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim)),
 		leases: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithNamespace(o.LeaseNamespace), informers.WithTransform(trim)),
