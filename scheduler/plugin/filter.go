@@ -12,6 +12,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -132,9 +133,11 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, preemptor 
 // Filter fits the pod on the node's GPUs, as the view sees them with this
 // cycle's changes, and then what it gets there on its namespace's GPU
 // quota. A node that could not take the pod even with none of its GPUs in
-// use, whose device plugin is gone, or where the quota has no room for
-// what the pod would get, is unresolvable: preemption passes it by, and
-// evicts no pod to make room in a quota.
+// use, whose device plugin is gone, where the quota has no room for what
+// the pod would get, or that runs no pod of lower priority than the pod's
+// is unresolvable: preemption passes it by, and evicts no pod to make room
+// in a quota. Under a backlog of pods of one priority, that spares each
+// pod that finds no room kube-scheduler's dry run over every node.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
@@ -160,7 +163,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 			return
 		}
 		code := fwk.Unschedulable
-		if f.Unresolvable {
+		if f.Unresolvable || !evictable(nodeInfo, pod) {
 			code = fwk.UnschedulableAndUnresolvable
 		}
 		status = fwk.NewStatus(code, f.Error()+s.gangSuffix)
@@ -179,4 +182,13 @@ func knownPods(nodeInfo fwk.NodeInfo) func(types.UID) bool {
 	return func(uid types.UID) bool {
 		return slices.ContainsFunc(nodeInfo.GetPods(), func(p fwk.PodInfo) bool { return p.GetPod().UID == uid })
 	}
+}
+
+// evictable reports whether the node runs a pod of lower priority than
+// pod's, which preemption could evict.
+func evictable(nodeInfo fwk.NodeInfo, pod *v1.Pod) bool {
+	priority := preemption.Priority(pod)
+	return slices.ContainsFunc(nodeInfo.GetPods(), func(p fwk.PodInfo) bool {
+		return preemption.Priority(p.GetPod()) < priority
+	})
 }

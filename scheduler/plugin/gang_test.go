@@ -29,7 +29,8 @@ func TestGangPodPlacedInHeldRoom(t *testing.T) {
 	}
 
 	stranger := gpuPod("stranger", 15360)
-	wantCode(t, "Filter a pod outside the gang", p.Filter(ctx, preFilter(t, p, stranger), stranger, nodeInfo()), fwk.Unschedulable)
+	// Unresolvable: no pod of lower priority runs on the node.
+	wantCode(t, "Filter a pod outside the gang", p.Filter(ctx, preFilter(t, p, stranger), stranger, nodeInfo()), fwk.UnschedulableAndUnresolvable)
 
 	member.Annotations = map[string]string{gpuv1alpha1.GangHoldAnnotation: "w/main"}
 	state := preFilter(t, p, member)
@@ -42,5 +43,5 @@ func TestGangPodPlacedInHeldRoom(t *testing.T) {
 	if got := v.GangHeld("w/main"); got != 1 {
 		t.Errorf("after the gang's pod was unreserved, room is held for %d pods, want 1", got)
 	}
-	wantCode(t, "Filter a pod outside the gang after Unreserve", p.Filter(ctx, preFilter(t, p, stranger), stranger, nodeInfo()), fwk.Unschedulable)
+	wantCode(t, "Filter a pod outside the gang after Unreserve", p.Filter(ctx, preFilter(t, p, stranger), stranger, nodeInfo()), fwk.UnschedulableAndUnresolvable)
 }

@@ -140,7 +140,7 @@ func twoThirdsFull(t *testing.T, p *Plugin, v *view.View) (low0, low1, preemptor
 	low0, low1 = gpuPod("low-0", 10240), gpuPod("low-1", 10240)
 	place(v, low0, "GPU-0", 10240)
 	place(v, low1, "GPU-1", 10240)
-	preemptor = gpuPod("preemptor", 10240)
+	preemptor = withPriority(gpuPod("preemptor", 10240), 100)
 	return low0, low1, preemptor, preFilter(t, p, preemptor), nodeInfo(low0, low1)
 }
 
@@ -184,7 +184,7 @@ func TestDryRunSeesWhatKubeSchedulerSees(t *testing.T) {
 	place(v, low0, "GPU-0", 10240)
 	place(v, deleted, "GPU-1", 10240)
 	place(v, low2, "GPU-1", 5120)
-	preemptor := gpuPod("preemptor", 10240)
+	preemptor := withPriority(gpuPod("preemptor", 10240), 100)
 	state := preFilter(t, p, preemptor)
 	ni := nodeInfo(low0, low2)
 
@@ -196,24 +196,27 @@ func TestDryRunSeesWhatKubeSchedulerSees(t *testing.T) {
 }
 
 // TestFilterUnresolvable checks that a pod no GPU of the node could ever
-// hold is unresolvable, so preemption passes the node by, while one that
-// only lacks free memory is not.
+// hold is unresolvable, so preemption passes the node by, and so is one
+// that only lacks free memory where no pod of lower priority runs, while
+// one that lacks free memory that evicting pods frees is not.
 func TestFilterUnresolvable(t *testing.T) {
 	p, v, _ := newTestPlugin(t)
 	low, low2 := gpuPod("low", 15360), gpuPod("low-2", 15360)
 	place(v, low, "GPU-0", 15360)
 	place(v, low2, "GPU-1", 15360)
 	tests := []struct {
-		name   string
-		memory int64
-		want   fwk.Code
+		name     string
+		memory   int64
+		priority int32
+		want     fwk.Code
 	}{
-		{"more memory than any GPU has", 20000, fwk.UnschedulableAndUnresolvable},
-		{"memory that evicting pods frees", 10000, fwk.Unschedulable},
+		{"more memory than any GPU has", 20000, 100, fwk.UnschedulableAndUnresolvable},
+		{"memory that evicting pods frees", 10000, 100, fwk.Unschedulable},
+		{"memory that evicting pods frees, no pod of lower priority", 10000, 0, fwk.UnschedulableAndUnresolvable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := gpuPod("pod", tc.memory)
+			pod := withPriority(gpuPod("pod", tc.memory), tc.priority)
 			st := p.Filter(context.Background(), preFilter(t, p, pod), pod, nodeInfo(low, low2))
 			wantCode(t, "Filter", st, tc.want)
 			if !strings.Contains(st.Message(), "not enough memory") {
@@ -235,7 +238,7 @@ func TestReserveUnreserve(t *testing.T) {
 	s1 := preFilter(t, p, first)
 	wantCode(t, "Reserve first", p.Reserve(ctx, s1, first, node), fwk.Success)
 	s2 := preFilter(t, p, second)
-	wantCode(t, "Filter second", p.Filter(ctx, s2, second, nodeInfo()), fwk.Unschedulable)
+	wantCode(t, "Filter second", p.Filter(ctx, s2, second, nodeInfo()), fwk.UnschedulableAndUnresolvable)
 	wantCode(t, "Reserve second", p.Reserve(ctx, s2, second, node), fwk.Unschedulable)
 
 	p.Unreserve(ctx, s1, first, node)

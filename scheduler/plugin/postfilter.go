@@ -86,15 +86,16 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 			// Not a node where the pod's GPUs were what did not fit.
 			continue
 		}
-		if st.Code() == fwk.UnschedulableAndUnresolvable {
-			never = append(never, name)
-			continue
-		}
 		lower := map[types.UID]bool{}
 		for _, pi := range ni.GetPods() {
 			if preemption.Priority(pi.GetPod()) < priority {
 				lower[pi.GetPod().UID] = true
 			}
+		}
+		// Filter also calls a node with nothing to evict unresolvable.
+		if st.Code() == fwk.UnschedulableAndUnresolvable && (len(lower) > 0 || p.neverHolds(name, pod.UID, req)) {
+			never = append(never, name)
+			continue
 		}
 		if len(lower) == 0 {
 			none++
@@ -140,6 +141,19 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 		return "GPU preemption: none, the pod's GPUs are not what is short"
 	}
 	return "GPU preemption: none; " + strings.Join(parts, "; ")
+}
+
+// neverHolds reports whether the node could not hold the pod's GPUs even
+// with no pods on it.
+func (p *Plugin) neverHolds(node string, uid types.UID, req podrequest.Request) bool {
+	never := true
+	p.view.Read([]string{node}, uid, func(_ string, n *view.Node) {
+		if n != nil {
+			_, failure := preemption.FitWithout(n, req.Request, func(types.UID) bool { return true })
+			never = failure != nil
+		}
+	})
+	return never
 }
 
 // tellPreempting, in the first scheduling cycle after kube-scheduler

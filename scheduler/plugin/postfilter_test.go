@@ -128,15 +128,19 @@ func (h snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return h.snaps
 
 // TestPostFilterUnresolvable checks that a pod whose GPUs no node could
 // ever take, so that kube-scheduler's preemption passed every node by, is
-// told what no eviction changes, naming the limit.
+// told what no eviction changes, naming the limit; and that a node passed
+// by for having nothing to evict is told apart.
 func TestPostFilterUnresolvable(t *testing.T) {
 	tests := []struct {
 		name    string
 		memory  int64
 		gpuType string
 		// a10 adds node-2 with one NVIDIA A10.
-		a10  bool
-		want string
+		a10 bool
+		// asLow gives the preemptor the priority of the pods on node-1,
+		// and puts one on each of its GPUs.
+		asLow bool
+		want  string
 	}{{
 		name:   "more memory than any GPU of the node has names the largest",
 		memory: 20000,
@@ -151,6 +155,11 @@ func TestPostFilterUnresolvable(t *testing.T) {
 		memory:  1000,
 		gpuType: "A100",
 		want:    "GPU preemption: none; 1 node(s) could not take the pod's GPUs even with no pods on them",
+	}, {
+		name:   "a node that would have room but runs no pod of lower priority is counted as such",
+		memory: 12000,
+		asLow:  true,
+		want:   "GPU preemption: none; 1 node(s) had no lower-priority pods holding GPUs",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,10 +167,16 @@ func TestPostFilterUnresolvable(t *testing.T) {
 			low := withPriority(gpuPod("low", 5120), 10)
 			place(v, low, "GPU-0", 5120)
 			preemptor := withPriority(gpuPod("preemptor", tc.memory), 100)
+			nodes := []fwk.NodeInfo{nodeInfo(low)}
+			if tc.asLow {
+				withPriority(preemptor, 10)
+				low2 := withPriority(gpuPod("low-2", 5120), 10)
+				place(v, low2, "GPU-1", 5120)
+				nodes = []fwk.NodeInfo{nodeInfo(low, low2)}
+			}
 			if tc.gpuType != "" {
 				preemptor.Annotations = map[string]string{"tessera.dev/gpu-type": tc.gpuType}
 			}
-			nodes := []fwk.NodeInfo{nodeInfo(low)}
 			if tc.a10 {
 				gn := &gpuv1alpha1.GPUNode{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}
 				gn.Status.Devices = []gpuv1alpha1.GPUDevice{{

@@ -156,7 +156,8 @@ func TestPlayQuota(t *testing.T) {
 	for _, name := range []string{"w1", "w2"} {
 		pod := percentPod(name, 50)
 		state := preFilter(t, p, pod)
-		wantCode(t, "Filter "+name, p.Filter(ctx, state, pod, nodeInfo(other0, other1, held)), fwk.Unschedulable)
+		// Unresolvable: the pods on the node have no lower priority.
+		wantCode(t, "Filter "+name, p.Filter(ctx, state, pod, nodeInfo(other0, other1, held)), fwk.UnschedulableAndUnresolvable)
 	}
 	v.Release(other0.UID)
 	p.requeue.Freed(node)
