@@ -139,18 +139,10 @@ func (e *env) runPreemption(ctx context.Context, t *testing.T, group string, tc 
 		e.waitBound(ctx, t, name)
 		high = append(high, name)
 	}
-	for i, c := range tc.low {
-		name := fmt.Sprintf("%s-low-%d", group, i)
-		pod := gpuPod(name, group, nil, c)
-		pod.Spec.PriorityClassName = lowPriority
-		if slices.Contains(tc.protected, i) {
-			pod.Labels = map[string]string{protectedLabel: group}
-		}
-		e.createPod(ctx, t, pod)
-		_, alloc := e.waitBound(ctx, t, name)
-		gpuOf[name] = alloc.Spec.Containers[0].Devices[0].UUID
-		low = append(low, name)
-	}
+	// The budget comes before the pods it protects, so that kube-scheduler
+	// has long heard of it when the preemptor comes, however loaded the
+	// machine: no controller acts on it, and its status allows no
+	// disruption.
 	if len(tc.protected) > 0 {
 		pdb := &policyv1.PodDisruptionBudget{
 			ObjectMeta: metav1.ObjectMeta{Name: group, Namespace: namespace},
@@ -165,6 +157,18 @@ func (e *env) runPreemption(ctx context.Context, t *testing.T, group string, tc 
 		t.Cleanup(func() {
 			_ = e.cp.Kube.PolicyV1().PodDisruptionBudgets(namespace).Delete(context.Background(), group, metav1.DeleteOptions{})
 		})
+	}
+	for i, c := range tc.low {
+		name := fmt.Sprintf("%s-low-%d", group, i)
+		pod := gpuPod(name, group, nil, c)
+		pod.Spec.PriorityClassName = lowPriority
+		if slices.Contains(tc.protected, i) {
+			pod.Labels = map[string]string{protectedLabel: group}
+		}
+		e.createPod(ctx, t, pod)
+		_, alloc := e.waitBound(ctx, t, name)
+		gpuOf[name] = alloc.Spec.Containers[0].Devices[0].UUID
+		low = append(low, name)
 	}
 
 	name := group + "-preemptor"
