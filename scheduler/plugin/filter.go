@@ -28,7 +28,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("pod %s/%s has an invalid GPU request: %v", pod.Namespace, pod.Name, err))
 	}
-	s := &cycleState{req: req, overQuota: &overQuota{}}
+	s := &cycleState{req: req, overQuota: &overQuota{}, evictless: &nodeSet{}}
 	state.Write(stateKey, s)
 	if len(req.Containers) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -163,8 +163,12 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 			return
 		}
 		code := fwk.Unschedulable
-		if f.Unresolvable || !evictable(nodeInfo, pod) {
+		switch {
+		case f.Unresolvable:
 			code = fwk.UnschedulableAndUnresolvable
+		case !evictable(nodeInfo, pod):
+			code = fwk.UnschedulableAndUnresolvable
+			s.evictless.add(name)
 		}
 		status = fwk.NewStatus(code, f.Error()+s.gangSuffix)
 	})

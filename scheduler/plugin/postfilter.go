@@ -62,7 +62,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if overQuota > 0 {
 		more = append(more, fmt.Sprintf("%d node(s) would take the pod's GPUs but its namespace's GPU quota has no room for them there, and %s", overQuota, noQuotaEviction))
 	}
-	why := p.whyNoPreemption(pod, s.req, nodes, m, more...)
+	why := p.whyNoPreemption(pod, s.req, nodes, m, s.evictless, more...)
 	klog.FromContext(ctx).V(4).Info("No GPU preemption helps", "pod", klog.KObj(pod), "reason", why)
 	return nil, fwk.NewStatus(fwk.Unschedulable, why)
 }
@@ -74,8 +74,9 @@ const noQuotaEviction = "no pod is evicted to make room in a namespace's GPU quo
 // whyNoPreemption words, for the nodes on which the pod's GPUs did not fit
 // (Tessera's Filter failed them), why evicting lower-priority pods there
 // does not make room, or why the node could never take them (see
-// whyNever), followed by more.
-func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fwk.NodeInfo, m fwk.NodeToStatusReader, more ...string) string {
+// whyNever), followed by more. evictless are the nodes Filter called
+// unresolvable for having nothing to evict, not for never fitting.
+func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fwk.NodeInfo, m fwk.NodeToStatusReader, evictless *nodeSet, more ...string) string {
 	priority := preemption.Priority(pod)
 	var short, never []string
 	var none, wouldFit int
@@ -92,8 +93,7 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 				lower[pi.GetPod().UID] = true
 			}
 		}
-		// Filter also calls a node with nothing to evict unresolvable.
-		if st.Code() == fwk.UnschedulableAndUnresolvable && (len(lower) > 0 || p.neverHolds(name, pod.UID, req)) {
+		if st.Code() == fwk.UnschedulableAndUnresolvable && !evictless.has(name) {
 			never = append(never, name)
 			continue
 		}
@@ -141,19 +141,6 @@ func (p *Plugin) whyNoPreemption(pod *v1.Pod, req podrequest.Request, nodes []fw
 		return "GPU preemption: none, the pod's GPUs are not what is short"
 	}
 	return "GPU preemption: none; " + strings.Join(parts, "; ")
-}
-
-// neverHolds reports whether the node could not hold the pod's GPUs even
-// with no pods on it.
-func (p *Plugin) neverHolds(node string, uid types.UID, req podrequest.Request) bool {
-	never := true
-	p.view.Read([]string{node}, uid, func(_ string, n *view.Node) {
-		if n != nil {
-			_, failure := preemption.FitWithout(n, req.Request, func(types.UID) bool { return true })
-			never = failure != nil
-		}
-	})
-	return never
 }
 
 // tellPreempting, in the first scheduling cycle after kube-scheduler

@@ -98,7 +98,7 @@ func TestWhyNoPreemption(t *testing.T) {
 			}
 			statuses := framework.NewDefaultNodeToStatus()
 			statuses.Set(node, fwk.NewStatus(fwk.Unschedulable, "not enough memory").WithPlugin(Name))
-			got := p.whyNoPreemption(preemptor, s.req, []fwk.NodeInfo{nodeInfo(pods...)}, statuses)
+			got := p.whyNoPreemption(preemptor, s.req, []fwk.NodeInfo{nodeInfo(pods...)}, statuses, s.evictless)
 			if !strings.HasPrefix(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}

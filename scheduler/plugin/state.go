@@ -29,6 +29,10 @@ type cycleState struct {
 	quota     view.Quota
 	quotaAt   time.Time
 	overQuota *overQuota
+	// evictless are the nodes Filter called unresolvable only because no
+	// pod of lower priority runs there (see evictable); nil in clones,
+	// whose dry runs take pods off nodes.
+	evictless *nodeSet
 	// changes are the pods added or removed per node by AddPod and
 	// RemovePod, which change only clones of the cycle's state.
 	changes map[string]*nodeChanges
@@ -58,6 +62,35 @@ type nodeChanges struct {
 type addedPod struct {
 	uid   types.UID
 	holds []placement.Hold
+}
+
+// nodeSet is a set of nodes that Filter, on many nodes at once, adds to.
+type nodeSet struct {
+	mu    sync.Mutex
+	nodes map[string]bool
+}
+
+// add puts the node in the set; on a nil set it does nothing.
+func (n *nodeSet) add(node string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.nodes == nil {
+		n.nodes = map[string]bool{}
+	}
+	n.nodes[node] = true
+}
+
+// has reports whether the node is in the set.
+func (n *nodeSet) has(node string) bool {
+	if n == nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.nodes[node]
 }
 
 // overQuota is what a pod's namespace's GPU quota turned away in one
@@ -120,6 +153,7 @@ func (s *cycleState) notOverQuota(nodes []fwk.NodeInfo) (kept []fwk.NodeInfo, ov
 // and what the quota turned away are shared.
 func (s *cycleState) Clone() fwk.StateData {
 	c := *s
+	c.evictless = nil
 	c.changes = make(map[string]*nodeChanges, len(s.changes))
 	for name, ch := range s.changes {
 		c.changes[name] = &nodeChanges{removed: slices.Clone(ch.removed), added: slices.Clone(ch.added)}
