@@ -61,8 +61,8 @@ type Parking struct {
 // neither keeps them in its queue nor walks them on every assigned pod's
 // event, and a scheduler that starts does not read them at all. A pod
 // held for parkAfter is parked, at the pace parkPace sets; one the
-// requeuer releases is unparked at once, unbounded, and kube-scheduler meets it anew
-// and asks the gate about it. Being the gate's, the requeuer's memory
+// requeuer releases is unparked at once, unbounded, and kube-scheduler
+// meets it anew and asks the gate about it. Being the gate's, the requeuer's memory
 // says which pods are held; the label follows it. A parked pod the
 // requeuer does not know (after a restart, or one labelled by someone
 // else) is judged by the gate anew, and unparked unless the gate holds
@@ -139,11 +139,13 @@ func (pk *parker) handler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) { look(obj) },
 		UpdateFunc: func(old, obj any) {
 			was, _ := old.(*v1.Pod)
-			if pod, ok := obj.(*v1.Pod); ok && was != nil && was.Spec.NodeName == "" && pod.Spec.NodeName != "" {
-				pk.pace.placing()
-			}
-			if pod, ok := obj.(*v1.Pod); ok && was != nil && pod.Labels[gpuv1alpha1.ParkedLabel] != "" && requestChanged(was, pod) {
-				pk.release(pod.UID)
+			if pod, ok := obj.(*v1.Pod); ok && was != nil {
+				if was.Spec.NodeName == "" && pod.Spec.NodeName != "" {
+					pk.pace.placing() // bound
+				}
+				if pod.Labels[gpuv1alpha1.ParkedLabel] != "" && requestChanged(was, pod) {
+					pk.release(pod.UID)
+				}
 			}
 			look(old, obj)
 		},
@@ -300,9 +302,9 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 // park starts parking the pods the fit gate holds, and hiding them with
 // the parking's screen until they are parked: pods is an informer on the
 // profile's pods that does not leave parked ones out and keeps pending
-// ones whole (see pendingPods), kube the client that writes the label, ready whether the
-// gate's view has synced, and judge asks the gate about a pod. It parks
-// until ctx ends.
+// ones whole (see pendingPods), kube the client that writes the label,
+// ready whether the gate's view has synced, and judge asks the gate about
+// a pod. It parks until ctx ends.
 func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
 	pk := newParker(kube, pods.Lister(), parking.Leading, r.clock)
 	pk.holds, pk.judge, pk.adoptAll, pk.release = r.holds, judge, r.adopt, r.release

@@ -53,7 +53,7 @@ type Config struct {
 	// WholePending keeps the pods not yet bound whole but for their
 	// managed fields, for a front end that judges them (tessera-scheduler's
 	// parking reads its pending pods from Pods); bound pods are trimmed
-	// alike.
+	// either way.
 	WholePending bool
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
