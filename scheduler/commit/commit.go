@@ -31,12 +31,15 @@ var ErrAllocationKept = errors.New("its allocation is kept until the pod shows w
 // cannot run on it.
 func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) error {
 	start := c.Clock.Now()
-	waitCtx, cancel := context.WithTimeoutCause(ctx, c.BindWaitTimeout,
-		fmt.Errorf("bind wait timeout of %s passed", c.BindWaitTimeout))
+	waitCtx, cancel := ctx, context.CancelFunc(func() {})
+	if c.BindWaitLimit > 0 {
+		waitCtx, cancel = context.WithTimeoutCause(ctx, c.BindWaitLimit,
+			fmt.Errorf("bind wait timeout of %s passed", c.BindWaitLimit))
+	}
 	if c.Waiting != nil {
 		c.Waiting.Inc()
 	}
-	err := c.Gate.Acquire(waitCtx, node, pod.UID)
+	err := c.Gate.Acquire(waitCtx, node, pod.UID, c.BindWaitTimeout)
 	cancel()
 	if c.Waiting != nil {
 		c.Waiting.Dec()

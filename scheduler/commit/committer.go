@@ -24,8 +24,14 @@ type Committer struct {
 	Tessera versioned.Interface
 	// FieldManager names the front end in the managed fields of its writes.
 	FieldManager string
-	// BindWaitTimeout bounds a bind's wait for its node's turn.
+	// BindWaitTimeout is how long a bind waits for its node's turn while
+	// no turn begins there: binds behind a long queue wait their turn, and
+	// those behind a node whose turns stopped give up.
 	BindWaitTimeout time.Duration
+	// BindWaitLimit, when set, bounds a bind's whole wait for its node's
+	// turn, however the node's turns move: the extender answers each bind
+	// within kube-scheduler's httpTimeout.
+	BindWaitLimit time.Duration
 	// QueueWait observes each wait for a node's turn, in seconds; nil
 	// observes none.
 	QueueWait prometheus.Observer

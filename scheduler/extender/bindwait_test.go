@@ -23,7 +23,7 @@ func TestBindsWaitingCounted(t *testing.T) {
 	f.ext.Metrics = m
 	f.ext.BindWaitTimeout = time.Minute
 	// Another pod is in flight on the node.
-	if err := f.gate.Acquire(t.Context(), "a100-1", "other"); err != nil {
+	if err := f.gate.Acquire(t.Context(), "a100-1", "other", 0); err != nil {
 		t.Fatal(err)
 	}
 	pod := f.addPod(podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000"))

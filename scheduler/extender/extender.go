@@ -63,7 +63,8 @@ type Config struct {
 	// HeartbeatMaxAge is the oldest renewal of its Lease a node may have
 	// to take new pods.
 	HeartbeatMaxAge time.Duration
-	// BindWaitTimeout bounds a bind's wait for its node's turn.
+	// BindWaitTimeout bounds a bind's wait for its node's turn, which must
+	// end within kube-scheduler's httpTimeout.
 	BindWaitTimeout time.Duration
 	// HAMiCoreMissing is what happens to pods asking for GPU slices on a
 	// node without the HAMi-core library; empty means HAMiCoreRefuse.
@@ -124,6 +125,8 @@ func (e *Extender) committer() *commit.Committer {
 	c := &commit.Committer{
 		Gate: e.Gate, Clock: e.Clock, Kube: e.Kube, Tessera: e.Tessera,
 		FieldManager: FieldManager, BindWaitTimeout: e.BindWaitTimeout,
+		// kube-scheduler gives up on a bind after its httpTimeout.
+		BindWaitLimit: e.BindWaitTimeout,
 	}
 	if e.Metrics != nil {
 		c.QueueWait, c.Waiting = e.Metrics.BindQueueWait, e.Metrics.BindsWaiting

@@ -28,6 +28,8 @@ type Gate struct {
 type nodeQueue struct {
 	holder  *holder
 	waiters []*waiter
+	// moved is when the node's latest turn began.
+	moved time.Time
 }
 
 // holder is the node's in-flight pod and, once known, its allocation.
@@ -65,8 +67,12 @@ func NewGate(clk clock.Clock, ttl, verifyAfter time.Duration, verify Verifier) *
 
 // Acquire waits until the pod with the given UID may put an allocation in
 // flight on the node, and makes it the node's in-flight allocation. It
-// returns an error, leaving the queue as it was, when ctx ends first.
-func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
+// waits as long as the node's turns move: it gives up when no turn has
+// begun there for stall (never, when stall is zero), since a bind a long
+// queue holds up will have its turn, and one behind a node whose turns
+// stopped will not. It returns an error, leaving the queue as it was,
+// when it gives up or ctx ends first.
+func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID, stall time.Duration) error {
 	w := &waiter{uid: uid, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
 	q := g.queue(node)
@@ -76,16 +82,19 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 		q.holder.allocation = ""
 		q.holder.lost = types.NamespacedName{}
 		q.holder.since = g.clock.Now()
+		q.moved = q.holder.since
 		g.mu.Unlock()
 		return nil
 	}
 	q.waiters = append(q.waiters, w)
+	waitingSince := g.clock.Now()
 	for {
-		var expiry, verify <-chan time.Time
+		var expiry, verify, stalled <-chan time.Time
 		var timers []clock.Timer
 		if q.waiters[0] == w {
 			if q.holder == nil || g.expired(q.holder) {
 				q.holder = &holder{uid: uid, since: g.clock.Now()}
+				q.moved = q.holder.since
 				q.waiters = q.waiters[1:]
 				g.wakeHead(q)
 				g.mu.Unlock()
@@ -100,6 +109,17 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 				timers = append(timers, verifyTimer)
 			}
 		}
+		if stall > 0 {
+			left := latest(waitingSince, q.moved).Add(stall).Sub(g.clock.Now())
+			if left <= 0 {
+				g.leave(node, w)
+				g.mu.Unlock()
+				return fmt.Errorf("waiting for the in-flight allocation on node %s: no turn began there for %s", node, stall)
+			}
+			stallTimer := g.clock.NewTimer(left)
+			stalled = stallTimer.C()
+			timers = append(timers, stallTimer)
+		}
 		g.mu.Unlock()
 
 		verifyNow := false
@@ -108,6 +128,7 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID) error {
 		case <-expiry:
 		case <-verify:
 			verifyNow = true
+		case <-stalled:
 		case <-ctx.Done():
 		}
 		for _, t := range timers {
@@ -191,6 +212,7 @@ func (g *Gate) Observe(node string, uid, allocation types.UID, since time.Time) 
 	switch h := q.holder; {
 	case h == nil:
 		q.holder = &holder{uid: uid, allocation: allocation, since: since}
+		q.moved = latest(q.moved, since)
 	case h.uid == uid && h.lost != (types.NamespacedName{}) && h.allocation == "":
 		h.allocation = allocation
 	}
@@ -214,6 +236,26 @@ func (g *Gate) InFlight(node string) (types.UID, bool) {
 	return q.holder.uid, true
 }
 
+// Queued reports whether the pod is in flight on the node, or waits there
+// for its turn.
+func (g *Gate) Queued(node string, uid types.UID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	q, ok := g.nodes[node]
+	if !ok {
+		return false
+	}
+	if q.holder != nil && q.holder.uid == uid {
+		return true
+	}
+	for _, w := range q.waiters {
+		if w.uid == uid {
+			return true
+		}
+	}
+	return false
+}
+
 // Waiting returns how many binds wait for the node.
 func (g *Gate) Waiting(node string) int {
 	g.mu.Lock()
@@ -231,6 +273,13 @@ func (g *Gate) queue(node string) *nodeQueue {
 		g.nodes[node] = q
 	}
 	return q
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (g *Gate) expired(h *holder) bool {

@@ -3,6 +3,7 @@ package inflight
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +16,29 @@ const ttl = time.Minute
 // acquireAsync starts Acquire in a goroutine and returns its result channel.
 func acquireAsync(ctx context.Context, g *Gate, node string, uid types.UID) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- g.Acquire(ctx, node, uid) }()
+	go func() { done <- g.Acquire(ctx, node, uid, 0) }()
 	return done
+}
+
+// acquireStalling is acquireAsync for a bind that gives up once no turn
+// has begun on the node for stall.
+func acquireStalling(ctx context.Context, g *Gate, node string, uid types.UID, stall time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- g.Acquire(ctx, node, uid, stall) }()
+	return done
+}
+
+// stepWhenTimed steps the clock once every waiter has set its timers.
+func stepWhenTimed(t *testing.T, clk *clocktesting.FakeClock, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("no timer set")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(d)
 }
 
 // waitQueued waits until n binds wait on the node.
@@ -130,6 +152,65 @@ func TestGate(t *testing.T) {
 				}
 				clk.Step(time.Second)
 				expectDone(t, b, "b after the time-to-live")
+			},
+		},
+		{
+			name: "waiters behind a moving queue wait past the stall limit",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireStalling(t.Context(), g, "n", "b", 10*time.Second)
+				waitQueued(t, g, "n", 1)
+				c := acquireStalling(t.Context(), g, "n", "c", 10*time.Second)
+				waitQueued(t, g, "n", 2)
+				stepWhenTimed(t, clk, 8*time.Second)
+				g.Release("n", "a")
+				expectDone(t, b, "b")
+				// c has waited 16 s, 8 s since b's turn began.
+				stepWhenTimed(t, clk, 8*time.Second)
+				expectWaiting(t, c, "c")
+				g.Release("n", "b")
+				expectDone(t, c, "c")
+			},
+		},
+		{
+			name: "a waiter gives up when no turn begins for the stall limit",
+			run: func(t *testing.T, g *Gate, clk *clocktesting.FakeClock) {
+				expectDone(t, acquireAsync(t.Context(), g, "n", "a"), "a")
+				b := acquireStalling(t.Context(), g, "n", "b", 10*time.Second)
+				waitQueued(t, g, "n", 1)
+				stepWhenTimed(t, clk, 9*time.Second)
+				expectWaiting(t, b, "b before the stall limit")
+				stepWhenTimed(t, clk, time.Second)
+				select {
+				case err := <-b:
+					if err == nil || !strings.Contains(err.Error(), "no turn began there for 10s") {
+						t.Fatalf("b: err = %v, want it to give up", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("b did not give up")
+				}
+				if uid, ok := g.InFlight("n"); !ok || uid != "a" || g.Waiting("n") != 0 {
+					t.Fatalf("in flight = %q, %v with %d waiting; want a alone", uid, ok, g.Waiting("n"))
+				}
+			},
+		},
+		{
+			name: "queued names the pod in flight and those waiting",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				b := queueBehindA(t, g, "")
+				for uid, want := range map[types.UID]bool{"a": true, "b": true, "c": false} {
+					if got := g.Queued("n", uid); got != want {
+						t.Errorf("Queued(n, %s) = %v, want %v", uid, got, want)
+					}
+				}
+				if g.Queued("m", "a") {
+					t.Error("Queued(m, a) = true for a pod in flight on n")
+				}
+				g.Release("n", "a")
+				expectDone(t, b, "b")
+				if g.Queued("n", "a") {
+					t.Error("Queued(n, a) = true after its turn ended")
+				}
 			},
 		},
 		{

@@ -52,8 +52,12 @@ type Config struct {
 	// LeaseNamespace holds the nodes' Leases, each named like its node;
 	// the device plugins must renew them there.
 	LeaseNamespace string `json:"leaseNamespace"`
-	// BindWaitTimeout bounds how long a bind waits for the node's in-flight
-	// allocation. It must stay below kube-scheduler's extender httpTimeout.
+	// BindWaitTimeout is how long a bind waits for its node's turn while
+	// no turn begins there: a bind behind a queue that moves waits its
+	// turn, one behind a node whose device plugin stopped serving gives
+	// up. The extender's binds wait at most this long in all, since
+	// kube-scheduler gives up on them after its httpTimeout: it must stay
+	// below that.
 	BindWaitTimeout metav1.Duration `json:"bindWaitTimeout"`
 	// HAMiCoreMissing is what happens to a pod asking for GPU slices on a
 	// node whose device plugin reports the HAMi-core library missing:

@@ -50,7 +50,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.HeartbeatMaxAge.Duration, "heartbeat-max-age", c.HeartbeatMaxAge.Duration, "A node whose Lease was last renewed longer ago takes no new pods, and its GPUNode's Ready condition becomes Unknown.")
 	fs.StringVar(&c.LeaseNamespace, "lease-namespace", c.LeaseNamespace, "Namespace of the nodes' Leases, which the device plugins renew.")
 	fs.StringVar((*string)(&c.HAMiCoreMissing), "hami-core-missing", string(c.HAMiCoreMissing), "Pods asking for GPU slices on a node whose HAMi-core library is missing: Refuse keeps them off it, Warn places them with a warning event.")
-	fs.DurationVar(&c.BindWaitTimeout.Duration, "bind-wait-timeout", c.BindWaitTimeout.Duration, "Longest a bind waits for the node's in-flight allocation; keep it below kube-scheduler's extender httpTimeout.")
+	fs.DurationVar(&c.BindWaitTimeout.Duration, "bind-wait-timeout", c.BindWaitTimeout.Duration, "How long a bind waits for its node's turn while no turn begins there; the extender's binds wait at most this long in all, so keep it below kube-scheduler's extender httpTimeout.")
 	fs.DurationVar(&c.InFlightTTL.Duration, "in-flight-ttl", c.InFlightTTL.Duration, "How long an allocation not yet served by the device plugin blocks the next bind to its node.")
 	fs.DurationVar(&c.OrphanSweepInterval.Duration, "orphan-sweep-interval", c.OrphanSweepInterval.Duration, "How often allocations whose pod is gone are deleted.")
 	fs.Float32Var(&c.ClientQPS, "kube-api-qps", c.ClientQPS, "Queries per second to the API server.")

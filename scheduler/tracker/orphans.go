@@ -17,7 +17,8 @@ import (
 
 // Sweep queues every allocation whose pod the cache lacks, or has with
 // another UID, for deletion, and drops reservations whose bind ended long
-// ago without a GPUAllocation to show for it in the cache or the API.
+// ago without a GPUAllocation to show for it in the cache or the API; a
+// bind still waiting for its node's turn has not ended.
 func (t *Tracker) Sweep(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	allocations, err := t.allocations.List(labels.Everything())
@@ -40,7 +41,9 @@ func (t *Tracker) Sweep(ctx context.Context) {
 	var stale []reservation
 	cutoff := t.clock.Now().Add(-t.reservationMaxAge)
 	t.view.Each(nil, func(p *view.Pod) {
-		if p.Reserved && p.Since.Before(cutoff) {
+		// A bind waiting for its node's turn keeps its reservation however
+		// long the queue ahead of it: it still writes the allocation.
+		if p.Reserved && p.Since.Before(cutoff) && !t.gate.Queued(p.Node, p.UID) {
 			stale = append(stale, reservation{p.UID, p.Namespace, p.Name, p.Node, p.Since})
 		}
 	})

@@ -65,8 +65,9 @@ type Config struct {
 	// takes no new pods; a node whose Lease is renewed again frees GPUs.
 	HeartbeatMaxAge time.Duration
 	// ReservationMaxAge is how long a bind's reservation may stand without
-	// its GPUAllocation appearing before it is dropped. It must be longer
-	// than any bind can take.
+	// its GPUAllocation appearing before it is dropped, once the bind no
+	// longer waits for its node's turn. It must be longer than any bind
+	// takes after its turn began.
 	ReservationMaxAge time.Duration
 }
 

@@ -249,6 +249,35 @@ func TestTracker(t *testing.T) {
 			wantAllocGone: true, // there never was one
 		},
 		{
+			name: "sweep keeps an old reservation whose bind still waits for its node's turn",
+			run: func(f *fixture) {
+				f.view.Reserve("u1", "ns", "p", "n1", epoch, func(*view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
+					return allocation("p", "", "u1", "").Spec.Containers, nil
+				})
+				if err := f.gate.Acquire(f.ctx, "n1", "other", 0); err != nil {
+					f.t.Fatal(err)
+				}
+				waiting := make(chan error, 1)
+				go func() { waiting <- f.gate.Acquire(f.ctx, "n1", "u1", 0) }()
+				for f.gate.Waiting("n1") != 1 {
+					time.Sleep(time.Millisecond)
+				}
+				f.clock.Step(3 * time.Minute)
+				f.tracker.Sweep(f.ctx)
+				if got := f.usedMiB(); got != 1000 {
+					f.t.Errorf("the reservation of a waiting bind was dropped: %d MiB used", got)
+				}
+				// Its turn comes and goes with no allocation written.
+				f.gate.Release("n1", "other")
+				if err := <-waiting; err != nil {
+					f.t.Fatal(err)
+				}
+				f.gate.Release("n1", "u1")
+				f.tracker.Sweep(f.ctx)
+			},
+			wantAllocGone: true, // there never was one
+		},
+		{
 			name: "sweep places an old reservation whose allocation the cache has not seen yet",
 			run: func(f *fixture) {
 				f.view.Reserve("u1", "ns", "p", "n1", epoch, func(*view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {

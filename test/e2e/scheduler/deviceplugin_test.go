@@ -16,8 +16,8 @@ import (
 	"github.com/tessera-gpu/tessera/test/framework"
 )
 
-// serveDelay is how long the simulated kubelet takes to admit a pod, so
-// that binds to one node really queue behind each other.
+// serveDelay is how long the simulated kubelet takes by default to admit
+// a pod, so that binds to one node really queue behind each other.
 const serveDelay = 30 * time.Millisecond
 
 // devicePlugin plays every node's device plugin: it marks each Pending
@@ -30,7 +30,9 @@ type devicePlugin struct {
 	servedAt   map[string]time.Time // allocation key -> when it was marked Allocated
 }
 
-func startDevicePlugin(t *testing.T, cp *framework.ControlPlane) *devicePlugin {
+// startDevicePlugin starts the simulated device plugin, which waits delay
+// before it serves each allocation.
+func startDevicePlugin(t *testing.T, cp *framework.ControlPlane, delay time.Duration) *devicePlugin {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &devicePlugin{pending: map[string]map[string]bool{}, servedAt: map[string]time.Time{}}
 	factory := externalversions.NewSharedInformerFactory(cp.Tessera, 0)
@@ -63,7 +65,7 @@ func startDevicePlugin(t *testing.T, cp *framework.ControlPlane) *devicePlugin {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					time.Sleep(serveDelay)
+					time.Sleep(delay)
 					p.serve(ctx, t, cp, a)
 				}()
 			}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -72,6 +73,14 @@ func startPluginEnv(t *testing.T) *env {
 // opts.
 func startPluginEnvWith(t *testing.T, opts framework.Options) *env {
 	t.Helper()
+	return startPluginEnvEdited(t, opts, nil, serveDelay)
+}
+
+// startPluginEnvEdited is startPluginEnvWith with edits made to the
+// shipped configuration too (each key's text replaced by its value) and a
+// device plugin that takes delay to serve each allocation.
+func startPluginEnvEdited(t *testing.T, opts framework.Options, edits map[string]string, delay time.Duration) *env {
+	t.Helper()
 	bin, err := framework.SchedulerPluginBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -83,11 +92,14 @@ func startPluginEnvWith(t *testing.T, opts framework.Options) *env {
 		t.Fatal(err)
 	}
 	config := string(shipped)
-	for from, to := range map[string]string{
-		"heartbeatMaxAge: 2m": "heartbeatMaxAge: 1h\n          orphanSweepInterval: 5s",
-		// As startEnv's extender, for testMetrics.
-		"allocationMetrics: false": "allocationMetrics: true",
-	} {
+	edits = maps.Clone(edits)
+	if edits == nil {
+		edits = map[string]string{}
+	}
+	edits["heartbeatMaxAge: 2m"] = "heartbeatMaxAge: 1h\n          orphanSweepInterval: 5s"
+	// As startEnv's extender, for testMetrics.
+	edits["allocationMetrics: false"] = "allocationMetrics: true"
+	for from, to := range edits {
 		if !strings.Contains(config, from) {
 			t.Fatalf("the shipped tessera-scheduler configuration no longer says %q", from)
 		}
@@ -95,7 +107,7 @@ func startPluginEnvWith(t *testing.T, opts framework.Options) *env {
 	}
 	e.schedulerBin, e.schedulerConfig = bin, config
 	e.scheduler = cp.StartSchedulerBinary(t, bin, config)
-	e.plugin = startDevicePlugin(t, cp)
+	e.plugin = startDevicePlugin(t, cp, delay)
 	return e
 }
 
@@ -139,7 +151,7 @@ func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc
 
 	cp.StartShippedScheduler(t, "http://"+addr)
 
-	e.plugin = startDevicePlugin(t, cp)
+	e.plugin = startDevicePlugin(t, cp, serveDelay)
 	return e
 }
 

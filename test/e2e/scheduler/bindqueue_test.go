@@ -1,0 +1,54 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tessera-gpu/tessera/test/framework"
+)
+
+// TestPluginBindQueueOutlastsBindWait binds more pods to one node at once
+// than its turns can serve within bindWaitTimeout: each bind waits its
+// turn while the node's turns move, so every pod is bound at its first
+// attempt, none is turned away with a bind wait timeout, and no GPU is
+// over-committed.
+func TestPluginBindQueueOutlastsBindWait(t *testing.T) {
+	const (
+		group, node = "bindqueue", "bindqueue-1"
+		pods        = 12
+		bindWait    = 2 * time.Second
+		// Each turn takes the simulated kubelet this long, so the last
+		// pod's bind waits several times bindWait for its turn.
+		turn = 500 * time.Millisecond
+	)
+	e := startPluginEnvEdited(t, framework.Options{ControllerManager: true},
+		map[string]string{"bindWaitTimeout: 25s": "bindWaitTimeout: " + bindWait.String()}, turn)
+	ctx := t.Context()
+	e.addNode(ctx, t, node, group, 10, a100(0), a100(0))
+	slice := ctr{name: "main", count: 1, memory: 8192, core: 10}
+	for i := range pods {
+		e.createPod(ctx, t, gpuPod(fmt.Sprintf("queued-%d", i), group, nil, slice))
+	}
+	var served []time.Time
+	for i := range pods {
+		name := fmt.Sprintf("queued-%d", i)
+		e.waitBound(ctx, t, name)
+		served = append(served, e.plugin.ServedAt(namespace, name))
+		if events := e.events(ctx, name); strings.Contains(events, "FailedScheduling") {
+			t.Errorf("%s was turned away before it was bound: %s", name, events)
+		}
+	}
+	slices.SortFunc(served, func(a, b time.Time) int { return a.Compare(b) })
+	span := served[len(served)-1].Sub(served[0])
+	t.Logf("%d pods served one after another over %s, bindWaitTimeout %s", pods, span.Round(time.Millisecond), bindWait)
+	if span <= bindWait {
+		t.Errorf("the node served its %d pods within %s, the bind wait: the test did not queue binds past it", pods, span)
+	}
+	e.checkNoOvercommit(ctx, t)
+	if v := e.plugin.Violations(); len(v) > 0 {
+		t.Errorf("node had two pending allocations at once: %v", v)
+	}
+}
