@@ -64,7 +64,7 @@ func (p *Profiler) StartScheduler(ctx context.Context, env *ClusterEnv, scraper 
 	}
 	p.wg.Add(1)
 	go p.fetch(ctx, env, name+".cpu.pprof", func(ctx context.Context) ([]byte, error) {
-		return meter.HTTPGetWith(ctx, scraper.client, scraper.base+"/debug/pprof/profile?seconds="+strconv.Itoa(p.Seconds))
+		return meter.HTTPGetWith(ctx, scraper.Client, scraper.Base+"/debug/pprof/profile?seconds="+strconv.Itoa(p.Seconds))
 	})
 }
 

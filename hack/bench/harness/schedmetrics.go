@@ -1,15 +1,9 @@
 package harness
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"net/http"
-	"os"
-	"strconv"
 
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/client-go/rest"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/test/framework"
@@ -33,50 +27,22 @@ const (
 )
 
 // SchedulerScraper reads a running scheduler's /metrics on its secure
-// port as the control plane's admin, whose client certificate the
-// scheduler checks through kube-apiserver like any delegated
-// authentication.
+// port (see framework.SchedulerClient).
 type SchedulerScraper struct {
-	client *http.Client
-	// base is the scheduler's https://host:port.
-	base string
+	*framework.SchedulerClient
 }
 
-// NewSchedulerScraper finds the secure port of the scheduler process pid
-// on its command line, where the framework gave it.
+// NewSchedulerScraper reads the metrics of the scheduler process pid.
 func NewSchedulerScraper(cp *framework.ControlPlane, pid int) (*SchedulerScraper, error) {
-	port, err := securePort(pid)
+	client, err := framework.NewSchedulerClient(cp, pid)
 	if err != nil {
 		return nil, err
 	}
-	config := rest.CopyConfig(cp.Config)
-	config.Host = "https://127.0.0.1:" + strconv.Itoa(port)
-	// The scheduler serves a certificate it signed itself.
-	config.Insecure, config.CAData, config.CAFile = true, nil, ""
-	client, err := rest.HTTPClientFor(config)
-	if err != nil {
-		return nil, fmt.Errorf("a client for the scheduler's metrics: %w", err)
-	}
-	return &SchedulerScraper{client: client, base: config.Host}, nil
-}
-
-// securePort reads --secure-port from a process's command line.
-func securePort(pid int) (int, error) {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading the scheduler's command line: %w", err)
-	}
-	const flag = "--secure-port="
-	for _, arg := range bytes.Split(cmdline, []byte{0}) {
-		if v, ok := bytes.CutPrefix(arg, []byte(flag)); ok {
-			return strconv.Atoi(string(v))
-		}
-	}
-	return 0, fmt.Errorf("process %d has no %s flag", pid, flag)
+	return &SchedulerScraper{client}, nil
 }
 
 // Scrape reads the scheduler's metrics.
 func (s *SchedulerScraper) Scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	families, _, err := meter.ScrapeWith(ctx, s.client, s.base+"/metrics")
+	families, _, err := meter.ScrapeWith(ctx, s.Client, s.Base+"/metrics")
 	return families, err
 }
