@@ -15,9 +15,7 @@ const ttl = time.Minute
 
 // acquireAsync starts Acquire in a goroutine and returns its result channel.
 func acquireAsync(ctx context.Context, g *Gate, node string, uid types.UID) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- g.Acquire(ctx, node, uid, 0) }()
-	return done
+	return acquireStalling(ctx, g, node, uid, 0)
 }
 
 // acquireStalling is acquireAsync for a bind that gives up once no turn
