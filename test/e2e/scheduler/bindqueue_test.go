@@ -18,11 +18,13 @@ import (
 func TestPluginBindQueueOutlastsBindWait(t *testing.T) {
 	const (
 		group, node = "bindqueue", "bindqueue-1"
-		pods        = 12
-		bindWait    = 2 * time.Second
-		// Each turn takes the simulated kubelet this long, so the last
-		// pod's bind waits several times bindWait for its turn.
-		turn = 500 * time.Millisecond
+		// Twenty 8 GiB slices fill the node's two GPUs.
+		pods     = 20
+		bindWait = 4 * time.Second
+		// Each turn takes the simulated kubelet at least this long, so the
+		// last pod's bind waits about twice bindWait for its turn, while a
+		// turn stays well within it on a loaded machine.
+		turn = 400 * time.Millisecond
 	)
 	e := startPluginEnvEdited(t, framework.Options{ControllerManager: true},
 		map[string]string{"bindWaitTimeout: 25s": "bindWaitTimeout: " + bindWait.String()}, turn)
