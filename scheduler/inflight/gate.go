@@ -47,6 +47,8 @@ type holder struct {
 type waiter struct {
 	uid  types.UID
 	wake chan struct{}
+	// released is set when Release drops the waiter: its pod is gone.
+	released bool
 }
 
 // DefaultVerifyAfter is how long a node's in-flight turn lasts before the
@@ -71,7 +73,7 @@ func NewGate(clk clock.Clock, ttl, verifyAfter time.Duration, verify Verifier) *
 // begun there for stall (never, when stall is zero), since a bind a long
 // queue holds up will have its turn, and one behind a node whose turns
 // stopped will not. It returns an error, leaving the queue as it was,
-// when it gives up or ctx ends first.
+// when it gives up, ctx ends first, or Release drops the waiting pod.
 func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID, stall time.Duration) error {
 	w := &waiter{uid: uid, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
@@ -144,6 +146,10 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID, stall ti
 			g.verifyTurn(ctx, node)
 		}
 		g.mu.Lock()
+		if w.released {
+			g.mu.Unlock()
+			return fmt.Errorf("waiting for the in-flight allocation on node %s: the pod was released while it waited", node)
+		}
 		q = g.queue(node)
 	}
 }
@@ -176,16 +182,32 @@ func (g *Gate) Lost(node string, uid types.UID, pod types.NamespacedName) {
 }
 
 // Release ends the pod's turn on the node, whatever its allocation, so the
-// next bind may go ahead: the bind failed, or the pod is gone. Releasing a
-// pod that is not in flight there does nothing.
+// next bind may go ahead: the bind failed, or the pod is gone. A pod
+// still waiting for its turn there leaves the queue, and its Acquire
+// returns an error: a pod deleted while its bind waits does not take a
+// turn. Releasing a pod that is neither does nothing.
 func (g *Gate) Release(node string, uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	q, ok := g.nodes[node]
-	if !ok || q.holder == nil || q.holder.uid != uid {
+	if !ok {
 		return
 	}
-	g.free(node, q)
+	if q.holder != nil && q.holder.uid == uid {
+		g.free(node, q)
+		return
+	}
+	for _, w := range q.waiters {
+		if w.uid == uid {
+			w.released = true
+			g.leave(node, w)
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+			return
+		}
+	}
 }
 
 // ReleaseAllocation ends the pod's turn on the node if its in-flight

@@ -129,14 +129,36 @@ func TestGate(t *testing.T) {
 			},
 		},
 		{
-			name: "release of a pod that is not in flight changes nothing",
+			name: "release of a pod on another node changes nothing",
 			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
 				b := queueBehindA(t, g, "")
-				g.Release("n", "b")
 				g.Release("other", "a")
+				g.Release("other", "b")
 				expectWaiting(t, b, "b")
 				g.Release("n", "a")
 				expectDone(t, b, "b")
+			},
+		},
+		{
+			name: "a released waiter leaves the queue and never takes a turn",
+			run: func(t *testing.T, g *Gate, _ *clocktesting.FakeClock) {
+				b := queueBehindA(t, g, "")
+				c := acquireAsync(t.Context(), g, "n", "c")
+				waitQueued(t, g, "n", 2)
+				g.Release("n", "b")
+				select {
+				case err := <-b:
+					if err == nil || !strings.Contains(err.Error(), "released while it waited") {
+						t.Fatalf("b: err = %v, want it released", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("b still waits after its release")
+				}
+				if g.Queued("n", "b") || g.Waiting("n") != 1 {
+					t.Fatalf("b queued: %v, %d waiting; want c alone", g.Queued("n", "b"), g.Waiting("n"))
+				}
+				g.Release("n", "a")
+				expectDone(t, c, "c")
 			},
 		},
 		{

@@ -54,3 +54,42 @@ func TestPluginBindQueueOutlastsBindWait(t *testing.T) {
 		t.Errorf("node had two pending allocations at once: %v", v)
 	}
 }
+
+// TestPluginBindQueueLetsDeletedPodsGo deletes pods whose binds wait in
+// their node's line: they leave it at once, so none takes a turn or
+// writes a GPUAllocation, and the pods behind them are served.
+func TestPluginBindQueueLetsDeletedPodsGo(t *testing.T) {
+	const (
+		group, node = "bindgone", "bindgone-1"
+		pods, kept  = 20, 15
+		turn        = 400 * time.Millisecond
+	)
+	e := startPluginEnvEdited(t, framework.Options{ControllerManager: true}, nil, turn)
+	ctx := t.Context()
+	e.addNode(ctx, t, node, group, 10, a100(0), a100(0))
+	slice := ctr{name: "main", count: 1, memory: 8192, core: 10}
+	var names []string
+	for i := range pods {
+		names = append(names, fmt.Sprintf("gone-%d", i))
+		e.createPod(ctx, t, gpuPod(names[i], group, nil, slice))
+	}
+	// Every pod holds its slice: the last ones wait seconds for their turns.
+	e.waitHeldMiB(t, node, pods*8192)
+	deleted := names[kept:]
+	creates := make(chan int, 1)
+	go func() { creates <- e.countAllocationCreates(ctx, t, deleted, time.Duration(pods)*turn+5*time.Second) }()
+	for _, name := range deleted {
+		e.deletePod(ctx, t, name)
+	}
+	for _, name := range names[:kept] {
+		e.waitBound(ctx, t, name)
+	}
+	if n := <-creates; n != 0 {
+		t.Errorf("%d GPUAllocations were written for the %d pods deleted while their binds waited, want none", n, len(deleted))
+	}
+	e.waitHeldMiB(t, node, kept*8192)
+	e.checkNoOvercommit(ctx, t)
+	if v := e.plugin.Violations(); len(v) > 0 {
+		t.Errorf("node had two pending allocations at once: %v", v)
+	}
+}
