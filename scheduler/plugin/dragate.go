@@ -85,10 +85,10 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 	if err != nil {
 		return nil, err
 	}
-	reasons := newHeldReasons(h.ClientSet(), h.EventRecorder(), clk)
+	reasons := newHeldReasons(h.ClientSet(), h.EventRecorder(), clk, rq.stillHeld)
 	go reasons.run(ctx)
 	waiting := &unsynced{ready: ready}
-	go rq.judgeWaited(ctx, waiting, "DRA view")
+	go rq.judgeWaited(ctx, waiting, "DRA view", reasons)
 	g := &DRAFitGate{
 		fitGate: fitGate{profile: h.ProfileName(), index: rq.index, waiters: rq, priorities: priorities, reasons: reasons, unsynced: waiting},
 		claims:  dra.ResourceClaims(),

@@ -299,7 +299,7 @@ func TestPodsThatWaitedForSyncAreJudgedTogether(t *testing.T) {
 	}
 	synced = true
 	p.requeue.index.Freed(node)
-	p.requeue.judgeWaited(t.Context(), p.unsynced, "GPU view")
+	p.requeue.judgeWaited(t.Context(), p.unsynced, "GPU view", p.reasons)
 	want := slices.Sorted(slices.Values(append(keys(pods), "default/early-a")))
 	if got := act.take(); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want the pods judged and then default/early-a alone: %v", got, want)
@@ -308,6 +308,12 @@ func TestPodsThatWaitedForSyncAreJudgedTogether(t *testing.T) {
 		_, held := p.requeue.holds(pod.UID)
 		if held != (pod.Name != "early-a") {
 			t.Errorf("%s held: %v", pod.Name, held)
+		}
+		// Held while they were judged, the pods were told nothing: those
+		// held still are told that the room went to a pod ahead of them.
+		told, queued := p.reasons.pending[pod.UID]
+		if queued != held || queued && told.why != heldPrefix+promised {
+			t.Errorf("%s (held %v) is to be told %q", pod.Name, held, told.why)
 		}
 	}
 }

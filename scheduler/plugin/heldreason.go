@@ -27,13 +27,17 @@ const heldReasonsPerSecond = 50
 // Unschedulable, and a FailedScheduling event. It writes from a goroutine
 // of its own, since the fit gate runs under kube-scheduler's queue lock,
 // at most heldReasonsPerSecond pods a second; a pod told twice before its
-// turn is told the latest reason once.
+// turn is told the latest reason once, and a pod the gate no longer holds
+// at its turn is told nothing: it is being scheduled, or bound already,
+// and a late write would mark a bound pod unschedulable.
 type heldReasons struct {
 	kube     kubernetes.Interface
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	limiter  flowcontrol.RateLimiter
 	queue    workqueue.TypedInterface[types.UID]
+	// held reports whether the fit gate holds the pod now.
+	held func(types.UID) bool
 
 	mu      sync.Mutex
 	pending map[types.UID]heldReason
@@ -45,11 +49,12 @@ type heldReason struct {
 	why string
 }
 
-func newHeldReasons(kube kubernetes.Interface, recorder events.EventRecorder, clk clock.PassiveClock) *heldReasons {
+func newHeldReasons(kube kubernetes.Interface, recorder events.EventRecorder, clk clock.PassiveClock, held func(types.UID) bool) *heldReasons {
 	return &heldReasons{
 		kube:     kube,
 		recorder: recorder,
 		clock:    clk,
+		held:     held,
 		limiter:  flowcontrol.NewTokenBucketRateLimiter(heldReasonsPerSecond, heldReasonsPerSecond),
 		queue:    workqueue.NewTyped[types.UID](),
 		pending:  map[types.UID]heldReason{},
@@ -84,7 +89,7 @@ func (h *heldReasons) run(ctx context.Context) {
 		r, ok := h.pending[uid]
 		delete(h.pending, uid)
 		h.mu.Unlock()
-		if ok && h.limiter.Wait(ctx) == nil {
+		if ok && h.held(uid) && h.limiter.Wait(ctx) == nil {
 			h.write(ctx, r)
 		}
 		h.queue.Done(uid)

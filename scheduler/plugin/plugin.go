@@ -129,10 +129,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 	if err != nil {
 		return nil, fmt.Errorf("building kube-scheduler's topology placement generator: %w", err)
 	}
-	reasons := newHeldReasons(keeper.Kube, h.EventRecorder(), keeper.Clock)
+	reasons := newHeldReasons(keeper.Kube, h.EventRecorder(), keeper.Clock, rq.stillHeld)
 	go reasons.run(ctx)
 	waiting := &unsynced{ready: ready}
-	go rq.judgeWaited(ctx, waiting, "GPU view")
+	go rq.judgeWaited(ctx, waiting, "GPU view", reasons)
 	// kube-scheduler's own /metrics knows nothing of the GPUs.
 	if _, err := keeper.ServeMetrics(ctx, "plugin"); err != nil {
 		return nil, err

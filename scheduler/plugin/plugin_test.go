@@ -72,7 +72,7 @@ func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view
 		index:      p.requeue.index,
 		waiters:    p.requeue,
 		priorities: newPriorities(p.requeue),
-		reasons:    newHeldReasons(nil, nil, clk),
+		reasons:    newHeldReasons(nil, nil, clk, p.requeue.stillHeld),
 	}
 	p.unsynced = &unsynced{ready: func() bool { return p.ready() }}
 	return p, v, act

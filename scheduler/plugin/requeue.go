@@ -102,6 +102,10 @@ type waiter struct {
 	// held is set while the fit gate holds the pod: from its hold until
 	// it is activated, its cycle starts or it is gone.
 	held bool
+	// untold is set when the pod fits but is held until the pods judged
+	// with it are known (see turn): it is told why only if the room goes
+	// to pods ahead of it once they are (see judgeTogether).
+	untold bool
 }
 
 func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules view.Rules) *requeuer {
@@ -141,8 +145,9 @@ func (r *requeuer) asked(pod *v1.Pod, req *placement.Request) {
 }
 
 // held notes that the fit gate holds the pod, for why, and returns
-// whether why differs from what the pod was last told, and it is not
-// being adopted (see adopt). The room the pod
+// whether why differs from what the pod was last told, it is not being
+// adopted (see adopt), and it is not held untold while judged with other
+// pods (see untoldBehind). The room the pod
 // was activated for, if any, is not played again: the gate runs under
 // kube-scheduler's queue lock, which activating takes, and that room was
 // taken or the gate would not hold the pod.
@@ -155,7 +160,7 @@ func (r *requeuer) held(uid types.UID, why string) bool {
 	}
 	w.heldOn = ""
 	r.setHeld(w, true)
-	if w.told == why {
+	if w.told == why || w.untold && r.judging > 0 {
 		return false
 	}
 	w.told = why
@@ -377,7 +382,8 @@ func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) 
 		others--
 	}
 	if r.judging > 0 && ok && w.heldOn == "" {
-		// The room goes in queue order once every parked pod is known.
+		// The room goes in queue order once every pod judged is known.
+		w.untold = true
 		r.mu.Unlock()
 		return false
 	}
@@ -424,12 +430,16 @@ func (r *requeuer) adopt(pods []*v1.Pod, judge func(*v1.Pod)) {
 
 // judgeWaited has the fit gate judge together, once the view has synced,
 // the pods that waited for it: kube-scheduler asks the gate about each
-// pod it is handed again.
-func (r *requeuer) judgeWaited(ctx context.Context, u *unsynced, view string) {
+// pod it is handed again. The pods that fit but whose room went to pods
+// ahead of them are told so (reasons).
+func (r *requeuer) judgeWaited(ctx context.Context, u *unsynced, view string, reasons *heldReasons) {
 	pods := u.run(ctx)
-	r.judgeTogether(func() {
+	behind := r.judgeTogether(func() {
 		r.activate(view+" synced; judging the pods that waited for it", pods)
 	}, "Pods that waited for the view judged; retrying those GPUs free now hold", "pods", len(pods))
+	for _, pod := range behind {
+		reasons.tell(pod, heldPrefix+promised)
+	}
 }
 
 // judgeTogether has the fit gate judge many pods at once (judge has it
@@ -439,7 +449,7 @@ func (r *requeuer) judgeWaited(ctx context.Context, u *unsynced, view string) {
 // a time, as turn plays, each pod judged would play every node that could
 // hold it, under kube-scheduler's queue lock, again and again while frees
 // come: a first start over 180,000 waiting pods judged them for minutes.
-func (r *requeuer) judgeTogether(judge func(), msg string, kv ...any) {
+func (r *requeuer) judgeTogether(judge func(), msg string, kv ...any) (behind []*v1.Pod) {
 	r.mu.Lock()
 	r.judging++
 	r.mu.Unlock()
@@ -457,12 +467,39 @@ func (r *requeuer) judgeTogether(judge func(), msg string, kv ...any) {
 	for node := range nodes {
 		chosen = append(chosen, r.play(node, "")...)
 	}
+	if r.judging == 0 {
+		behind = r.untoldBehind()
+	}
 	r.mu.Unlock()
 	r.activate(msg, chosen, kv...)
+	return behind
+}
+
+// untoldBehind returns the pods held untold while they were judged
+// together (see turn) that are held still, since the pods ahead of them
+// took the room that fit them, and notes that they are told so; pods
+// being adopted are told nothing. It runs under r.mu.
+func (r *requeuer) untoldBehind() []*v1.Pod {
+	why := heldPrefix + promised
+	var behind []*v1.Pod
+	for _, w := range r.pods {
+		if !w.untold {
+			continue
+		}
+		w.untold = false
+		if w.held && !r.adopting && w.told != why {
+			w.told = why
+			behind = append(behind, w.pod)
+		}
+	}
+	return behind
 }
 
 // setHeld notes whether the fit gate holds the waiter. It runs under r.mu.
 func (r *requeuer) setHeld(w *waiter, held bool) {
+	if !held {
+		w.untold = false
+	}
 	if w.held == held {
 		return
 	}
@@ -504,6 +541,12 @@ func (r *requeuer) holds(uid types.UID) (known, held bool) {
 	defer r.mu.Unlock()
 	w, ok := r.pods[uid]
 	return ok, ok && w.held
+}
+
+// stillHeld reports whether the fit gate holds the pod now.
+func (r *requeuer) stillHeld(uid types.UID) bool {
+	_, held := r.holds(uid)
+	return held
 }
 
 // playable reports whether playing node may activate the waiter, one of
