@@ -93,3 +93,53 @@ func TestPluginBindQueueLetsDeletedPodsGo(t *testing.T) {
 		t.Errorf("node had two pending allocations at once: %v", v)
 	}
 }
+
+// TestPluginBindQueueKeepsReservationsPastTheirAge queues binds on one node
+// for longer than a reservation may stand without its GPUAllocation (twice
+// bindWaitTimeout plus inFlightTTL): the orphan sweep keeps the
+// reservations of binds still waiting their turn, so pods created
+// meanwhile are not placed on the room those hold, and no GPU is
+// over-committed.
+func TestPluginBindQueueKeepsReservationsPastTheirAge(t *testing.T) {
+	const (
+		group, node = "bindold", "bindold-1"
+		pods, late  = 20, 3
+		// The line lasts 14 s; reservations older than 6 s are swept every
+		// 5 s, so a sweep meets reservations past their age still queued.
+		turn = 700 * time.Millisecond
+	)
+	e := startPluginEnvEdited(t, framework.Options{ControllerManager: true},
+		map[string]string{"bindWaitTimeout: 25s": "bindWaitTimeout: 2s\n          inFlightTTL: 2s"}, turn)
+	ctx := t.Context()
+	// Split 100 ways, the node's nvidia.com/gpu (200) outlasts its memory,
+	// so that kube-scheduler's own count leaves the late pods to Tessera.
+	e.addNode(ctx, t, node, group, 100, a100(0), a100(0))
+	slice := ctr{name: "main", count: 1, memory: 8192, core: 10}
+	var names []string
+	for i := range pods {
+		names = append(names, fmt.Sprintf("old-%d", i))
+		e.createPod(ctx, t, gpuPod(names[i], group, nil, slice))
+	}
+	e.waitHeldMiB(t, node, pods*8192)
+	var lateNames []string
+	for i := range late {
+		lateNames = append(lateNames, fmt.Sprintf("late-%d", i))
+		e.createPod(ctx, t, gpuPod(lateNames[i], group, nil, slice))
+	}
+	// Long enough for the late pods' binds to have their turns, had they
+	// been placed on room the sweep gave again.
+	creates := e.countAllocationCreates(ctx, t, lateNames, time.Duration(pods+late)*turn+8*time.Second)
+	for _, name := range names {
+		e.waitBound(ctx, t, name)
+	}
+	if creates != 0 {
+		t.Errorf("%d GPUAllocations were written for the %d pods created while the node's room was all reserved, want none", creates, late)
+	}
+	if held := e.heldMiB(t, node); held != pods*8192 {
+		t.Errorf("tessera-scheduler holds %d MiB on %s, want %d", held, node, pods*8192)
+	}
+	e.checkNoOvercommit(ctx, t)
+	if v := e.plugin.Violations(); len(v) > 0 {
+		t.Errorf("node had two pending allocations at once: %v", v)
+	}
+}
