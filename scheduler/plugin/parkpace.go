@@ -15,8 +15,8 @@ const (
 	// storm of writes.
 	parksPerSecond = 500
 	// busyParksPerSecond bounds them while pods are being placed: for
-	// busyFor after the gate releases a pod or a pending pod leaves (bound
-	// or deleted).
+	// busyFor after the gate releases a pod, a pending pod is bound, or
+	// any pod of the profile is deleted (an ending pod frees room).
 	busyParksPerSecond = 50
 	busyFor            = time.Second
 )

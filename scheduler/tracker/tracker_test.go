@@ -259,8 +259,10 @@ func TestTracker(t *testing.T) {
 				}
 				waiting := make(chan error, 1)
 				go func() { waiting <- f.gate.Acquire(f.ctx, "n1", "u1", 0) }()
-				for f.gate.Waiting("n1") != 1 {
-					time.Sleep(time.Millisecond)
+				for deadline := time.Now().Add(10 * time.Second); f.gate.Waiting("n1") != 1; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						f.t.Fatal("the bind never queued for its node's turn")
+					}
 				}
 				f.clock.Step(3 * time.Minute)
 				f.tracker.Sweep(f.ctx)
