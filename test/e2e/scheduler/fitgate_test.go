@@ -16,9 +16,9 @@ import (
 )
 
 // heldCount is how many pods TestPluginFitGate holds.
-const heldCount = 300
+const heldCount = 2000
 
-// TestPluginFitGate holds hundreds of pods that no GPU has room for, and
+// TestPluginFitGate holds thousands of pods that no GPU has room for, and
 // checks that each is told why, parked outside kube-scheduler's queue and
 // never tried; that a pod that fits and a high-priority pod are placed
 // ahead of them; that tessera-scheduler restarting leaves them parked;
@@ -44,7 +44,7 @@ func TestPluginFitGate(t *testing.T) {
 	}
 	e.createHeld(ctx, t, "held", group, heldCount, 76800)
 	want := framework.HeldPrefix + "no GPU has 76800 MiB free; the largest free is 71680 MiB on " + node
-	e.held().WaitHeld(ctx, t, 120*time.Second, heldCount, want)
+	e.held().WaitHeld(ctx, t, 240*time.Second, heldCount, want)
 	e.held().WaitParked(ctx, t, 60*time.Second, heldCount)
 
 	// A pod that comes parked is judged as any other: one that fits is
