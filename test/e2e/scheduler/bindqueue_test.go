@@ -100,12 +100,14 @@ func TestPluginBindQueueKeepsReservationsPastTheirAge(t *testing.T) {
 	const (
 		group, node = "bindold", "bindold-1"
 		pods, late  = 20, 3
-		// The line lasts 14 s; reservations older than 6 s are swept every
+		// The line lasts 16 s; reservations older than 9 s are swept every
 		// 5 s, so a sweep meets reservations past their age still queued.
-		turn = 700 * time.Millisecond
+		// A turn stays well within the bind wait and the time-to-live on a
+		// loaded machine.
+		turn = 800 * time.Millisecond
 	)
 	e := startPluginEnvEdited(t, framework.Options{ControllerManager: true},
-		map[string]string{"bindWaitTimeout: 25s": "bindWaitTimeout: 2s\n          inFlightTTL: 2s"}, turn)
+		map[string]string{"bindWaitTimeout: 25s": "bindWaitTimeout: 3s\n          inFlightTTL: 3s"}, turn)
 	ctx := t.Context()
 	// Split 100 ways, the node's nvidia.com/gpu (200) outlasts its memory,
 	// so that kube-scheduler's own count leaves the late pods to Tessera.
