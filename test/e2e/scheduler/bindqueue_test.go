@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,13 +31,8 @@ func TestPluginBindQueueOutlastsBindWait(t *testing.T) {
 		map[string]string{"bindWaitTimeout: 25s": "bindWaitTimeout: " + bindWait.String()}, turn)
 	ctx := t.Context()
 	e.addNode(ctx, t, node, group, 10, a100(0), a100(0))
-	slice := ctr{name: "main", count: 1, memory: 8192, core: 10}
-	for i := range pods {
-		e.createPod(ctx, t, gpuPod(fmt.Sprintf("queued-%d", i), group, nil, slice))
-	}
 	var served []time.Time
-	for i := range pods {
-		name := fmt.Sprintf("queued-%d", i)
+	for _, name := range e.createSlices(ctx, t, "queued", group, pods) {
 		e.waitBound(ctx, t, name)
 		served = append(served, e.plugin.ServedAt(namespace, name))
 		if events := e.events(ctx, name); strings.Contains(events, "FailedScheduling") {
@@ -65,12 +61,7 @@ func TestPluginBindQueueLetsDeletedPodsGo(t *testing.T) {
 	e := startPluginEnvEdited(t, framework.Options{ControllerManager: true}, nil, turn)
 	ctx := t.Context()
 	e.addNode(ctx, t, node, group, 10, a100(0), a100(0))
-	slice := ctr{name: "main", count: 1, memory: 8192, core: 10}
-	var names []string
-	for i := range pods {
-		names = append(names, fmt.Sprintf("gone-%d", i))
-		e.createPod(ctx, t, gpuPod(names[i], group, nil, slice))
-	}
+	names := e.createSlices(ctx, t, "gone", group, pods)
 	// Every pod holds its slice: the last ones wait seconds for their turns.
 	e.waitHeldMiB(t, node, pods*8192)
 	deleted := names[kept:]
@@ -112,18 +103,9 @@ func TestPluginBindQueueKeepsReservationsPastTheirAge(t *testing.T) {
 	// Split 100 ways, the node's nvidia.com/gpu (200) outlasts its memory,
 	// so that kube-scheduler's own count leaves the late pods to Tessera.
 	e.addNode(ctx, t, node, group, 100, a100(0), a100(0))
-	slice := ctr{name: "main", count: 1, memory: 8192, core: 10}
-	var names []string
-	for i := range pods {
-		names = append(names, fmt.Sprintf("old-%d", i))
-		e.createPod(ctx, t, gpuPod(names[i], group, nil, slice))
-	}
+	names := e.createSlices(ctx, t, "old", group, pods)
 	e.waitHeldMiB(t, node, pods*8192)
-	var lateNames []string
-	for i := range late {
-		lateNames = append(lateNames, fmt.Sprintf("late-%d", i))
-		e.createPod(ctx, t, gpuPod(lateNames[i], group, nil, slice))
-	}
+	lateNames := e.createSlices(ctx, t, "late", group, late)
 	// Long enough for the late pods' binds to have their turns, had they
 	// been placed on room the sweep gave again.
 	creates := e.countAllocationCreates(ctx, t, lateNames, time.Duration(pods+late)*turn+8*time.Second)
@@ -138,4 +120,18 @@ func TestPluginBindQueueKeepsReservationsPastTheirAge(t *testing.T) {
 	}
 	e.checkNoOvercommit(ctx, t)
 	e.checkOneInFlight(t)
+}
+
+// createSlices creates n pods named prefix-0 to prefix-(n-1), each asking
+// for an 8 GiB slice of one GPU with 10% of its cores, and returns their
+// names in order.
+func (e *env) createSlices(ctx context.Context, t *testing.T, prefix, group string, n int) []string {
+	t.Helper()
+	slice := ctr{name: "main", count: 1, memory: 8192, core: 10}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+		e.createPod(ctx, t, gpuPod(names[i], group, nil, slice))
+	}
+	return names
 }
