@@ -76,6 +76,20 @@ func expectDone(t *testing.T, ch <-chan error, what string) {
 	}
 }
 
+// expectFailed waits for the Acquire on ch to fail with an error that
+// says want.
+func expectFailed(t *testing.T, ch <-chan error, what, want string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: err = %v, want one that says %q", what, err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still waiting, want it to fail with %q", what, want)
+	}
+}
+
 func expectWaiting(t *testing.T, ch <-chan error, what string) {
 	t.Helper()
 	select {
@@ -146,14 +160,7 @@ func TestGate(t *testing.T) {
 				c := acquireAsync(t.Context(), g, "n", "c")
 				waitQueued(t, g, "n", 2)
 				g.Release("n", "b")
-				select {
-				case err := <-b:
-					if err == nil || !strings.Contains(err.Error(), "released while it waited") {
-						t.Fatalf("b: err = %v, want it released", err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("b still waits after its release")
-				}
+				expectFailed(t, b, "b", "released while it waited")
 				if g.Queued("n", "b") || g.Waiting("n") != 1 {
 					t.Fatalf("b queued: %v, %d waiting; want c alone", g.Queued("n", "b"), g.Waiting("n"))
 				}
@@ -201,14 +208,7 @@ func TestGate(t *testing.T) {
 				stepWhenTimed(t, clk, 9*time.Second)
 				expectWaiting(t, b, "b before the stall limit")
 				stepWhenTimed(t, clk, time.Second)
-				select {
-				case err := <-b:
-					if err == nil || !strings.Contains(err.Error(), "no turn began there for 10s") {
-						t.Fatalf("b: err = %v, want it to give up", err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("b did not give up")
-				}
+				expectFailed(t, b, "b", "no turn began there for 10s")
 				if uid, ok := g.InFlight("n"); !ok || uid != "a" || g.Waiting("n") != 0 {
 					t.Fatalf("in flight = %q, %v with %d waiting; want a alone", uid, ok, g.Waiting("n"))
 				}
