@@ -48,6 +48,9 @@ type BacklogRow struct {
 	CPU meter.CPUUsage
 	// Writes are the write requests kube-apiserver served in the window.
 	Writes meter.APIWrites
+	// ConsistencyChecks are the checks of kube-apiserver's watch cache
+	// against etcd in the window, by resource.
+	ConsistencyChecks meter.Counts
 	// Restart is the scheduler's restart before the window, with
 	// --backlog-restart; nil without.
 	Restart *Restart
@@ -202,7 +205,7 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 	if err != nil {
 		return err
 	}
-	writesBefore, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	apiBefore, err := meter.SampleAPIServer(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}
@@ -242,11 +245,12 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 		return err
 	}
 	res.Attempts = meter.CounterSum(after, harness.ScheduleAttemptsMetric) - meter.CounterSum(before, harness.ScheduleAttemptsMetric)
-	writesAfter, err := meter.SampleAPIWrites(ctx, env.ControlPlane.Kube)
+	apiAfter, err := meter.SampleAPIServer(ctx, env.ControlPlane.Kube)
 	if err != nil {
 		return err
 	}
-	res.Writes = writesAfter.Since(writesBefore)
+	res.Writes = meter.WritesOf(apiAfter).Since(meter.WritesOf(apiBefore))
+	res.ConsistencyChecks = meter.Counts(meter.ValuesBy(apiAfter, meter.ConsistencyChecksMetric, "resource")).Since(meter.ValuesBy(apiBefore, meter.ConsistencyChecksMetric, "resource"))
 	logger.Info("Row measured", "frees", res.Frees, "placed", res.Placed, "attempts", res.Attempts,
 		"freedToBoundP99", res.FreedToBound.P99, "longestFitWait", res.FitWait.Longest, "cpu", res.CPU.String())
 	// The pods in the unschedulable queue are what kube-scheduler walks on

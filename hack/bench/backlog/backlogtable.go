@@ -128,6 +128,9 @@ func (t BacklogTable) notes() []string {
 		if len(r.Writes) > 0 && r.Placed > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: API writes per placed pod in the window, by every client (the bench's ends included): %s", r.Row, r.Writes.PerPod(r.Placed)))
 		}
+		if len(r.ConsistencyChecks) > 0 {
+			notes = append(notes, fmt.Sprintf("row %s: kube-apiserver checked its watch cache against etcd, listing every object, in the window: %s", r.Row, r.ConsistencyChecks))
+		}
 		if r.Err != nil {
 			notes = append(notes, fmt.Sprintf("row %s failed: %v", r.Row, r.Err))
 		}

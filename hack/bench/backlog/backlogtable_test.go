@@ -43,8 +43,10 @@ func TestBacklogTableTargets(t *testing.T) {
 		r.FitWait = fitWaits{Longest: 6 * time.Second, LongestNode: "n1", Waits: 3}
 		return r
 	}
+	checked := row(harness.RowDRA)
+	checked.ConsistencyChecks = meter.Counts{"pods": 1}
 	var out strings.Builder
-	if err := (BacklogTable{Rows: []BacklogRow{row(harness.RowTessera), row(harness.RowDRA)}}).WriteText(&out); err != nil {
+	if err := (BacklogTable{Rows: []BacklogRow{row(harness.RowTessera), checked}}).WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -52,10 +54,14 @@ func TestBacklogTableTargets(t *testing.T) {
 		"row c: freed → bound p99 800 ms, target ≤ 1000 ms: met",
 		"row c: scheduling attempts per placed pod 2.0, target ≤ 3: met",
 		"row c: longest wait while a GPU could hold the pod 6000 ms, target ≤ 5000 ms: not met",
+		"row e: kube-apiserver checked its watch cache against etcd, listing every object, in the window: pods 1",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the table lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, "row c: kube-apiserver checked") {
+		t.Errorf("a row without checks in its window notes them:\n%s", text)
 	}
 	if strings.Contains(text, "row e: freed → bound p99") {
 		t.Errorf("DRA mode has targets:\n%s", text)

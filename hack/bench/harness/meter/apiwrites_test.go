@@ -24,7 +24,7 @@ apiserver_request_total{code="200",component="apiserver",group="",resource="pods
 		t.Fatal(err)
 	}
 	before := APIWrites{"pods/binding": 2, "pods/status": 40}
-	got := writesOf(families[apiRequestsMetric]).Since(before)
+	got := WritesOf(families).Since(before)
 	want := APIWrites{"pods/binding": 40, "resourceclaims/status": 40}
 	if len(got) != len(want) || got["pods/binding"] != 40 || got["resourceclaims/status"] != 40 {
 		t.Fatalf("writes since before = %v, want %v (reads and unchanged counts left out)", got, want)
