@@ -250,7 +250,7 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 		return err
 	}
 	res.Writes = meter.WritesOf(apiAfter).Since(meter.WritesOf(apiBefore))
-	res.ConsistencyChecks = meter.Counts(meter.ValuesBy(apiAfter, meter.ConsistencyChecksMetric, "resource")).Since(meter.ValuesBy(apiBefore, meter.ConsistencyChecksMetric, "resource"))
+	res.ConsistencyChecks = meter.ConsistencyChecksOf(apiAfter).Since(meter.ConsistencyChecksOf(apiBefore))
 	logger.Info("Row measured", "frees", res.Frees, "placed", res.Placed, "attempts", res.Attempts,
 		"freedToBoundP99", res.FreedToBound.P99, "longestFitWait", res.FitWait.Longest, "cpu", res.CPU.String())
 	// The pods in the unschedulable queue are what kube-scheduler walks on

@@ -23,11 +23,11 @@ func writeVerbs() []string { return []string{"POST", "PUT", "PATCH", "DELETE", "
 // "resourceclaims/status", ...), from every client of the API server.
 type APIWrites = Counts
 
-// ConsistencyChecksMetric counts kube-apiserver's checks of its watch
+// consistencyChecksMetric counts kube-apiserver's checks of its watch
 // cache against etcd, by resource and result. Each check lists every
 // object of the resource from etcd, every 5 to 7.5 minutes: at 240,000
 // pods, a long list for a control plane pinned to one CPU.
-const ConsistencyChecksMetric = "apiserver_storage_consistency_checks_total"
+const consistencyChecksMetric = "apiserver_storage_consistency_checks_total"
 
 // SampleAPIWrites reads kube-apiserver's request counter.
 func SampleAPIWrites(ctx context.Context, kube kubernetes.Interface) (APIWrites, error) {
@@ -71,4 +71,10 @@ func WritesOf(families map[string]*dto.MetricFamily) APIWrites {
 		out[key] += m.GetCounter().GetValue()
 	}
 	return out
+}
+
+// ConsistencyChecksOf counts kube-apiserver's checks of its watch cache
+// against etcd by resource.
+func ConsistencyChecksOf(families map[string]*dto.MetricFamily) Counts {
+	return ValuesBy(families, consistencyChecksMetric, "resource")
 }

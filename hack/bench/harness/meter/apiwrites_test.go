@@ -36,3 +36,19 @@ apiserver_request_total{code="200",component="apiserver",group="",resource="pods
 		t.Errorf("total = %v, want 80", got.Total())
 	}
 }
+
+func TestConsistencyChecksOf(t *testing.T) {
+	text := `# TYPE apiserver_storage_consistency_checks_total counter
+apiserver_storage_consistency_checks_total{group="",resource="pods",status="success"} 2
+apiserver_storage_consistency_checks_total{group="",resource="pods",status="error"} 1
+apiserver_storage_consistency_checks_total{group="gpu.tessera.dev",resource="gpuallocations",status="success"} 3
+`
+	families, err := expfmt.NewTextParser(model.UTF8Validation).TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ConsistencyChecksOf(families).Since(Counts{"gpuallocations": 3})
+	if s := got.String(); s != "pods 3" {
+		t.Errorf("checks since before = %q, want pods 3 (every result counted, unchanged resources left out)", s)
+	}
+}
