@@ -43,7 +43,8 @@ apiserver_storage_consistency_checks_total{group="",resource="pods",status="succ
 apiserver_storage_consistency_checks_total{group="",resource="pods",status="error"} 1
 apiserver_storage_consistency_checks_total{group="gpu.tessera.dev",resource="gpuallocations",status="success"} 3
 `
-	families, err := expfmt.NewTextParser(model.UTF8Validation).TextToMetricFamilies(strings.NewReader(text))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
 		t.Fatal(err)
 	}
