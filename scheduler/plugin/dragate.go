@@ -56,8 +56,8 @@ type DRAFitGate struct {
 // ResourceClaims and pods from the handle's informer factory; it refuses
 // to build when the scheduler has no DRA manager. With parking, it parks
 // the pods it holds outside kube-scheduler's queue, watching the
-// profile's pending pods through an informer of its own, since the
-// handle's leaves parked pods out.
+// profile's pending pods through kube-scheduler's pod informer without
+// the screen, which keeps parked pods from the handle's handlers.
 func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking) (fwk.Plugin, error) {
 	classes, err := decodeDRAGateArgs(obj)
 	if err != nil {
@@ -76,8 +76,8 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 	var pods coreinformers.PodInformer = h.SharedInformerFactory().Core().V1().Pods()
 	var kube kubernetes.Interface
 	if parking != nil {
-		// The handle's informer leaves parked pods out.
-		if kube, pods, err = pendingPods(ctx, h); err != nil {
+		// The handle's informer keeps parked pods from its handlers.
+		if kube, pods, err = pendingPods(h, parking.Screen); err != nil {
 			return nil, err
 		}
 	}

@@ -12,11 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -28,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/internal/podfilter"
 	"github.com/tessera-gpu/tessera/scheduler/options"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
@@ -121,15 +120,15 @@ func (pk *parker) held(pod *v1.Pod, held bool) {
 }
 
 // handler looks at every parked pod of the profile, and at every pod
-// unparked, from an informer on the profile's pods that does not leave
-// parked ones out. A parked pod whose spec or annotations change, which
+// unparked, from an informer on the profile's pods that keeps parked ones
+// in. A parked pod whose spec or annotations change, which
 // kube-scheduler would ask the gate about anew but does not see, is
 // released: unparked, kube-scheduler meets it and the gate judges what it
 // asks for now.
 func (pk *parker) handler() cache.ResourceEventHandler {
 	look := func(objs ...any) {
 		for _, obj := range objs {
-			if pod, ok := obj.(*v1.Pod); ok && pod.Labels[gpuv1alpha1.ParkedLabel] != "" {
+			if pod, ok := obj.(*v1.Pod); ok && parked(pod) {
 				pk.queue.Add(cache.MetaObjectToName(pod))
 				return
 			}
@@ -143,7 +142,7 @@ func (pk *parker) handler() cache.ResourceEventHandler {
 				if was.Spec.NodeName == "" && pod.Spec.NodeName != "" {
 					pk.pace.placing() // bound
 				}
-				if pod.Labels[gpuv1alpha1.ParkedLabel] != "" && requestChanged(was, pod) {
+				if parked(pod) && requestChanged(was, pod) {
 					pk.release(pod.UID)
 				}
 			}
@@ -194,17 +193,17 @@ func (pk *parker) adopt() {
 	if err != nil {
 		return
 	}
-	var parked []*v1.Pod
+	var adopted []*v1.Pod
 	for _, pod := range pods {
-		if known, _ := pk.holds(pod.UID); !known && pod.Labels[gpuv1alpha1.ParkedLabel] != "" && pending(pod) {
-			parked = append(parked, pod)
+		if known, _ := pk.holds(pod.UID); !known && parked(pod) && pending(pod) {
+			adopted = append(adopted, pod)
 		}
 	}
 	// In queue order, each joins its shape's list at the tail.
-	slices.SortFunc(parked, func(a, b *v1.Pod) int {
+	slices.SortFunc(adopted, func(a, b *v1.Pod) int {
 		return queueOrder(a, preemption.Priority(a), b, preemption.Priority(b))
 	})
-	pk.adoptAll(parked, pk.judge)
+	pk.adoptAll(adopted, pk.judge)
 }
 
 // work syncs the pods of queue until it shuts down; parks says whether
@@ -235,14 +234,14 @@ func (pk *parker) sync(ctx context.Context, key cache.ObjectName, parks bool) er
 	if err != nil {
 		return err
 	}
-	parked := pod.Labels[gpuv1alpha1.ParkedLabel] != ""
+	isParked := parked(pod)
 	known, held := pk.holds(pod.UID)
-	if parked && pending(pod) && !known {
+	if isParked && pending(pod) && !known {
 		pk.judge(pod)
 		_, held = pk.holds(pod.UID)
 	}
 	park := pending(pod) && held
-	if park == parked {
+	if park == isParked {
 		return nil
 	}
 	if park && !parks {
@@ -259,6 +258,11 @@ func (pk *parker) sync(ctx context.Context, key cache.ObjectName, parks bool) er
 		}
 	}
 	return pk.label(ctx, pod, park)
+}
+
+// parked reports whether the pod is parked.
+func parked(pod *v1.Pod) bool {
+	return pod.Labels[gpuv1alpha1.ParkedLabel] != ""
 }
 
 // pending reports whether the pod waits to be scheduled.
@@ -301,8 +305,8 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 
 // park starts parking the pods the fit gate holds, and hiding them with
 // the parking's screen until they are parked: pods is an informer on the
-// profile's pods that does not leave parked ones out and keeps pending
-// ones whole (see pendingPods), kube the client that writes the label,
+// profile's pods, pending ones at least, whole, that does not leave
+// parked ones out (see pendingPods), kube the client that writes the label,
 // ready whether the gate's view has synced, and judge asks the gate about
 // a pod. It parks until ctx ends.
 func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
@@ -338,28 +342,21 @@ func parkingClient(h fwk.Handle) (kubernetes.Interface, error) {
 	return kube, nil
 }
 
-// pendingPods is parkingClient and an informer on the profile's pods
-// that are not bound, parked ones included, whole but for their managed
-// fields: the gate judges them anew after a restart. In plugin mode the
-// view's informer, which keeps pending pods whole, serves instead.
-func pendingPods(ctx context.Context, h fwk.Handle) (kubernetes.Interface, coreinformers.PodInformer, error) {
+// pendingPods is parkingClient and kube-scheduler's pod informer, seen
+// as an informer on the profile's pods that are not bound, parked ones
+// included: the gate judges them anew after a restart. In plugin mode
+// the view's informer, on the same pods, serves instead.
+func pendingPods(h fwk.Handle, screen *Screen) (kubernetes.Interface, coreinformers.PodInformer, error) {
 	kube, err := parkingClient(h)
 	if err != nil {
 		return nil, nil, err
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.AndSelectors(
-			fields.OneTermEqualSelector("spec.schedulerName", h.ProfileName()),
-			fields.OneTermEqualSelector("spec.nodeName", ""),
-		).String()
-	}), informers.WithTransform(func(obj any) (any, error) {
-		if pod, ok := obj.(*v1.Pod); ok {
-			pod.ManagedFields = nil
-		}
-		return obj, nil
-	}))
-	pods := factory.Core().V1().Pods()
-	pods.Informer()
-	factory.Start(ctx.Done())
-	return kube, pods, nil
+	informer, err := screen.unscreened()
+	if err != nil {
+		return nil, nil, err
+	}
+	profile := h.ProfileName()
+	return kube, podfilter.New(informer, func(pod *v1.Pod) bool {
+		return pod.Spec.SchedulerName == profile && pod.Spec.NodeName == ""
+	}), nil
 }

@@ -92,6 +92,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 	}
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	ctx = klog.NewContext(ctx, logger)
+	var pods cache.SharedIndexInformer
+	if parking != nil {
+		if pods, err = parking.Screen.unscreened(); err != nil {
+			return nil, err
+		}
+	}
 	// Its requests wait out a restarting kube-apiserver as the extender's
 	// do: client-go alone sleeps 5 s on each 503, and the in-flight check
 	// that reads an allocation gives up sooner, holding the node's turn.
@@ -102,9 +108,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 		// Only the pods of this profile can hold allocations the plugin made.
 		SchedulerName: h.ProfileName(),
 		FieldManager:  FieldManager,
-		// Parking judges the pending pods from the view's informer: each
-		// pod is read once, not once more for parking.
-		WholePending: parking != nil,
+		// The view, parking among its readers, reads kube-scheduler's
+		// informer: each pod is read from the API once, not once more for
+		// the view.
+		Pods: pods,
 	})
 	if err != nil {
 		return nil, err

@@ -2,12 +2,15 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/tessera-gpu/tessera/scheduler/tracker"
 )
 
 // Screen hides the pods the fit gates hold from kube-scheduler's pod
@@ -19,7 +22,8 @@ import (
 // the scheduler's CPU for the minutes the labels took. A hidden pod is
 // as good as parked to kube-scheduler, which learns of it as deleted and,
 // once released, as added; the label still follows, so that a scheduler
-// that starts does not read parked pods.
+// that starts keeps parked pods from kube-scheduler before any gate has
+// judged them.
 //
 // The tessera-scheduler command wraps its pod informer with Wrap; each
 // gate tells the screen which pods it holds (follow) and of each pod it
@@ -28,6 +32,8 @@ type Screen struct {
 	mu       sync.Mutex
 	handlers []*screenedHandler
 	holders  []func(types.UID) bool
+	// informer is the informer Wrap screens, and store its store.
+	informer cache.SharedIndexInformer
 	store    cache.Store
 	ops      []screenOp
 	wake     chan struct{}
@@ -45,10 +51,13 @@ func NewScreen() *Screen {
 	return &Screen{wake: make(chan struct{}, 1)}
 }
 
-// Wrap returns the informer with every handler added to it screened.
-// The informer's store and lister still hold hidden pods.
+// Wrap returns the informer with every handler added to it screened: a
+// handler never hears of a parked or ended pod, as if the informer left
+// them out (kube-scheduler's own leaves ended pods out), nor of a pod a
+// gate holds. The informer itself holds every pod, for Tessera's view to
+// read each pod once (see unscreened); its store and lister hold them all.
 func (s *Screen) Wrap(informer cache.SharedIndexInformer) cache.SharedIndexInformer {
-	s.store = informer.GetStore()
+	s.informer, s.store = informer, informer.GetStore()
 	return &screenedInformer{SharedIndexInformer: informer, screen: s}
 }
 
@@ -111,6 +120,15 @@ func (s *Screen) run(ctx context.Context) {
 	}
 }
 
+// unscreened returns the informer Wrap screens, without the screen: its
+// handlers hear of every pod, parked, held or ended.
+func (s *Screen) unscreened() (cache.SharedIndexInformer, error) {
+	if s.informer == nil {
+		return nil, errors.New("parking needs kube-scheduler's pod informer screened (Screen.Wrap), as the tessera-scheduler command builds it")
+	}
+	return s.informer, nil
+}
+
 // screenedInformer is an informer whose handlers the screen wraps, and
 // which runs the screen while it runs.
 type screenedInformer struct {
@@ -153,7 +171,14 @@ func (s *Screen) wrap(handler cache.ResourceEventHandler) cache.ResourceEventHan
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handlers = append(s.handlers, h)
-	return &screening{h: h, screen: s}
+	return cache.FilteringResourceEventHandler{FilterFunc: schedulerSees, Handler: &screening{h: h, screen: s}}
+}
+
+// schedulerSees reports whether kube-scheduler's handlers hear of the
+// pod: one parked or ended is deleted to them.
+func schedulerSees(obj any) bool {
+	pod, ok := unwrap(obj).(*v1.Pod)
+	return !ok || !parked(pod) && !tracker.PodDone(pod)
 }
 
 // screenedHandler is a handler and the pods hidden from it, each as last
@@ -166,7 +191,7 @@ type screenedHandler struct {
 }
 
 // hide tells the handler that the pod, as the store holds it, is deleted,
-// unless it is hidden, gone or bound.
+// unless it is hidden, gone, bound, parked or ended.
 func (h *screenedHandler) hide(store cache.Store, op screenOp) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -178,7 +203,7 @@ func (h *screenedHandler) hide(store cache.Store, op screenOp) {
 		return
 	}
 	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.UID != op.uid || pod.Spec.NodeName != "" {
+	if !ok || pod.UID != op.uid || pod.Spec.NodeName != "" || !schedulerSees(pod) {
 		return
 	}
 	h.hidden[op.uid] = pod

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // recorder records the events a handler is given, as "add a", "delete a".
@@ -100,6 +102,59 @@ func TestScreenShowsAPodBoundWhileHidden(t *testing.T) {
 	handler.OnUpdate(pod, bound)
 	if got := rec.seen(); fmt.Sprint(got) != "[add a]" {
 		t.Errorf("events %v, want the bound pod added", got)
+	}
+}
+
+// TestScreenKeepsParkedAndEndedPodsFromTheHandler: kube-scheduler's
+// handler hears of the informer's pods as kube-scheduler's own informer,
+// which leaves out ended pods, and a parking informer, which left out
+// parked ones, would tell them: a pod parked or ended is deleted, one
+// unparked is added, and nothing is heard of a pod while it is parked or
+// ended, nor when a gate hides a parked pod.
+func TestScreenKeepsParkedAndEndedPodsFromTheHandler(t *testing.T) {
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	s := NewScreen()
+	s.store = store
+	rec := &recorder{}
+	handler := s.wrap(rec)
+
+	park := func(pod *v1.Pod, parked bool) *v1.Pod {
+		pod = pod.DeepCopy()
+		pod.Labels = nil
+		if parked {
+			pod.Labels = map[string]string{gpuv1alpha1.ParkedLabel: "true"}
+		}
+		return pod
+	}
+	a := screenPod("a")
+	parkedA := park(a, true)
+	handler.OnAdd(a, true)
+	handler.OnUpdate(a, parkedA)
+	edited := parkedA.DeepCopy()
+	edited.Annotations = map[string]string{"edited": "yes"}
+	handler.OnUpdate(parkedA, edited)
+	// A gate holding the parked pod hides nothing more.
+	if err := store.Add(edited); err != nil {
+		t.Fatal(err)
+	}
+	s.handlers[0].hide(store, screenOp{key: cache.MetaObjectToName(edited), uid: a.UID, hide: true})
+	unparked := park(edited, false)
+	handler.OnUpdate(edited, unparked)
+
+	b := screenPod("b")
+	b.Spec.NodeName = "node-1"
+	handler.OnAdd(b, false)
+	ended := b.DeepCopy()
+	ended.Status.Phase = v1.PodSucceeded
+	handler.OnUpdate(b, ended)
+	handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/b", Obj: ended})
+
+	c := park(screenPod("c"), true)
+	handler.OnAdd(c, true)
+	handler.OnDelete(c)
+
+	if got := rec.seen(); fmt.Sprint(got) != "[add a delete a add a add b delete b]" {
+		t.Errorf("events %v, want a added, deleted as parked, added as unparked, and b added and deleted as ended", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,11 +16,13 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
+	"github.com/tessera-gpu/tessera/internal/podfilter"
 	"github.com/tessera-gpu/tessera/scheduler/freememory"
 	"github.com/tessera-gpu/tessera/scheduler/gangfit"
 	"github.com/tessera-gpu/tessera/scheduler/inflight"
@@ -50,11 +53,14 @@ type Config struct {
 	SchedulerName string
 	// FieldManager names the front end in what it writes.
 	FieldManager string
-	// WholePending keeps the pods not yet bound whole but for their
-	// managed fields, for a front end that judges them (tessera-scheduler's
-	// parking reads its pending pods from Pods); bound pods are trimmed
-	// either way.
-	WholePending bool
+	// Pods, when set, is an informer on every pod, whole, that the front
+	// end's scheduler runs and the keeper reads SchedulerName's pods from
+	// (tessera-scheduler's: kube-scheduler's own), instead of listing and
+	// watching them again: at a first start over 180,000 waiting pods,
+	// each list of them keeps the API server busy for tens of seconds.
+	// Unset, the keeper watches SchedulerName's pods itself, trimmed as
+	// tracker.Trim does.
+	Pods cache.SharedIndexInformer
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
 }
@@ -70,8 +76,8 @@ type Keeper struct {
 	// per node be in flight.
 	View *view.View
 	Gate *inflight.Gate
-	// Pods is the informer on the profile's pods, trimmed as
-	// tracker.Trim does unless Config.WholePending keeps pending ones.
+	// Pods is the informer on the profile's pods: Config.Pods, whole, or
+	// the keeper's own, trimmed as tracker.Trim does.
 	Pods coreinformers.PodInformer
 	// Quotas tell the namespaces' GPU limits, from the ResourceQuotas.
 	Quotas *quota.Lister
@@ -121,10 +127,6 @@ func New(cfg Config) (*Keeper, error) {
 	}
 	o := cfg.Options
 	trim := tracker.Trim(o.ResourceNames)
-	podTrim := trim
-	if cfg.WholePending {
-		podTrim = keepPending(trim)
-	}
 	k := &Keeper{
 		View:         view.New(),
 		Clock:        clk,
@@ -137,14 +139,18 @@ func New(cfg Config) (*Keeper, error) {
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 				lo.FieldSelector = fields.OneTermEqualSelector("spec.schedulerName", cfg.SchedulerName).String()
 			}),
-			informers.WithTransform(podTrim)),
+			informers.WithTransform(trim)),
 		tessera: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0, externalversions.WithTransform(trim)),
 		leases: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithNamespace(o.LeaseNamespace), informers.WithTransform(trim)),
 		quotas: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim)),
 	}
 	k.Gate = inflight.NewGate(clk, o.InFlightTTL.Duration, inflight.DefaultVerifyAfter, tracker.NewTurnVerifier(k.View, kube, tessera))
-	k.Pods = k.kube.Core().V1().Pods()
+	if cfg.Pods != nil {
+		k.Pods = podfilter.New(cfg.Pods, func(pod *corev1.Pod) bool { return pod.Spec.SchedulerName == cfg.SchedulerName })
+	} else {
+		k.Pods = k.kube.Core().V1().Pods()
+	}
 	k.Quotas = quota.NewLister(k.quotas.Core().V1().ResourceQuotas().Lister())
 	k.state = metrics.NewState(k.View, metrics.StateOptions{Allocations: o.AllocationMetrics, Quotas: k.Quotas}).Handler()
 	return k, nil

@@ -32,7 +32,7 @@ import (
 
 // newCommand is kube-scheduler's command, with its flags, built as
 // app.NewSchedulerCommand builds it but for one step: the scheduler's
-// informers leave parked pods out and hide held ones (see
+// pod informer keeps parked and held pods from kube-scheduler (see
 // schedulerInformers), and leading
 // closes once it leads. app.NewSchedulerCommand builds the informers
 // inside, with no way to change them.

@@ -6,15 +6,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/plugin"
 )
 
@@ -32,10 +29,14 @@ func schedulerInformers(kube kubernetes.Interface, name *cache.InformerName, scr
 
 // podInformer is kube-scheduler's pod informer with two changes:
 //
-//   - It leaves out the pods parked with gpuv1alpha1.ParkedLabel: those
-//     kube-scheduler never holds in its queue, nor walks on every pod
-//     event, nor reads when it starts. Tessera's fit gate watches them on
-//     its own.
+//   - It holds every pod, parked and ended ones too, for Tessera's view to
+//     read each pod once from the API server, not once for kube-scheduler
+//     and once more for the view: at a first start over 180,000 waiting
+//     pods each list keeps the API server busy for tens of seconds. The
+//     screen keeps what kube-scheduler's own informer leaves out from its
+//     handlers (see plugin.Screen.Wrap): the ended pods, and the pods
+//     parked with gpuv1alpha1.ParkedLabel, which kube-scheduler never
+//     holds in its queue nor walks on every pod event.
 //   - It reads its first state by a list, bound pods first, not by a
 //     watch-list stream, whose items reach the handlers in no order.
 //     kube-scheduler walks every pod it holds unschedulable on each bound
@@ -43,19 +44,9 @@ func schedulerInformers(kube kubernetes.Interface, name *cache.InformerName, scr
 //     parked yet would otherwise do bound × waiting steps before it is
 //     ready. Read first, each bound pod finds nothing to walk.
 func podInformer(kube kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-	notParked, err := labels.NewRequirement(gpuv1alpha1.ParkedLabel, selection.DoesNotExist, nil)
-	if err != nil {
-		panic(err) // a constant key
-	}
-	options := func(lo *metav1.ListOptions) {
-		// As kube-scheduler's: ended pods hold nothing.
-		lo.FieldSelector = "status.phase!=" + string(v1.PodSucceeded) + ",status.phase!=" + string(v1.PodFailed)
-		lo.LabelSelector = labels.NewSelector().Add(*notParked).String()
-	}
 	pods := kube.CoreV1().Pods(metav1.NamespaceAll)
 	informer := cache.NewSharedIndexInformerWithOptions(listedBoundFirst{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			options(&lo)
 			lo.Limit = 0 // one page, to put every bound pod first
 			list, err := pods.List(ctx, lo)
 			if err != nil {
@@ -65,7 +56,6 @@ func podInformer(kube kubernetes.Interface, resync time.Duration) cache.SharedIn
 			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, lo metav1.ListOptions) (watch.Interface, error) {
-			options(&lo)
 			return pods.Watch(ctx, lo)
 		},
 	}}, &v1.Pod{}, cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{}})

@@ -7,7 +7,8 @@
 // deploy/scheduler/tessera-scheduler-config.yaml or
 // deploy/scheduler/tessera-scheduler-dra-config.yaml. The fit gates park
 // the pods they hold outside kube-scheduler's queue: its pod informer
-// leaves them out, and hides them until they are parked.
+// keeps them from kube-scheduler's handlers, and hides them until they
+// are parked.
 package main
 
 import (
