@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -22,7 +23,33 @@ func (s *state) overCommitted() []string {
 	if s.dra {
 		return framework.OverCapacity(s.slices, s.claims)
 	}
-	return framework.OverCommitted(s.nodes, s.used())
+	out := framework.OverCommitted(s.nodes, s.used())
+	if len(out) == 0 {
+		return nil
+	}
+	// Name what holds each GPU, for whoever reads the failure.
+	holders := map[string][]string{}
+	live := s.live()
+	for _, a := range s.allocations {
+		pod, ok := live[a.Name]
+		if !ok || pod.UID != a.Spec.PodUID || a.Status.Phase == gpuv1alpha1.AllocationFailed {
+			continue
+		}
+		where := "unbound"
+		if pod.Spec.NodeName != "" {
+			where = "bound to " + pod.Spec.NodeName
+		}
+		for _, h := range placement.Holds(a.Spec.Containers) {
+			holders[h.UUID] = append(holders[h.UUID], fmt.Sprintf("%s (pod %s %s; allocation on %s, %q, created %s)",
+				a.Name, pod.UID, where, a.Spec.NodeName, a.Status.Phase, a.CreationTimestamp.Format("15:04:05")))
+		}
+	}
+	for i, v := range out {
+		if f := strings.Fields(v); len(f) > 1 {
+			out[i] = v + ", held by " + strings.Join(holders[f[1]], "; ")
+		}
+	}
+	return out
 }
 
 // orphanedAllocations returns, by UID, every allocation (in DRA mode,

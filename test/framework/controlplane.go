@@ -92,6 +92,7 @@ func Start(t testing.TB, opts Options) *ControlPlane {
 		t.Cleanup(func() {
 			if t.Failed() {
 				cp.logTails(t)
+				cp.keepLogs(t)
 			}
 			cp.Stop()
 		})
