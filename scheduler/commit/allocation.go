@@ -19,8 +19,9 @@ import (
 )
 
 // newAllocation builds the GPUAllocation for a pod: named like the pod and
-// owned by it, so it goes when the pod goes.
-func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) *gpuv1alpha1.GPUAllocation {
+// owned by it, so it goes when the pod goes, and carrying the token of
+// the bind that writes it (gpuv1alpha1.BindAnnotation).
+func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation, bind string) *gpuv1alpha1.GPUAllocation {
 	gpus := map[string]bool{}
 	var indexes []int
 	var memory int64
@@ -40,8 +41,9 @@ func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.Contai
 	}
 	return &gpuv1alpha1.GPUAllocation{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      pod.Name,
-			Namespace: pod.Namespace,
+			Name:        pod.Name,
+			Namespace:   pod.Namespace,
+			Annotations: map[string]string{gpuv1alpha1.BindAnnotation: bind},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1",
 				Kind:       "Pod",
@@ -66,9 +68,9 @@ func newAllocation(pod *corev1.Pod, node string, containers []gpuv1alpha1.Contai
 // allocation of the same name left by an earlier pod of that name, or by
 // an unfinished bind of this one, is replaced; one of this pod when the
 // pod turns out to be bound is not.
-func (c *Committer) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) (*gpuv1alpha1.GPUAllocation, error) {
+func (c *Committer) createAllocation(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation, bind string) (*gpuv1alpha1.GPUAllocation, error) {
 	client := c.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace)
-	want := newAllocation(pod, node, containers)
+	want := newAllocation(pod, node, containers, bind)
 	created, err := client.Create(ctx, want, metav1.CreateOptions{FieldManager: c.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		old, gerr := client.Get(ctx, pod.Name, metav1.GetOptions{})

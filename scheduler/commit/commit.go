@@ -22,14 +22,16 @@ import (
 // allocation's, or the reservation's age frees them.
 var ErrAllocationKept = errors.New("its allocation is kept until the pod shows whether it is bound")
 
-// Commit waits for the node's turn, writes the allocation and binds the pod.
+// Commit waits for the node's turn, writes the allocation and binds the
+// pod. bind is the token of the reservation the containers come from
+// (view.Reservation.Bind), which the allocation carries.
 // On failure it removes the allocation and frees the node's turn; the
 // caller releases the GPUs it reserved for the pod, unless the error is
 // ErrAllocationKept. An allocation whose create got no answer may exist
 // all the same: the node's turn then stays until it is known not to, or
 // to be over (inflight.Gate.Lost); no binding was asked for, so the pod
 // cannot run on it.
-func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) error {
+func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation, bind string) error {
 	start := c.Clock.Now()
 	waitCtx, cancel := ctx, context.CancelFunc(func() {})
 	if c.BindWaitLimit > 0 {
@@ -51,7 +53,7 @@ func (c *Committer) Commit(ctx context.Context, pod *corev1.Pod, node string, co
 		return err
 	}
 
-	alloc, err := c.createAllocation(ctx, pod, node, containers)
+	alloc, err := c.createAllocation(ctx, pod, node, containers, bind)
 	if err != nil {
 		if refused(err) {
 			c.Gate.Release(node, pod.UID)

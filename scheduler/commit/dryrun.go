@@ -18,12 +18,13 @@ import (
 // quota) exactly as the real one would be, and nothing is written; one
 // that a webhook with side effects cannot see as a dry run passes. It
 // takes no node's turn, since no allocation goes pending. A pod that asks
-// for no GPUs (no containers) has only its binding tried. An allocation
+// for no GPUs (no containers) has only its binding tried; bind is as
+// Commit's. An allocation
 // of the same name already there passes: Commit replaces it.
-func (c *Committer) DryRun(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation) error {
+func (c *Committer) DryRun(ctx context.Context, pod *corev1.Pod, node string, containers []gpuv1alpha1.ContainerAllocation, bind string) error {
 	dryRun := []string{metav1.DryRunAll}
 	if len(containers) > 0 {
-		_, err := c.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace).Create(ctx, newAllocation(pod, node, containers),
+		_, err := c.Tessera.GpuV1alpha1().GPUAllocations(pod.Namespace).Create(ctx, newAllocation(pod, node, containers, bind),
 			metav1.CreateOptions{FieldManager: c.FieldManager, DryRun: dryRun})
 		if err != nil && !apierrors.IsAlreadyExists(err) && !dryRunUnsupported(err) {
 			return fmt.Errorf("creating GPU allocation %s/%s as a dry run: %w", pod.Namespace, pod.Name, err)

@@ -61,7 +61,7 @@ func TestDryRun(t *testing.T) {
 				containers = []gpuv1alpha1.ContainerAllocation{{Name: "c", Devices: []gpuv1alpha1.DeviceAllocation{{UUID: "GPU-0", MemoryMiB: 4000}}}}
 			}
 			c := &Committer{Kube: kube, Tessera: tessera}
-			err := c.DryRun(context.Background(), pod, "n", containers)
+			err := c.DryRun(context.Background(), pod, "n", containers, "token")
 			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("DryRun: %v, want an error that says %q", err, tt.wantErr)
 			}

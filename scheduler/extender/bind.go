@@ -89,7 +89,7 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 		e.Requeue.Freed(reserved.HoldFreed)
 	}
 
-	if err := committer.Commit(ctx, pod, args.Node, containers); err != nil {
+	if err := committer.Commit(ctx, pod, args.Node, containers, reserved.Bind); err != nil {
 		if !errors.Is(err, commit.ErrAllocationKept) && e.View.ReleaseReservation(pod.UID, now) && e.QuotaRequeue != nil {
 			e.QuotaRequeue.QuotaFreed(pod.Namespace)
 		}

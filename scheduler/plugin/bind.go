@@ -39,7 +39,7 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 	if len(s.req.Containers) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	if err := p.committer.Commit(ctx, pod, nodeName, s.containers); err != nil {
+	if err := p.committer.Commit(ctx, pod, nodeName, s.containers, s.bind); err != nil {
 		if errors.Is(err, commit.ErrAllocationKept) {
 			// The pod may be bound: Unreserve leaves its GPUs reserved.
 			s.reservedAt = time.Time{}
@@ -60,7 +60,7 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 // why, kube-scheduler gives back each one's reservation, and the gang is
 // tried again whole after its back-off.
 func (p *Plugin) bindGang(ctx context.Context, s *cycleState, pod *v1.Pod, nodeName string) error {
-	if err := p.committer.DryRun(ctx, pod, nodeName, s.containers); err != nil {
+	if err := p.committer.DryRun(ctx, pod, nodeName, s.containers, s.bind); err != nil {
 		p.gangs.fail(s.gang, fmt.Errorf("pod %s/%s cannot be bound: %w", pod.Namespace, pod.Name, err))
 	}
 	if err := p.gangs.wait(ctx, s.gang, pod.UID); err != nil {

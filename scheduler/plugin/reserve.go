@@ -46,7 +46,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, "node no longer fits the pod's GPUs: "+err.Error())
 	}
-	s.reservedAt, s.containers = now, reserved.Containers
+	s.reservedAt, s.containers, s.bind = now, reserved.Containers, reserved.Bind
 	gangReserved(state)
 	p.requeue.placed(pod.UID, nodeName)
 	if reserved.HoldFreed != "" {
@@ -94,5 +94,5 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		p.requeue.Freed(nodeName)
 		p.requeue.QuotaFreed(pod.Namespace)
 	}
-	s.reservedAt, s.containers = time.Time{}, nil
+	s.reservedAt, s.containers, s.bind = time.Time{}, nil, ""
 }

@@ -38,9 +38,11 @@ type cycleState struct {
 	changes map[string]*nodeChanges
 
 	// reservedAt is when Reserve took the GPUs, zero when it did not;
-	// containers are what it gave each container.
+	// containers are what it gave each container, and bind the
+	// reservation's token (view.Reservation.Bind).
 	reservedAt time.Time
 	containers []gpuv1alpha1.ContainerAllocation
+	bind       string
 	// gang is the barrier of the pod group cycle that placed the pod: its
 	// binding waits for the other pods placed with it. Nil outside one.
 	gang *gangBarrier

@@ -57,7 +57,7 @@ func (t *Tracker) Sweep(ctx context.Context) {
 		}
 		switch {
 		case err == nil && a.Spec.PodUID == r.uid:
-			t.view.Place(a)
+			t.view.PlaceOverReservation(a, r.since)
 			continue
 		case err != nil && !errors.IsNotFound(err):
 			logger.Error(err, "Reading the GPUAllocation of an old reservation; keeping the reservation", "pod", klog.KRef(r.namespace, r.name))

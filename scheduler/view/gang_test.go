@@ -263,7 +263,7 @@ func TestReleasedReservationGivesTheHoldBack(t *testing.T) {
 
 	// The bind's allocation replaces the reservation before the binding
 	// fails, and is deleted: the room comes back all the same.
-	a := allocation("pod-b", "alloc-b", "pod-b", "n3", containers(60000, 0, "n3-gpu0"))
+	a := written(v, allocation("pod-b", "alloc-b", "pod-b", "n3", containers(60000, 0, "n3-gpu0")))
 	v.Place(a)
 	if v.ReleaseReservation("pod-b", now) {
 		t.Error("a reservation the allocation replaced was released")

@@ -38,8 +38,13 @@ type Pod struct {
 	// when it was added to the view, so that releasing it takes off
 	// exactly that.
 	use placement.Use
-	// replaced is, for a reservation, the GPUAllocation it took the place of.
-	replaced types.UID
+	// bind is, for a reservation, the token of its bind (Reservation.Bind),
+	// which the allocation that bind writes carries.
+	bind string
+	// shadow is, for a reservation, the allocation of the pod that another
+	// bind left, which the reservation's bind replaces or, failing, gives
+	// back (ReleaseReservation): placed, as Place would place it.
+	shadow *Pod
 	// took is, for a gang member whose bind took a hold of its gang (see
 	// takeHold) and was not seen made (View.Bound), that hold, and gang
 	// that gang, so that the room freed unplaced goes back to the gang.

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"crypto/rand"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,25 +129,50 @@ func (v *View) DeleteGPUNode(name string) {
 }
 
 // Place records the GPUs a GPUAllocation gives its pod. It replaces what
-// the pod held before, such as the reservation of the bind that created the
-// allocation, so nothing is counted twice. An allocation that a bind has
-// already replaced is ignored.
+// the pod held before, such as the reservation of the bind that wrote the
+// allocation, so nothing is counted twice. While the pod holds the
+// reservation of another bind, which writes an allocation of its own in
+// this one's place or else gives this one back, the allocation is only
+// remembered (see ReleaseReservation): a pod whose bind was cut short can
+// be reserved again before its allocation is seen, and counting that
+// allocation in the new reservation's place would free room the new bind
+// is about to take.
 func (v *View) Place(a *gpuv1alpha1.GPUAllocation) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	uid := a.Spec.PodUID
-	if old, ok := v.pods[uid]; ok {
-		if old.AllocationUID == a.UID && old.Node == a.Spec.NodeName {
-			// A GPUAllocation's spec is immutable: an update is a status change.
-			return
-		}
-		if old.Reserved && old.replaced == a.UID {
-			return
-		}
+	old, ok := v.pods[uid]
+	switch {
+	case ok && old.AllocationUID == a.UID && old.Node == a.Spec.NodeName:
+		// A GPUAllocation's spec is immutable: an update is a status change.
+		return
+	case ok && old.Reserved && !ownAllocation(old, a):
+		v.setShadow(old, placed(a))
+		return
 	}
-	old, _ := v.release(uid)
-	p := newPod(uid, a.Namespace, a.Name, a.Spec.NodeName, a.Spec.Containers, a.CreationTimestamp.Time, false)
-	p.AllocationUID = a.UID
+	v.replace(old, a)
+}
+
+// PlaceOverReservation records the GPUs a GPUAllocation gives its pod in
+// place of the pod's reservation made at since, whichever bind wrote the
+// allocation: for a reservation whose bind is over. It does nothing and
+// returns false when the pod no longer holds that reservation.
+func (v *View) PlaceOverReservation(a *gpuv1alpha1.GPUAllocation, since time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.pods[a.Spec.PodUID]
+	if !ok || !p.Reserved || !p.Since.Equal(since) {
+		return false
+	}
+	v.replace(p, a)
+	return true
+}
+
+// replace puts the allocation's holds in place of old, what the pod held
+// (nil for nothing).
+func (v *View) replace(old *Pod, a *gpuv1alpha1.GPUAllocation) {
+	p := placed(a)
+	v.release(a.Spec.PodUID)
 	if old != nil {
 		// The bind that took a hold of the pod's gang may still fail.
 		p.took, p.gang = old.took, old.gang
@@ -154,10 +180,33 @@ func (v *View) Place(a *gpuv1alpha1.GPUAllocation) {
 	v.add(p)
 }
 
+// placed is the hold a GPUAllocation gives its pod.
+func placed(a *gpuv1alpha1.GPUAllocation) *Pod {
+	p := newPod(a.Spec.PodUID, a.Namespace, a.Name, a.Spec.NodeName, a.Spec.Containers, a.CreationTimestamp.Time, false)
+	p.AllocationUID = a.UID
+	return p
+}
+
+// ownAllocation reports whether the allocation is the one the
+// reservation's bind wrote.
+func ownAllocation(r *Pod, a *gpuv1alpha1.GPUAllocation) bool {
+	return a.Annotations[gpuv1alpha1.BindAnnotation] == r.bind
+}
+
+// setShadow replaces the reservation r with a copy that remembers shadow,
+// since readers may hold r.
+func (v *View) setShadow(r, shadow *Pod) {
+	c := *r
+	c.shadow = shadow
+	v.pods[r.UID] = &c
+	v.nodes[r.Node].pods[r.UID] = &c
+}
+
 // ReleaseAllocation frees what a GPUAllocation gave its pod: the holds
-// recorded from it, or the reservation of the bind that created it. It does
-// nothing when the pod holds GPUs through something newer, such as the
-// reservation of a bind that replaced the allocation.
+// recorded from it, or the reservation of the bind that wrote it. It does
+// nothing when the pod holds GPUs through something else, such as the
+// reservation of a bind that replaced the allocation; that reservation
+// then no longer gives it back.
 func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -165,8 +214,13 @@ func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
 	if !ok {
 		return nil, false
 	}
-	ownReservation := p.Reserved && p.replaced != a.UID && p.Node == a.Spec.NodeName
-	if p.AllocationUID != a.UID && !ownReservation {
+	if p.Reserved && !ownAllocation(p, a) {
+		if p.shadow != nil && p.shadow.AllocationUID == a.UID {
+			v.setShadow(p, nil)
+		}
+		return nil, false
+	}
+	if !p.Reserved && p.AllocationUID != a.UID {
 		return nil, false
 	}
 	v.release(a.Spec.PodUID)
@@ -177,6 +231,8 @@ func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
 // ReleaseReservation drops a bind's reservation made at since, if the pod
 // still holds GPUs through it. A gang member's room goes back to the gang
 // (see giveBack), as it does when ReleaseAllocation or Release frees it.
+// An allocation of the pod that the bind was to replace comes back in the
+// reservation's place: it holds its GPUs until it is deleted.
 func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -186,6 +242,9 @@ func (v *View) ReleaseReservation(uid types.UID, since time.Time) bool {
 	}
 	v.release(uid)
 	v.giveBack(p)
+	if p.shadow != nil {
+		v.add(p.shadow)
+	}
 	return true
 }
 
@@ -221,6 +280,9 @@ type Reservation struct {
 	// HoldFreed is the node where the pod's gang gave up a hold because
 	// the pod was placed on another node; empty when none was.
 	HoldFreed string
+	// Bind is the reservation's token, which the allocation its bind
+	// writes carries in gpuv1alpha1.BindAnnotation.
+	Bind string
 }
 
 // ReserveWithin is Reserve within the namespace's GPU limits: what fit
@@ -284,10 +346,18 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 		// The pod's bind that took the hold has not been seen made.
 		p.took, p.gang = old.took, old.gang
 	}
+	p.bind = rand.Text()
 	if hadOld {
-		p.replaced = old.AllocationUID
+		// The bind replaces what the pod held, or gives it back.
+		p.shadow = old.shadow
+		if !old.Reserved {
+			shadow := *old
+			shadow.took, shadow.gang = nil, nil
+			p.shadow = &shadow
+		}
 	}
 	v.add(p)
+	r.Bind = p.bind
 	return r, nil
 }
 

@@ -44,6 +44,17 @@ func allocation(name string, uid, podUID types.UID, node string, c []gpuv1alpha1
 	}
 }
 
+// written is the allocation as the bind of the pod's reservation in the
+// view writes it, carrying the reservation's token.
+func written(v *View, a *gpuv1alpha1.GPUAllocation) *gpuv1alpha1.GPUAllocation {
+	p, ok := v.Pod(a.Spec.PodUID)
+	if !ok || !p.Reserved {
+		panic("written: the pod holds no reservation")
+	}
+	a.Annotations = map[string]string{gpuv1alpha1.BindAnnotation: p.bind}
+	return a
+}
+
 // fitOn returns a FitFunc that places the given containers, or fails.
 func fitOn(c []gpuv1alpha1.ContainerAllocation, err error) FitFunc {
 	return func(*Node) ([]gpuv1alpha1.ContainerAllocation, error) { return c, err }
@@ -102,9 +113,55 @@ func TestView(t *testing.T) {
 				if _, _, err := v.Reserve("p1", "ns", "p", "n1", now, fitOn(c, nil)); err != nil {
 					t.Fatal(err)
 				}
-				v.Place(allocation("p", "a1", "p1", "n1", c))
+				v.Place(written(v, allocation("p", "a1", "p1", "n1", c)))
+				if p, _ := v.Pod("p1"); p.Reserved || p.AllocationUID != "a1" {
+					t.Errorf("the pod holds %+v, want its allocation", p)
+				}
 			},
 			want: usage{1000, 10, 1},
+		},
+		{
+			name: "an earlier bind's allocation seen late leaves the new reservation counted",
+			run: func(t *testing.T, v *View) {
+				// The first bind, on n2, wrote its allocation; the
+				// binding's answer was lost, and the pod was reserved
+				// again on n1 before the allocation was seen.
+				v.Reserve("p1", "ns", "p", "n2", now, fitOn(containers(1000, 10, "n2-gpu0"), nil))
+				first := written(v, allocation("p", "a-first", "p1", "n2", containers(1000, 10, "n2-gpu0")))
+				v.Reserve("p1", "ns", "p", "n1", now.Add(time.Second), fitOn(containers(1000, 10, "n1-gpu0"), nil))
+				v.Place(first)
+				if u := usageOf(t, v, "n2", 0); u != (usage{}) {
+					t.Errorf("n2 usage = %+v, want none: the new bind replaces the allocation", u)
+				}
+			},
+			want: usage{1000, 10, 1},
+		},
+		{
+			name: "a reservation given back brings back the allocation it was to replace",
+			run: func(t *testing.T, v *View) {
+				v.Place(allocation("p", "a-old", "p1", "n1", containers(5000, 50, "n1-gpu0")))
+				v.Reserve("p1", "ns", "p", "n2", now, fitOn(containers(1000, 10, "n2-gpu0"), nil))
+				if !v.ReleaseReservation("p1", now) {
+					t.Fatal("the reservation was not released")
+				}
+				if u := usageOf(t, v, "n2", 0); u != (usage{}) {
+					t.Errorf("n2 usage = %+v, want none", u)
+				}
+			},
+			want: usage{5000, 50, 1},
+		},
+		{
+			name: "an allocation seen late and deleted is not given back",
+			run: func(t *testing.T, v *View) {
+				v.Reserve("p1", "ns", "p", "n1", now, fitOn(containers(5000, 50, "n1-gpu0"), nil))
+				first := written(v, allocation("p", "a-first", "p1", "n1", containers(5000, 50, "n1-gpu0")))
+				v.Reserve("p1", "ns", "p", "n2", now.Add(time.Second), fitOn(containers(1000, 10, "n2-gpu0"), nil))
+				v.Place(first)
+				v.ReleaseAllocation(first) // the new bind replaced it
+				if !v.ReleaseReservation("p1", now.Add(time.Second)) {
+					t.Fatal("the reservation was not released")
+				}
+			},
 		},
 		{
 			name: "release frees the pod",
@@ -128,7 +185,7 @@ func TestView(t *testing.T) {
 			run: func(t *testing.T, v *View) {
 				c := containers(1000, 10, "n1-gpu0")
 				v.Reserve("p1", "ns", "p", "n1", now, fitOn(c, nil))
-				v.ReleaseAllocation(allocation("p", "a1", "p1", "n1", c))
+				v.ReleaseAllocation(written(v, allocation("p", "a1", "p1", "n1", c)))
 			},
 		},
 		{
@@ -188,7 +245,7 @@ func TestView(t *testing.T) {
 				if v.ReleaseReservation("p1", now.Add(time.Second)) {
 					t.Error("released a reservation made at another time")
 				}
-				v.Place(allocation("p", "a1", "p1", "n1", c))
+				v.Place(written(v, allocation("p", "a1", "p1", "n1", c)))
 				if v.ReleaseReservation("p1", now) {
 					t.Error("released a hold that is an allocation now")
 				}
