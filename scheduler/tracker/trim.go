@@ -91,11 +91,16 @@ func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []str
 }
 
 // trimAllocation keeps what the view places and the tracker checks: the
-// allocation's identity, its pod, node and devices, and its phase.
+// allocation's identity and the token of the bind that wrote it, its
+// pod, node and devices, and its phase.
 func trimAllocation(a *gpuv1alpha1.GPUAllocation) *gpuv1alpha1.GPUAllocation {
+	meta := trimMeta(&a.ObjectMeta)
+	if token, ok := a.Annotations[gpuv1alpha1.BindAnnotation]; ok {
+		meta.Annotations = map[string]string{gpuv1alpha1.BindAnnotation: token}
+	}
 	return &gpuv1alpha1.GPUAllocation{
 		TypeMeta:   a.TypeMeta,
-		ObjectMeta: trimMeta(&a.ObjectMeta),
+		ObjectMeta: meta,
 		Spec: gpuv1alpha1.GPUAllocationSpec{
 			PodUID:     a.Spec.PodUID,
 			NodeName:   a.Spec.NodeName,

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
@@ -98,6 +99,7 @@ func TestTrimAllocationKeepsWhatTheTrackerReads(t *testing.T) {
 	full := &gpuv1alpha1.GPUAllocation{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "a1", ResourceVersion: "9",
 			CreationTimestamp: metav1.NewTime(epoch), ManagedFields: managedFields,
+			Annotations:     map[string]string{gpuv1alpha1.BindAnnotation: "token", "example.com/other": "x"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u1"}}},
 		Spec: gpuv1alpha1.GPUAllocationSpec{PodUID: "u1", NodeName: "n1", GPUCount: 2, MemoryMiB: 300,
 			Containers: []gpuv1alpha1.ContainerAllocation{
@@ -110,9 +112,10 @@ func TestTrimAllocationKeepsWhatTheTrackerReads(t *testing.T) {
 	trimmed := trim(t, full.DeepCopy()).(*gpuv1alpha1.GPUAllocation)
 
 	want := &gpuv1alpha1.GPUAllocation{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "a1", ResourceVersion: "9", CreationTimestamp: metav1.NewTime(epoch)},
-		Spec:       gpuv1alpha1.GPUAllocationSpec{PodUID: "u1", NodeName: "n1", Containers: full.Spec.Containers},
-		Status:     gpuv1alpha1.GPUAllocationStatus{Phase: gpuv1alpha1.AllocationFailed, Message: "no such GPU"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "a1", ResourceVersion: "9", CreationTimestamp: metav1.NewTime(epoch),
+			Annotations: map[string]string{gpuv1alpha1.BindAnnotation: "token"}},
+		Spec:   gpuv1alpha1.GPUAllocationSpec{PodUID: "u1", NodeName: "n1", Containers: full.Spec.Containers},
+		Status: gpuv1alpha1.GPUAllocationStatus{Phase: gpuv1alpha1.AllocationFailed, Message: "no such GPU"},
 	}
 	if !reflect.DeepEqual(trimmed, want) {
 		t.Errorf("trimmed allocation = %+v, want %+v", trimmed, want)
@@ -130,6 +133,23 @@ func TestTrimAllocationKeepsWhatTheTrackerReads(t *testing.T) {
 	}
 	if got, want := held(trimmed), held(full); !reflect.DeepEqual(got, want) {
 		t.Errorf("view of the trimmed allocation = %+v, want %+v", got, want)
+	}
+
+	// Trimmed, the allocation a bind wrote still takes the place of the
+	// bind's reservation.
+	v := view.New()
+	r, err := v.ReserveWithin(quota.Limits{}, "u1", "ns", "p", "n1", epoch, func(*view.Node) ([]gpuv1alpha1.ContainerAllocation, error) {
+		return full.Spec.Containers, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := full.DeepCopy()
+	own.Annotations = map[string]string{gpuv1alpha1.BindAnnotation: r.Bind}
+	own.Status = gpuv1alpha1.GPUAllocationStatus{}
+	v.Place(trim(t, own).(*gpuv1alpha1.GPUAllocation))
+	if p, _ := v.Pod("u1"); p.Reserved || p.AllocationUID != "a1" {
+		t.Errorf("after its bind's trimmed allocation the pod holds %+v, want the allocation", p)
 	}
 }
 
