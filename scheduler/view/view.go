@@ -293,6 +293,8 @@ type Reservation struct {
 // step under the view's lock, so two pods of a namespace reserved at once,
 // on any nodes, never both pass a limit that has room for one.
 func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name, nodeName string, now time.Time, fit FitFunc) (Reservation, error) {
+	// Drawn before the lock: it asks the kernel for randomness.
+	bind := rand.Text()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n := v.node(nodeName)
@@ -346,7 +348,7 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 		// The pod's bind that took the hold has not been seen made.
 		p.took, p.gang = old.took, old.gang
 	}
-	p.bind = rand.Text()
+	p.bind = bind
 	if hadOld {
 		// The bind replaces what the pod held, or gives it back.
 		p.shadow = old.shadow

@@ -29,12 +29,7 @@ func (s *state) overCommitted() []string {
 	}
 	// Name what holds each GPU, for whoever reads the failure.
 	holders := map[string][]string{}
-	live := s.live()
-	for _, a := range s.allocations {
-		pod, ok := live[a.Name]
-		if !ok || pod.UID != a.Spec.PodUID || a.Status.Phase == gpuv1alpha1.AllocationFailed {
-			continue
-		}
+	s.eachHolding(func(a *gpuv1alpha1.GPUAllocation, pod *corev1.Pod) {
 		where := "unbound"
 		if pod.Spec.NodeName != "" {
 			where = "bound to " + pod.Spec.NodeName
@@ -43,10 +38,14 @@ func (s *state) overCommitted() []string {
 			holders[h.UUID] = append(holders[h.UUID], fmt.Sprintf("%s (pod %s %s; allocation on %s, %q, created %s)",
 				a.Name, pod.UID, where, a.Spec.NodeName, a.Status.Phase, a.CreationTimestamp.Format("15:04:05")))
 		}
-	}
+	})
 	for i, v := range out {
-		if f := strings.Fields(v); len(f) > 1 {
-			out[i] = v + ", held by " + strings.Join(holders[f[1]], "; ")
+		// The message names the GPU as a word of its own.
+		for _, word := range strings.Fields(v) {
+			if held, ok := holders[strings.TrimSuffix(word, ",")]; ok {
+				out[i] = v + ", held by " + strings.Join(held, "; ")
+				break
+			}
 		}
 	}
 	return out

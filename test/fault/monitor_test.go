@@ -232,16 +232,21 @@ func (s *state) live() map[string]*corev1.Pod {
 // used sums what the allocations of live pods hold on each GPU; a Failed
 // allocation holds nothing.
 func (s *state) used() map[string]*placement.Hold {
-	live := s.live()
 	used := map[string]*placement.Hold{}
-	for _, a := range s.allocations {
-		pod, ok := live[a.Name]
-		if !ok || pod.UID != a.Spec.PodUID || a.Status.Phase == gpuv1alpha1.AllocationFailed {
-			continue
-		}
-		framework.AddGPUUse(used, &a)
-	}
+	s.eachHolding(func(a *gpuv1alpha1.GPUAllocation, _ *corev1.Pod) { framework.AddGPUUse(used, a) })
 	return used
+}
+
+// eachHolding calls fn with each allocation that holds GPUs, that of a
+// live pod and not Failed, and its pod.
+func (s *state) eachHolding(fn func(a *gpuv1alpha1.GPUAllocation, pod *corev1.Pod)) {
+	live := s.live()
+	for i := range s.allocations {
+		a := &s.allocations[i]
+		if pod, ok := live[a.Name]; ok && pod.UID == a.Spec.PodUID && a.Status.Phase != gpuv1alpha1.AllocationFailed {
+			fn(a, pod)
+		}
+	}
 }
 
 // freeSlots counts how many more of the suite's pods the healthy GPUs of
