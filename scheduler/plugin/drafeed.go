@@ -38,7 +38,7 @@ const draAlive = 100 * 365 * 24 * time.Hour
 // are all taken, stricter than the allocator's, never refuse what the
 // allocator would give (see draRequest); allocations kube-scheduler has
 // made but not yet written count once written. Each change that may make
-// room plays the node for the waiting pods (requeuer.Freed); a claim's
+// room plays the node for the waiting pods (waiters.Queue.Freed); a claim's
 // free, once kube-scheduler's allocator has it too (see playFreed).
 type draFeed struct {
 	view  *view.View

@@ -26,6 +26,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/fitgate"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/view"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // draWorld is the cluster of a DRA fit gate test: the driver's slices, as
@@ -37,7 +38,7 @@ type draWorld struct {
 	clock  *clocktesting.FakeClock
 	view   *view.View
 	feed   *draFeed
-	rq     *requeuer
+	rq     *waiters.Queue
 	slices map[string]*resourceapi.ResourceSlice
 	// claims are the allocated claims.
 	claims map[types.UID]*resourceapi.ResourceClaim
@@ -49,7 +50,7 @@ func newDRAWorld(t *testing.T, signal bool) *draWorld {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	v := view.New()
 	w := &draWorld{t: t, clock: clk, view: v, slices: map[string]*resourceapi.ResourceSlice{}, claims: map[types.UID]*resourceapi.ResourceClaim{}}
-	w.rq = newRequeuer(&activations{}, klog.Background(), v, clk, view.Rules{HeartbeatMaxAge: draAlive})
+	w.rq = waiters.NewQueue(&activations{}, klog.Background(), v, clk, view.Rules{HeartbeatMaxAge: draAlive})
 	freed := func(string) {}
 	if signal {
 		freed = w.rq.Freed
@@ -313,7 +314,7 @@ func draDisagreement(t *testing.T, steps int, signal bool) (held, step int, disa
 		for range 2 {
 			claim := w.newClaim(shapes[rng.IntN(len(shapes))])
 			req := w.gateRequest(claim)
-			fits, _ := w.rq.index.Fits(fitgate.ShapeKey(req), req)
+			fits, _ := w.rq.Index().Fits(fitgate.ShapeKey(req), req)
 			if fits != w.walk(req) {
 				return held, step, true
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/plugin/drascore"
 	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // DRAFitGateName is the DRA fit gate's name in a KubeSchedulerConfiguration.
@@ -72,7 +73,7 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 	v := view.New()
 	quotas := quota.NewLister(h.SharedInformerFactory().Core().V1().ResourceQuotas().Lister())
 	rules := view.Rules{HeartbeatMaxAge: draAlive, Quotas: quotas, CoresResource: v1.ResourceName(drascore.CoresField)}
-	rq := newRequeuer(h, logger, v, clk, rules)
+	rq := waiters.NewQueue(h, logger, v, clk, rules)
 	var pods coreinformers.PodInformer = h.SharedInformerFactory().Core().V1().Pods()
 	var kube kubernetes.Interface
 	if parking != nil {
@@ -85,19 +86,19 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 	if err != nil {
 		return nil, err
 	}
-	reasons := newHeldReasons(h.ClientSet(), h.EventRecorder(), clk, rq.stillHeld)
-	go reasons.run(ctx)
-	waiting := &unsynced{ready: ready}
-	go rq.judgeWaited(ctx, waiting, "DRA view", reasons)
+	reasons := waiters.NewReasons(h.ClientSet(), h.EventRecorder(), clk, rq.StillHeld, FieldManager)
+	go reasons.Run(ctx)
+	waiting := waiters.NewUnsynced(ready)
+	go rq.JudgeWaited(ctx, waiting, "DRA view", reasons)
 	g := &DRAFitGate{
-		fitGate: fitGate{profile: h.ProfileName(), index: rq.index, waiters: rq, priorities: priorities, reasons: reasons, unsynced: waiting},
+		fitGate: fitGate{waiters.NewGate(h.ProfileName(), rq, priorities, reasons, waiting)},
 		claims:  dra.ResourceClaims(),
 		classes: classes,
 		rules:   rules,
 		view:    v,
 	}
 	if parking != nil {
-		if err := rq.park(ctx, parking, kube, pods, ready, func(pod *v1.Pod) { g.PreEnqueue(ctx, pod) }); err != nil {
+		if err := park(ctx, rq, parking, kube, pods, ready, func(pod *v1.Pod) { g.PreEnqueue(ctx, pod) }); err != nil {
 			return nil, err
 		}
 	}
@@ -107,9 +108,9 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 // watchDRA feeds the view from the informers on slices and claims, the
 // priorities from pods, and tells the requeuer of pods deleted, as
 // pending says; ready reports whether all have synced.
-func watchDRA(h fwk.Handle, feed *draFeed, rq *requeuer, pending cache.SharedIndexInformer) (ready func() bool, priorities *fitgate.Priorities, err error) {
+func watchDRA(h fwk.Handle, feed *draFeed, rq *waiters.Queue, pending cache.SharedIndexInformer) (ready func() bool, priorities *fitgate.Priorities, err error) {
 	factory := h.SharedInformerFactory()
-	priorities = newPriorities(rq)
+	priorities = waiters.NewPriorities(rq)
 	var synced []cache.ResourceEventHandlerRegistration
 	for _, w := range []struct {
 		informer cache.SharedIndexInformer
@@ -157,17 +158,17 @@ func (g *DRAFitGate) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHi
 // one no node could hold even with its GPUs all free, which
 // kube-scheduler tells why.
 func (g *DRAFitGate) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
-	if g.passes(pod) || len(pod.Spec.ResourceClaims) == 0 {
+	if g.Passes(pod) || len(pod.Spec.ResourceClaims) == 0 {
 		return nil
 	}
 	req, ok := draRequest(pod, g.claims, g.classes)
 	if !ok {
 		return nil
 	}
-	if g.unsynced.wait(pod) {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, notSynced)
+	if g.Unsynced.Wait(pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, waiters.NotSynced)
 	}
-	if g.couldPreempt(pod) {
+	if g.CouldPreempt(pod) {
 		return nil
 	}
 	return g.judge(pod, req, g.rules, g.view)
@@ -182,7 +183,7 @@ func (g *DRAFitGate) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod,
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	g.waiters.waiting(pod, req)
+	g.Waiters.Waiting(pod, req)
 	if narrowed := g.narrow(pod, req, len(nodes)); narrowed != nil {
 		return narrowed, nil
 	}
@@ -194,7 +195,7 @@ func (g *DRAFitGate) PreFilterExtensions() fwk.PreFilterExtensions { return nil 
 
 // Reserve tells the requeuer that the pod is placed.
 func (g *DRAFitGate) Reserve(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
-	g.waiters.placed(pod.UID, nodeName)
+	g.Waiters.Placed(pod.UID, nodeName)
 	return nil
 }
 
@@ -204,6 +205,6 @@ func (g *DRAFitGate) Unreserve(context.Context, fwk.CycleState, *v1.Pod, string)
 // PostFilter leaves the room the pod was activated for to others; it
 // makes no room itself.
 func (g *DRAFitGate) PostFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	g.waiters.failed(pod.UID)
+	g.Waiters.Failed(pod.UID)
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }

@@ -13,7 +13,7 @@ import (
 //   - a Node added, which kube-scheduler's snapshot lacked while its
 //     GPUNode was already in the view;
 //   - an assigned pod deleted. The tracker's own informer usually frees
-//     its GPUs and activates the pods they serve first (see requeuer), but
+//     its GPUs and activates the pods they serve first (see waiters.Queue), but
 //     a pod whose preemption evicted the deleted one is held back by
 //     DefaultPreemption's PreEnqueue until kube-scheduler's informer sees
 //     the deletion too; an activation before then is lost, and
@@ -43,7 +43,7 @@ func (p *Plugin) nodeAdded(_ klog.Logger, pod *v1.Pod, _, newObj any) (fwk.Queue
 	if !ok {
 		return fwk.Queue, nil
 	}
-	return p.requeue.hint(pod, added, added.Name), nil
+	return queueingHint(p.requeue.Hint(pod, added, added.Name)), nil
 }
 
 // assignedPodDeleted queues a pod when the node the deleted pod was on, as
@@ -53,5 +53,14 @@ func (p *Plugin) assignedPodDeleted(_ klog.Logger, pod *v1.Pod, oldObj, _ any) (
 	if !ok {
 		return fwk.Queue, nil
 	}
-	return p.requeue.hint(pod, deleted, deleted.Spec.NodeName), nil
+	return queueingHint(p.requeue.Hint(pod, deleted, deleted.Spec.NodeName)), nil
+}
+
+// queueingHint is kube-scheduler's hint for whether an event may let a
+// pod fit.
+func queueingHint(mayFit bool) fwk.QueueingHint {
+	if mayFit {
+		return fwk.Queue
+	}
+	return fwk.QueueSkip
 }

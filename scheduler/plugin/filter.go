@@ -37,7 +37,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		// Unresolvable: no preemption frees what the binding lacked.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 	}
-	p.requeue.waiting(pod, req.Request)
+	p.requeue.Waiting(pod, req.Request)
 	p.view.JoinGang(pod)
 	s.gangSuffix = gangSuffix(state, pod)
 	p.tellPreempting(pod, req)
@@ -58,7 +58,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		// preemption passes every node by. The requeuer hears of it here,
 		// not only from PostFilter.
 		s.overQuota.closeAll(s.quota.Least)
-		p.requeue.overQuota(pod, s.quotaAt, s.quota.Least)
+		p.requeue.OverQuota(pod, s.quotaAt, s.quota.Least)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, string(closed))
 	}
 	if _, holding := p.view.Pod(pod.UID); holding {

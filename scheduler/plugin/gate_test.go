@@ -10,13 +10,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/view"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // gatedPod is a pod of the plugin's profile asking for one GPU with
@@ -97,7 +96,7 @@ func TestGate(t *testing.T) {
 func bindLowPriority(p *Plugin) {
 	bound := gpuPod("bound", 1000)
 	bound.Spec.NodeName = node
-	p.priorities.Handler().OnAdd(bound, true)
+	p.Priorities.Handler().OnAdd(bound, true)
 }
 
 // TestGateReleasesWhoCouldPreemptAPodBoundBelowThem holds pods of
@@ -121,7 +120,7 @@ func TestGateReleasesWhoCouldPreemptAPodBoundBelowThem(t *testing.T) {
 	if !slices.Equal(act.pods, []string{"default/preempts"}) {
 		t.Errorf("activated %v, want [default/preempts]", act.pods)
 	}
-	if _, held := p.requeue.holds(never.UID); !held {
+	if _, held := p.requeue.Holds(never.UID); !held {
 		t.Error("the pod that may not preempt is no longer held")
 	}
 	if status := p.gate(preempts); !status.IsSuccess() {
@@ -163,7 +162,7 @@ func TestGateHoldsANewcomerBehindHeldPods(t *testing.T) {
 	first, second := gatedPod("first", 10000, 0), gatedPod("second", 10000, 1)
 	holdAndFreeGPU0(t, p, v, act, []*v1.Pod{first, second}, first)
 	late := gatedPod("late", 10000, 5)
-	if got, want := p.gate(late).Message(), heldPrefix+promised; got != want {
+	if got, want := p.gate(late).Message(), waiters.HeldPrefix+waiters.Promised; got != want {
 		t.Fatalf("a pod after the held ones, for the room released to the first, is told %q, want %q", got, want)
 	}
 	if status := p.gate(gatedPod("small", 5000, 6)); !status.IsSuccess() {
@@ -198,18 +197,18 @@ func TestAdoptReleasesParkedPodsInQueueOrder(t *testing.T) {
 	p, v, act := newTestPlugin(t)
 	fillBoth(v)
 	v.Release("fill-0")
-	p.requeue.index.Freed(node)
+	p.requeue.Index().Freed(node)
 	var parked []*v1.Pod
 	for i := range 4 {
 		parked = append(parked, gatedPod("parked-"+string(rune('a'+i)), 10000, int64(i)))
 	}
 	slices.Reverse(parked)
-	p.requeue.adopt(parked, func(pod *v1.Pod) { p.gate(pod) })
+	p.requeue.Adopt(parked, func(pod *v1.Pod) { p.gate(pod) })
 	if got, want := act.take(), []string{"default/parked-a"}; !slices.Equal(got, want) {
 		t.Errorf("adopting released %v, want %v", got, want)
 	}
 	for _, pod := range parked[:3] {
-		if _, held := p.requeue.holds(pod.UID); !held {
+		if _, held := p.requeue.Holds(pod.UID); !held {
 			t.Errorf("%s is not held", pod.Name)
 		}
 	}
@@ -226,19 +225,19 @@ func TestGateTellsOnce(t *testing.T) {
 	pod := gatedPod("pod", 10000, 0)
 	p.gate(pod)
 	p.gate(pod)
-	if n := p.reasons.queue.Len(); n != 1 {
-		t.Fatalf("held twice for one reason, %d writes are queued, want 1", n)
+	reasons := p.Reasons.(*told)
+	if n := len(reasons.of(pod.UID)); n != 1 {
+		t.Fatalf("held twice for one reason, told %d times, want 1", n)
 	}
-	p.reasons.queue.Get()
-	p.reasons.queue.Done(pod.UID)
 	allocationOn(v, gpuPod("more", 1000), node, "GPU-0", 1000)
 	allocationOn(v, gpuPod("more-1", 1000), node, "GPU-1", 1000)
 	p.clock.(interface{ SetTime(time.Time) }).SetTime(p.clock.Now().Add(2 * time.Second))
 	p.gate(pod)
-	if n := p.reasons.queue.Len(); n != 1 {
-		t.Fatalf("held for a new reason, %d writes are queued, want 1", n)
+	whys := reasons.of(pod.UID)
+	if n := len(whys); n != 2 {
+		t.Fatalf("held for a new reason, told %d times in all, want 2", n)
 	}
-	if why := p.reasons.pending[pod.UID].why; !strings.Contains(why, "the largest free is 4120 MiB") {
+	if why := whys[1]; !strings.Contains(why, "the largest free is 4120 MiB") {
 		t.Errorf("the pod is told %q", why)
 	}
 }
@@ -250,31 +249,17 @@ func TestGateWaitsForSync(t *testing.T) {
 	synced := false
 	p.ready = func() bool { return synced }
 	pod := gatedPod("early", 1000, 0)
-	if got := p.gate(pod).Message(); got != notSynced {
-		t.Fatalf("before the sync the gate says %q, want %q", got, notSynced)
+	if got := p.gate(pod).Message(); got != waiters.NotSynced {
+		t.Fatalf("before the sync the gate says %q, want %q", got, waiters.NotSynced)
 	}
 	synced = true
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if got := p.unsynced.run(ctx); len(got) != 1 || got[0] != pod {
+	if got := p.Unsynced.Run(ctx); len(got) != 1 || got[0] != pod {
 		t.Fatalf("after the sync the pods judged are %v", got)
 	}
 	if status := p.gate(pod); !status.IsSuccess() {
 		t.Errorf("after the sync a pod that fits is held: %s", status.Message())
-	}
-}
-
-// gating is kube-scheduler's queue as the fit gate meets it: each pod
-// activated is recorded and asked about at once.
-type gating struct {
-	act  *activations
-	gate func(*v1.Pod) *fwk.Status
-}
-
-func (g *gating) Activate(logger klog.Logger, pods map[string]*v1.Pod) {
-	g.act.Activate(logger, pods)
-	for _, pod := range pods {
-		g.gate(pod)
 	}
 }
 
@@ -284,7 +269,7 @@ func (g *gating) Activate(logger klog.Logger, pods map[string]*v1.Pod) {
 // with no pod activated while they are judged but the pods judged.
 func TestPodsThatWaitedForSyncAreJudgedTogether(t *testing.T) {
 	p, v, act := newTestPlugin(t)
-	p.requeue.activator = &gating{act: act, gate: p.gate}
+	act.gate = p.gate
 	fillBoth(v)
 	v.Release("fill-0")
 	synced := false
@@ -292,28 +277,28 @@ func TestPodsThatWaitedForSyncAreJudgedTogether(t *testing.T) {
 	var pods []*v1.Pod
 	for _, i := range []int{2, 0, 3, 1} {
 		pod := gatedPod("early-"+string(rune('a'+i)), 10000, int64(i))
-		if got := p.gate(pod).Message(); got != notSynced {
-			t.Fatalf("before the sync the gate says %q, want %q", got, notSynced)
+		if got := p.gate(pod).Message(); got != waiters.NotSynced {
+			t.Fatalf("before the sync the gate says %q, want %q", got, waiters.NotSynced)
 		}
 		pods = append(pods, pod)
 	}
 	synced = true
-	p.requeue.index.Freed(node)
-	p.requeue.judgeWaited(t.Context(), p.unsynced, "GPU view", p.reasons)
+	p.requeue.Index().Freed(node)
+	p.requeue.JudgeWaited(t.Context(), p.Unsynced, "GPU view", p.Reasons)
 	want := slices.Sorted(slices.Values(append(keys(pods), "default/early-a")))
 	if got := act.take(); !slices.Equal(got, want) {
 		t.Errorf("activated %v, want the pods judged and then default/early-a alone: %v", got, want)
 	}
 	for _, pod := range pods {
-		_, held := p.requeue.holds(pod.UID)
+		_, held := p.requeue.Holds(pod.UID)
 		if held != (pod.Name != "early-a") {
 			t.Errorf("%s held: %v", pod.Name, held)
 		}
 		// Held while they were judged, the pods were told nothing: those
 		// held still are told that the room went to a pod ahead of them.
-		told, queued := p.reasons.pending[pod.UID]
-		if queued != held || queued && told.why != heldPrefix+promised {
-			t.Errorf("%s (held %v) is to be told %q", pod.Name, held, told.why)
+		whys := p.Reasons.(*told).of(pod.UID)
+		if told := len(whys) > 0; told != held || told && (len(whys) != 1 || whys[0] != waiters.HeldPrefix+waiters.Promised) {
+			t.Errorf("%s (held %v) is told %q", pod.Name, held, whys)
 		}
 	}
 }

@@ -27,12 +27,12 @@ import (
 // more than narrowLimit nodes could hold it: kube-scheduler's filtering
 // then stops early enough.
 func (g *fitGate) narrow(pod *v1.Pod, req *placement.Request, nodes int) *fwk.PreFilterResult {
-	if !g.waiters.holdsAny() || g.passes(pod) || g.couldPreempt(pod) || pod.Annotations[gpuv1alpha1.GangHoldAnnotation] != "" {
+	if !g.Waiters.HoldsAny() || g.Passes(pod) || g.CouldPreempt(pod) || pod.Annotations[gpuv1alpha1.GangHoldAnnotation] != "" {
 		return nil
 	}
 	limit := narrowLimit(nodes)
 	names := sets.New[string]()
-	g.index.EachFit(fitgate.ShapeKey(req), req, func(node string) bool {
+	g.Index.EachFit(fitgate.ShapeKey(req), req, func(node string) bool {
 		names.Insert(node)
 		return len(names) <= limit
 	})

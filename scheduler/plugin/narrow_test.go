@@ -23,7 +23,7 @@ func partlyFull(p *Plugin, v *view.View, name string, memoryMiB int64) {
 	for i := range 2 {
 		allocationOn(v, gpuPod(fmt.Sprintf("fill-%s-%d", name, i), memoryMiB), name, fmt.Sprintf("%s-GPU-%d", name, i), memoryMiB)
 	}
-	p.requeue.index.Freed(name)
+	p.requeue.Index().Freed(name)
 }
 
 // narrowed runs PreFilter for the pod over nodes nodes and returns the

@@ -30,6 +30,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/options"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 const (
@@ -76,10 +77,10 @@ type parker struct {
 	// holds reports whether the requeuer knows the pod and holds it.
 	holds func(types.UID) (known, held bool)
 	// judge asks the gate about a pod, which the requeuer then knows,
-	// and adoptAll has it judge pods parked before (requeuer.adopt).
+	// and adoptAll has it judge pods parked before (waiters.Queue.Adopt).
 	judge    func(*v1.Pod)
 	adoptAll func([]*v1.Pod, func(*v1.Pod))
-	// release has the requeuer hold the pod no longer (requeuer.release).
+	// release has the requeuer hold the pod no longer (waiters.Queue.Release).
 	release func(types.UID)
 	// after is how long a pod is held before it is parked: parkAfter.
 	after time.Duration
@@ -201,7 +202,7 @@ func (pk *parker) adopt() {
 	}
 	// In queue order, each joins its shape's list at the tail.
 	slices.SortFunc(adopted, func(a, b *v1.Pod) int {
-		return queueOrder(a, preemption.Priority(a), b, preemption.Priority(b))
+		return waiters.QueueOrder(a, preemption.Priority(a), b, preemption.Priority(b))
 	})
 	pk.adoptAll(adopted, pk.judge)
 }
@@ -308,21 +309,20 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 // profile's pods, pending ones at least, whole, that does not leave
 // parked ones out (see pendingPods), kube the client that writes the label,
 // ready whether the gate's view has synced, and judge asks the gate about
-// a pod. It parks until ctx ends.
-func (r *requeuer) park(ctx context.Context, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
-	pk := newParker(kube, pods.Lister(), parking.Leading, r.clock)
-	pk.holds, pk.judge, pk.adoptAll, pk.release = r.holds, judge, r.adopt, r.release
+// a pod, which the queue r then knows. It parks until ctx ends.
+func park(ctx context.Context, r *waiters.Queue, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
+	pk := newParker(kube, pods.Lister(), parking.Leading, r.Clock())
+	pk.holds, pk.judge, pk.adoptAll, pk.release = r.Holds, judge, r.Adopt, r.Release
 	reg, err := pods.Informer().AddEventHandler(pk.handler())
 	if err != nil {
 		return fmt.Errorf("watching parked pods: %w", err)
 	}
 	pk.ready = func() bool { return reg.HasSynced() && ready() }
-	r.mu.Lock()
-	r.parker, r.screen = pk, parking.Screen
-	r.mu.Unlock()
+	r.OnHeld(pk.held)
 	if parking.Screen != nil {
+		r.OnHeld(parking.Screen.held)
 		parking.Screen.follow(func(uid types.UID) bool {
-			_, held := r.holds(uid)
+			_, held := r.Holds(uid)
 			return held
 		})
 	}

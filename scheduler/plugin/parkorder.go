@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // lastFirst orders the pods to park: the pod last in kube-scheduler's
@@ -71,7 +72,7 @@ func (h parkEntries) Less(i, j int) bool {
 	if a.pod == nil || b.pod == nil {
 		return a.pod == nil && b.pod != nil
 	}
-	return queueOrder(a.pod, a.priority, b.pod, b.priority) > 0
+	return waiters.QueueOrder(a.pod, a.priority, b.pod, b.priority) > 0
 }
 
 func (h parkEntries) Swap(i, j int) { h[i], h[j] = h[j], h[i] }

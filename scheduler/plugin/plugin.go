@@ -23,6 +23,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 	"github.com/tessera-gpu/tessera/scheduler/viewsync"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -49,7 +50,7 @@ type Plugin struct {
 	parser    podrequest.Parser
 	committer *commit.Committer
 	clock     clock.PassiveClock
-	requeue   *requeuer
+	requeue   *waiters.Queue
 	ready     func() bool
 	// rules keep nodes from taking pods whatever their GPUs' usage.
 	rules view.Rules
@@ -117,8 +118,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 		return nil, err
 	}
 	rules := keeper.Rules()
-	rq := newRequeuer(h, logger, keeper.View, keeper.Clock, rules)
-	priorities := newPriorities(rq)
+	rq := waiters.NewQueue(h, logger, keeper.View, keeper.Clock, rules)
+	priorities := waiters.NewPriorities(rq)
 	prioritiesSynced, err := keeper.Pods.Informer().AddEventHandler(priorities.Handler())
 	if err != nil {
 		return nil, fmt.Errorf("watching pods' priorities: %w", err)
@@ -136,10 +137,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 	if err != nil {
 		return nil, fmt.Errorf("building kube-scheduler's topology placement generator: %w", err)
 	}
-	reasons := newHeldReasons(keeper.Kube, h.EventRecorder(), keeper.Clock, rq.stillHeld)
-	go reasons.run(ctx)
-	waiting := &unsynced{ready: ready}
-	go rq.judgeWaited(ctx, waiting, "GPU view", reasons)
+	reasons := waiters.NewReasons(keeper.Kube, h.EventRecorder(), keeper.Clock, rq.StillHeld, FieldManager)
+	go reasons.Run(ctx)
+	waiting := waiters.NewUnsynced(ready)
+	go rq.JudgeWaited(ctx, waiting, "GPU view", reasons)
 	// kube-scheduler's own /metrics knows nothing of the GPUs.
 	if _, err := keeper.ServeMetrics(ctx, "plugin"); err != nil {
 		return nil, err
@@ -171,21 +172,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 		topology: topology,
 		fitters:  sync.Pool{New: func() any { return new(placement.Fitter) }},
 
-		fitGate: fitGate{
-			profile:    h.ProfileName(),
-			index:      rq.index,
-			waiters:    rq,
-			priorities: priorities,
-			reasons:    reasons,
-			unsynced:   waiting,
-		},
+		fitGate: fitGate{waiters.NewGate(h.ProfileName(), rq, priorities, reasons, waiting)},
 	}
 	if parking != nil {
 		kube, err := parkingClient(h)
 		if err != nil {
 			return nil, err
 		}
-		if err := rq.park(ctx, parking, kube, keeper.Pods, ready, func(pod *v1.Pod) { p.gate(pod) }); err != nil {
+		if err := park(ctx, rq, parking, kube, keeper.Pods, ready, func(pod *v1.Pod) { p.gate(pod) }); err != nil {
 			return nil, err
 		}
 	}

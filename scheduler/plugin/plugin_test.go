@@ -20,7 +20,9 @@ import (
 	"github.com/tessera-gpu/tessera/gpurequest"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 const node = "node-1"
@@ -29,14 +31,46 @@ const node = "node-1"
 type activations struct {
 	mu   sync.Mutex
 	pods []string
+	// gate, when set, is asked about each pod activated, as
+	// kube-scheduler's queue asks the fit gate.
+	gate func(*v1.Pod) *fwk.Status
 }
 
 func (a *activations) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	for key := range pods {
 		a.pods = append(a.pods, key)
 	}
+	gate := a.gate
+	a.mu.Unlock()
+	if gate != nil {
+		for _, pod := range pods {
+			gate(pod)
+		}
+	}
+}
+
+// told records what held pods are told, as waiters.Reasons would write
+// it.
+type told struct {
+	mu  sync.Mutex
+	why map[types.UID][]string
+}
+
+func (t *told) Tell(pod *v1.Pod, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.why == nil {
+		t.why = map[types.UID][]string{}
+	}
+	t.why[pod.UID] = append(t.why[pod.UID], why)
+}
+
+// of returns what the pod was told, in order.
+func (t *told) of(uid types.UID) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.why[uid]
 }
 
 // newTestPlugin returns a plugin over a view of one node with two 15360 MiB
@@ -55,26 +89,21 @@ func newTestPlugin(t testing.TB, conditions ...metav1.Condition) (*Plugin, *view
 	v.SetGPUNode(gn)
 	v.SetLease(node, clk.Now())
 	act := &activations{}
-	rules := view.Rules{HeartbeatMaxAge: time.Minute, HAMiCoreMissing: view.HAMiCoreRefuse, CoresResource: gpurequest.DefaultResourceNames().Cores}
+	// Tests set quotas in the map, which the plugin's and the requeuer's
+	// rules share.
+	rules := view.Rules{HeartbeatMaxAge: time.Minute, HAMiCoreMissing: view.HAMiCoreRefuse, CoresResource: gpurequest.DefaultResourceNames().Cores, Quotas: quota.Fixed{}}
 	p := &Plugin{
 		view: v,
 		parser: podrequest.Parser{
 			ResourceNames: gpurequest.DefaultResourceNames(), DefaultNodePolicy: gpurequest.Binpack, DefaultGPUPolicy: gpurequest.Spread,
 		},
 		clock:   clk,
-		requeue: newRequeuer(act, klog.Background(), v, clk, rules),
+		requeue: waiters.NewQueue(act, klog.Background(), v, clk, rules),
 		ready:   func() bool { return true },
 		rules:   rules,
 		fitters: sync.Pool{New: func() any { return new(placement.Fitter) }},
 	}
-	p.fitGate = fitGate{
-		profile:    "tessera-scheduler",
-		index:      p.requeue.index,
-		waiters:    p.requeue,
-		priorities: newPriorities(p.requeue),
-		reasons:    newHeldReasons(nil, nil, clk, p.requeue.stillHeld),
-	}
-	p.unsynced = &unsynced{ready: func() bool { return p.ready() }}
+	p.fitGate = fitGate{waiters.NewGate("tessera-scheduler", p.requeue, waiters.NewPriorities(p.requeue), &told{}, waiters.NewUnsynced(func() bool { return p.ready() }))}
 	return p, v, act
 }
 

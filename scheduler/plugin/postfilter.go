@@ -31,7 +31,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	// DefaultPreemption evicts nothing: its dry run's victims are moot.
 	p.dryRuns.take(pod.UID, "")
 	// Room the pod was activated for is left for others.
-	p.requeue.failed(pod.UID)
+	p.requeue.Failed(pod.UID)
 	s, err := readState(state)
 	if err != nil || len(s.req.Containers) == 0 || pod.Status.NominatedNodeName != "" {
 		// Not a GPU pod, or one whose preemption is under way.
@@ -41,7 +41,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Unschedulable, "GPU preemption: none, "+string(unstated))
 	}
 	if turnedAway, every := s.overQuota.read(""); turnedAway.Any {
-		p.requeue.overQuota(pod, s.quotaAt, turnedAway.Asked)
+		p.requeue.OverQuota(pod, s.quotaAt, turnedAway.Asked)
 		if every {
 			return nil, fwk.NewStatus(fwk.Unschedulable, "GPU preemption: none, "+noQuotaEviction)
 		}

@@ -16,12 +16,10 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/quota"
 )
 
-// memoryQuota gives the plugin, and its requeuer, a GPU memory limit of
-// mib for namespace default.
+// memoryQuota gives the plugin, and its requeuer, which share its rules'
+// quotas, a GPU memory limit of mib for namespace default.
 func memoryQuota(p *Plugin, mib int64) {
-	q := quota.Fixed{"default": {MemoryMiB: quota.Limit{Hard: mib, Set: true, Quota: "gpu"}}}
-	p.rules.Quotas = q
-	p.requeue.rules.Quotas = q
+	p.rules.Quotas.(quota.Fixed)["default"] = quota.Limits{MemoryMiB: quota.Limit{Hard: mib, Set: true, Quota: "gpu"}}
 }
 
 // percentPod is a pod asking for pct percent of one GPU's memory.
@@ -186,8 +184,8 @@ func TestQuotaWaiterRefusedOtherwise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.requeue.waiting(first, req.Request)
-	p.requeue.failed(first.UID)
+	p.requeue.Waiting(first, req.Request)
+	p.requeue.Failed(first.UID)
 	memoryQuota(p, 14000)
 	p.requeue.QuotaFreed("default")
 	wantActivated(t, act, "the quota raised by one pod's room", "default/second")
@@ -223,8 +221,7 @@ func TestQuotaCoresUnstated(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, _, act := newTestPlugin(t)
-			q := quota.Fixed{"default": {Cores: quota.Limit{Hard: 1000, Set: true, Quota: "gpu"}}}
-			p.rules.Quotas, p.requeue.rules.Quotas = q, q
+			p.rules.Quotas.(quota.Fixed)["default"] = quota.Limits{Cores: quota.Limit{Hard: 1000, Set: true, Quota: "gpu"}}
 			pod := tc.pod()
 			state := framework.NewCycleState()
 			_, st := p.PreFilter(context.Background(), state, pod, nil)

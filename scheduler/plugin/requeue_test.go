@@ -51,8 +51,8 @@ func failOnce(t testing.TB, p *Plugin, pod *v1.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.requeue.waiting(pod, req.Request)
-	p.requeue.failed(pod.UID)
+	p.requeue.Waiting(pod, req.Request)
+	p.requeue.Failed(pod.UID)
 }
 
 // waitFor has count pods of memoryMiB wait, as after a cycle that failed,
@@ -152,11 +152,11 @@ func TestActivatedPodPlacedElsewhere(t *testing.T) {
 				t.Fatalf("activated %v, want %v", got, want)
 			}
 			req, _ := p.parser.Parse(waiting[0])
-			p.requeue.waiting(waiting[0], req.Request)
+			p.requeue.Waiting(waiting[0], req.Request)
 			if outcome == "failed" {
-				p.requeue.failed(waiting[0].UID)
+				p.requeue.Failed(waiting[0].UID)
 			} else {
-				p.requeue.placed(waiting[0].UID, node)
+				p.requeue.Placed(waiting[0].UID, node)
 			}
 			// The second pod takes its room again; the third the room
 			// the first left.
@@ -273,29 +273,6 @@ func BenchmarkHintsPerEvent(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-	}
-}
-
-// chunkedActivations records the size of each activation.
-type chunkedActivations struct{ sizes []int }
-
-func (a *chunkedActivations) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
-	a.sizes = append(a.sizes, len(pods))
-}
-
-// TestActivateInChunks checks that a large activation, such as a
-// scheduler's first judgement of a backlog, takes kube-scheduler's queue
-// lock for at most activateChunk pods at a time, and activates them all.
-func TestActivateInChunks(t *testing.T) {
-	act := &chunkedActivations{}
-	r := newRequeuer(act, klog.Background(), view.New(), nil, view.Rules{})
-	pods := make([]*v1.Pod, 2*activateChunk+1)
-	for i := range pods {
-		pods[i] = gpuPod(fmt.Sprintf("p-%04d", i), 1024)
-	}
-	r.activate("test", pods)
-	if want := []int{activateChunk, activateChunk, 1}; !slices.Equal(act.sizes, want) {
-		t.Errorf("activated %v pods at a time, want %v", act.sizes, want)
 	}
 }
 

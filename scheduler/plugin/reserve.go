@@ -40,7 +40,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		p.rules.Fit(now, s.req.Request, "node(s)", &warning))
 	if over := (*quota.ExceededError)(nil); errors.As(err, &over) {
 		// Another pod of the namespace took the room since Filter.
-		p.requeue.overQuota(pod, now, over.Asked)
+		p.requeue.OverQuota(pod, now, over.Asked)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, over.Reason)
 	}
 	if err != nil {
@@ -48,7 +48,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	s.reservedAt, s.containers, s.bind = now, reserved.Containers, reserved.Bind
 	gangReserved(state)
-	p.requeue.placed(pod.UID, nodeName)
+	p.requeue.Placed(pod.UID, nodeName)
 	if reserved.HoldFreed != "" {
 		// Should the bind fail, the gang's room comes back where the
 		// reservation was, so what was freed there stays free.

@@ -1,4 +1,4 @@
-package plugin
+package waiters
 
 import (
 	"cmp"
@@ -26,7 +26,7 @@ type shape struct {
 func (s *shape) has(w *waiter) bool { return !w.gone && w.shape == s }
 
 // join adds the waiter to the shape of key, in queue order.
-func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
+func (r *Queue) join(w *waiter, key string, req *placement.Request) {
 	s, ok := r.byKey[key]
 	if !ok {
 		s = &shape{key: key, req: req, minMemoryMiB: minMemoryMiB(req)}
@@ -45,7 +45,7 @@ func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
 		return
 	}
 	i, found := slices.BinarySearchFunc(s.pods, w, func(e, target *waiter) int {
-		return queueOrder(e.pod, e.priority, target.pod, target.priority)
+		return QueueOrder(e.pod, e.priority, target.pod, target.priority)
 	})
 	if found {
 		// The pod's entry from before it left the shape, not yet
@@ -57,7 +57,7 @@ func (r *requeuer) join(w *waiter, key string, req *placement.Request) {
 }
 
 // remove forgets the waiter.
-func (r *requeuer) remove(w *waiter) {
+func (r *Queue) remove(w *waiter) {
 	delete(r.pods, w.pod.UID)
 	r.setHeld(w, false)
 	r.setQuotaAsked(w, nil)
@@ -66,7 +66,7 @@ func (r *requeuer) remove(w *waiter) {
 
 // leave takes the waiter out of its shape in O(1): it is marked gone, and
 // the shape's list compacted once it is half gone.
-func (r *requeuer) leave(w *waiter) {
+func (r *Queue) leave(w *waiter) {
 	s := w.shape
 	w.gone = true
 	s.live--

@@ -1,4 +1,4 @@
-package plugin
+package waiters
 
 import (
 	"context"
@@ -16,16 +16,16 @@ import (
 // its turn to be told is not written: it is being scheduled or is bound,
 // and a late write would mark it unschedulable.
 func TestHeldReasonsSkipPodsNoLongerHeld(t *testing.T) {
-	held, released := gatedPod("held", 1000, 0), gatedPod("released", 1000, 1)
+	held, released := gpuPod("held", 1000), gpuPod("released", 1000)
 	kube := fake.NewClientset(held, released)
-	h := newHeldReasons(kube, nil, clocktesting.NewFakePassiveClock(time.Unix(100, 0)),
-		func(uid types.UID) bool { return uid == held.UID })
-	h.tell(released, "released since")
-	h.tell(held, "still held")
+	h := NewReasons(kube, nil, clocktesting.NewFakePassiveClock(time.Unix(100, 0)),
+		func(uid types.UID) bool { return uid == held.UID }, "test")
+	h.Tell(released, "released since")
+	h.Tell(held, "still held")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
-		h.run(ctx)
+		h.Run(ctx)
 		close(done)
 	}()
 	deadline := time.Now().Add(10 * time.Second)

@@ -1,4 +1,4 @@
-package plugin
+package waiters
 
 import (
 	"fmt"
@@ -9,8 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
 // unorderedPods are n GPU pods of two shapes and three priorities, each
@@ -31,22 +33,18 @@ func unorderedPods(n int) []*v1.Pod {
 // TestJoinKeepsQueueOrder checks that pods asked about in no order, as at
 // a scheduler's start, wait in each shape in queue order.
 func TestJoinKeepsQueueOrder(t *testing.T) {
-	p, _, _ := newTestPlugin(t)
+	r := NewQueue(nil, klog.Background(), view.New(), nil, view.Rules{})
 	pods := unorderedPods(3000)
 	for _, pod := range pods {
-		req, err := p.parser.Parse(pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.requeue.asked(pod, req.Request)
+		r.Asked(pod, request(t, pod))
 	}
-	if len(p.requeue.shapes) != 2 {
-		t.Fatalf("%d shapes, want 2", len(p.requeue.shapes))
+	if len(r.shapes) != 2 {
+		t.Fatalf("%d shapes, want 2", len(r.shapes))
 	}
 	joined := 0
-	for _, s := range p.requeue.shapes {
+	for _, s := range r.shapes {
 		joined += len(s.pods)
-		if !slices.IsSortedFunc(s.pods, func(a, b *waiter) int { return queueOrder(a.pod, a.priority, b.pod, b.priority) }) {
+		if !slices.IsSortedFunc(s.pods, func(a, b *waiter) int { return QueueOrder(a.pod, a.priority, b.pod, b.priority) }) {
 			t.Errorf("shape %s: pods not in queue order", s.key)
 		}
 	}
@@ -55,25 +53,20 @@ func TestJoinKeepsQueueOrder(t *testing.T) {
 	}
 }
 
-// BenchmarkJoinUnordered is a new requeuer taking in a backlog of pods in
+// BenchmarkJoinUnordered is a new Queue taking in a backlog of pods in
 // no order, as when a scheduler judges every waiting pod at its start.
 func BenchmarkJoinUnordered(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			pods := unorderedPods(n)
-			p, _, _ := newTestPlugin(b)
 			reqs := make([]*placement.Request, n)
 			for i, pod := range pods {
-				req, err := p.parser.Parse(pod)
-				if err != nil {
-					b.Fatal(err)
-				}
-				reqs[i] = req.Request
+				reqs[i] = request(b, pod)
 			}
 			for b.Loop() {
-				rq := newRequeuer(nil, p.requeue.logger, p.requeue.view, p.requeue.clock, p.requeue.rules)
+				rq := NewQueue(nil, klog.Background(), view.New(), nil, view.Rules{})
 				for i, pod := range pods {
-					rq.asked(pod, reqs[i])
+					rq.Asked(pod, reqs[i])
 				}
 			}
 		})

@@ -1,4 +1,4 @@
-package plugin
+package waiters
 
 import (
 	"context"
@@ -22,60 +22,67 @@ import (
 // not in one storm of writes.
 const heldReasonsPerSecond = 50
 
-// heldReasons tells held pods why they wait, as kube-scheduler tells the
+// Reasons tells held pods why they wait, as kube-scheduler tells the
 // pods it turns away: a PodScheduled condition that is False with reason
-// Unschedulable, and a FailedScheduling event. It writes from a goroutine
+// Unschedulable (SchedulingGated for a gated pod), and a FailedScheduling
+// event. It writes from a goroutine
 // of its own, since the fit gate runs under kube-scheduler's queue lock,
 // at most heldReasonsPerSecond pods a second; a pod told twice before its
 // turn is told the latest reason once, and a pod the gate no longer holds
 // at its turn is told nothing: it is being scheduled, or bound already,
 // and a late write would mark a bound pod unschedulable.
-type heldReasons struct {
+type Reasons struct {
 	kube     kubernetes.Interface
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
-	limiter  flowcontrol.RateLimiter
-	queue    workqueue.TypedInterface[types.UID]
+	// fieldManager names the scheduler in what it writes.
+	fieldManager string
+	limiter      flowcontrol.RateLimiter
+	queue        workqueue.TypedInterface[types.UID]
 	// held reports whether the fit gate holds the pod now.
 	held func(types.UID) bool
 
 	mu      sync.Mutex
-	pending map[types.UID]heldReason
+	pending map[types.UID]reason
 }
 
-// heldReason is what one pod is to be told.
-type heldReason struct {
+// reason is what one pod is to be told.
+type reason struct {
 	pod *v1.Pod
 	why string
 }
 
-func newHeldReasons(kube kubernetes.Interface, recorder events.EventRecorder, clk clock.PassiveClock, held func(types.UID) bool) *heldReasons {
-	return &heldReasons{
-		kube:     kube,
-		recorder: recorder,
-		clock:    clk,
-		held:     held,
-		limiter:  flowcontrol.NewTokenBucketRateLimiter(heldReasonsPerSecond, heldReasonsPerSecond),
-		queue:    workqueue.NewTyped[types.UID](),
-		pending:  map[types.UID]heldReason{},
+// NewReasons tells held pods why with kube, writing as fieldManager, and
+// records events with recorder (nil records none); held reports whether
+// the fit gate holds a pod still.
+func NewReasons(kube kubernetes.Interface, recorder events.EventRecorder, clk clock.PassiveClock, held func(types.UID) bool, fieldManager string) *Reasons {
+	return &Reasons{
+		fieldManager: fieldManager,
+		kube:         kube,
+		recorder:     recorder,
+		clock:        clk,
+		held:         held,
+		limiter:      flowcontrol.NewTokenBucketRateLimiter(heldReasonsPerSecond, heldReasonsPerSecond),
+		queue:        workqueue.NewTyped[types.UID](),
+		pending:      map[types.UID]reason{},
 	}
 }
 
-// tell queues telling the pod why, unless its condition says so already.
-func (h *heldReasons) tell(pod *v1.Pod, why string) {
+// Tell queues telling the pod why, unless its condition says so already.
+func (h *Reasons) Tell(pod *v1.Pod, why string) {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Message == why {
 			return
 		}
 	}
 	h.mu.Lock()
-	h.pending[pod.UID] = heldReason{pod: pod, why: why}
+	h.pending[pod.UID] = reason{pod: pod, why: why}
 	h.mu.Unlock()
 	h.queue.Add(pod.UID)
 }
 
-// run tells the pods queued until ctx ends.
-func (h *heldReasons) run(ctx context.Context) {
+// Run tells the pods queued until ctx ends.
+func (h *Reasons) Run(ctx context.Context) {
 	go func() {
 		<-ctx.Done()
 		h.queue.ShutDown()
@@ -97,14 +104,14 @@ func (h *heldReasons) run(ctx context.Context) {
 }
 
 // write sets the pod's condition and records the event.
-func (h *heldReasons) write(ctx context.Context, r heldReason) {
+func (h *Reasons) write(ctx context.Context, r reason) {
 	patch, err := json.Marshal(map[string]any{
 		// The UID makes the patch fail on another pod of the same name.
 		"metadata": map[string]any{"uid": r.pod.UID},
 		"status": map[string]any{"conditions": []v1.PodCondition{{
 			Type:               v1.PodScheduled,
 			Status:             v1.ConditionFalse,
-			Reason:             v1.PodReasonUnschedulable,
+			Reason:             conditionReason(r.pod),
 			Message:            r.why,
 			LastTransitionTime: metav1.NewTime(h.clock.Now()),
 		}}},
@@ -113,7 +120,7 @@ func (h *heldReasons) write(ctx context.Context, r heldReason) {
 		return
 	}
 	_, err = h.kube.CoreV1().Pods(r.pod.Namespace).Patch(ctx, r.pod.Name, types.StrategicMergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		metav1.PatchOptions{FieldManager: h.fieldManager}, "status")
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err), apierrors.IsInvalid(err):
 		// Gone, or another pod of that name.
@@ -125,4 +132,15 @@ func (h *heldReasons) write(ctx context.Context, r heldReason) {
 	if h.recorder != nil {
 		h.recorder.Eventf(r.pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", r.why)
 	}
+}
+
+// conditionReason is the reason of a held pod's PodScheduled condition:
+// SchedulingGated for a pod kube-scheduler does not try while it has a
+// scheduling gate (the extender's fit gate), as the API server wrote it,
+// and Unschedulable for others.
+func conditionReason(pod *v1.Pod) string {
+	if len(pod.Spec.SchedulingGates) > 0 {
+		return v1.PodReasonSchedulingGated
+	}
+	return v1.PodReasonUnschedulable
 }

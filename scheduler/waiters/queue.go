@@ -1,4 +1,4 @@
-package plugin
+package waiters
 
 import (
 	"cmp"
@@ -10,7 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/tessera-gpu/tessera/scheduler/fitgate"
@@ -19,7 +18,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
-// requeuer activates the waiting GPU pods that GPUs freed on a node could
+// Queue activates the waiting GPU pods that GPUs freed on a node could
 // serve, and no others: under a backlog of thousands of pods, retrying
 // every one whenever any GPU frees costs thousands of scheduling cycles per
 // finished pod. It plays what kube-scheduler would do with the node: it
@@ -27,22 +26,20 @@ import (
 // the node with placement's rules, and activates those that fit, each
 // taking its room, until nothing more fits.
 //
-// The tracker tells the requeuer whenever GPUs may have freed on a node,
-// once its view holds the change (Freed); kube-scheduler's queueing hints
-// ask only about added Nodes and deleted assigned pods (see
-// EventsToRegister). A pod is remembered
-// from its first PreFilter, or from when the fit gate first asks about
-// it, until Reserve places it or it is deleted. A
-// pod activated while its cycle runs is retried when the cycle fails:
-// kube-scheduler records the activation.
+// The tracker tells the Queue whenever GPUs may have freed on a node,
+// once its view holds the change (Freed). A pod is remembered from the
+// start of its first scheduling cycle (Waiting), or from when the fit
+// gate first asks about it (Asked), until it is placed (Placed) or
+// deleted (Forget). A pod activated while its cycle runs is retried when
+// the cycle fails: kube-scheduler records the activation.
 //
 // A pod activated to take room on a node may end up elsewhere, or nowhere
-// (another plugin turns it away); that room would then wait for the next
-// event while a pod it could serve waits too. So the requeuer remembers the
-// node each activated pod was meant for, and plays that node again when
-// the pod's cycle ends anywhere else.
-type requeuer struct {
-	activator fwk.PodActivator
+// (a filter turns it away); that room would then wait for the next event
+// while a pod it could serve waits too. So the Queue remembers the node
+// each activated pod was meant for, and plays that node again when the
+// pod's cycle ends anywhere else (Failed, Placed).
+type Queue struct {
+	activator Activator
 	logger    klog.Logger
 	view      *view.View
 	clock     clock.PassiveClock
@@ -73,14 +70,12 @@ type requeuer struct {
 	quotaWaiters map[string]map[types.UID]*waiter
 	// holding counts the waiters the fit gate holds.
 	holding int
-	// parker, when parking is on, parks the pods the fit gate holds
-	// outside kube-scheduler's queue, and screen hides them from it
-	// until they are parked.
-	parker *parker
-	screen *Screen
+	// onHeld hear whenever the fit gate starts or stops holding a pod
+	// (see OnHeld).
+	onHeld []func(pod *v1.Pod, held bool)
 	// judging counts the bulk judgings under way (see judgeTogether);
 	// adopting is set while pods parked before this scheduler led are
-	// judged anew (see adopt), which tells them nothing.
+	// judged anew (see Adopt), which tells them nothing.
 	judging  int
 	adopting bool
 }
@@ -108,18 +103,42 @@ type waiter struct {
 	untold bool
 }
 
-func newRequeuer(activator fwk.PodActivator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules view.Rules) *requeuer {
-	return &requeuer{
+// Activator activates waiting pods, keyed by namespace/name: it has
+// kube-scheduler try them again. kube-scheduler's framework.PodActivator
+// is one; the extender's fit gate lifts their scheduling gate.
+type Activator interface {
+	Activate(logger klog.Logger, pods map[string]*v1.Pod)
+}
+
+// NewQueue returns a queue that activates pods with activator, playing
+// nodes as v holds them under rules.
+func NewQueue(activator Activator, logger klog.Logger, v *view.View, clk clock.PassiveClock, rules view.Rules) *Queue {
+	return &Queue{
 		activator: activator, logger: logger, view: v, clock: clk, rules: rules, index: fitgate.New(v, rules, clk),
 		pods: map[types.UID]*waiter{}, byKey: map[string]*shape{}, quotaFreed: map[string]time.Time{},
 		quotaWaiters: map[string]map[types.UID]*waiter{},
 	}
 }
 
-// waiting remembers a pod whose scheduling cycle starts. A cycle that
+// Index is the fit gate's index, which the queue tells of each free
+// first.
+func (r *Queue) Index() *fitgate.Index { return r.index }
+
+// Clock is the queue's clock.
+func (r *Queue) Clock() clock.PassiveClock { return r.clock }
+
+// OnHeld has fn hear, under the queue's lock, whenever the fit gate starts
+// or stops holding a pod, from then on; fn must only queue work.
+func (r *Queue) OnHeld(fn func(pod *v1.Pod, held bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onHeld = append(r.onHeld, fn)
+}
+
+// Waiting remembers a pod whose scheduling cycle starts. A cycle that
 // ended without placing the pod and without PostFilter frees the room it
 // was activated for.
-func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
+func (r *Queue) Waiting(pod *v1.Pod, req *placement.Request) {
 	r.mu.Lock()
 	w := r.remember(pod, req)
 	r.setHeld(w, false)
@@ -136,22 +155,22 @@ func (r *requeuer) waiting(pod *v1.Pod, req *placement.Request) {
 	r.activate("Retrying pods for GPUs a failed cycle left", chosen)
 }
 
-// asked remembers a pod the fit gate asks about, before it asks the
+// Asked remembers a pod the fit gate asks about, before it asks the
 // index: a free from then on plays the pod.
-func (r *requeuer) asked(pod *v1.Pod, req *placement.Request) {
+func (r *Queue) Asked(pod *v1.Pod, req *placement.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.remember(pod, req)
 }
 
-// held notes that the fit gate holds the pod, for why, and returns
+// Held notes that the fit gate holds the pod, for why, and returns
 // whether why differs from what the pod was last told, it is not being
-// adopted (see adopt), and it is not held untold while judged with other
+// adopted (see Adopt), and it is not held untold while judged with other
 // pods (see untoldBehind). The room the pod
 // was activated for, if any, is not played again: the gate runs under
 // kube-scheduler's queue lock, which activating takes, and that room was
 // taken or the gate would not hold the pod.
-func (r *requeuer) held(uid types.UID, why string) bool {
+func (r *Queue) Held(uid types.UID, why string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.pods[uid]
@@ -172,7 +191,7 @@ func (r *requeuer) held(uid types.UID, why string) bool {
 
 // remember returns the waiter of the pod, adding it, or moving it to the
 // shape of req. It runs under r.mu.
-func (r *requeuer) remember(pod *v1.Pod, req *placement.Request) *waiter {
+func (r *Queue) remember(pod *v1.Pod, req *placement.Request) *waiter {
 	w, ok := r.pods[pod.UID]
 	key := fitgate.ShapeKey(req)
 	if !ok {
@@ -190,9 +209,9 @@ func (r *requeuer) remember(pod *v1.Pod, req *placement.Request) *waiter {
 	return w
 }
 
-// placed drops a pod that Reserve placed on node, and plays again the
+// Placed drops a pod that Reserve placed on node, and plays again the
 // nodes it was activated for.
-func (r *requeuer) placed(uid types.UID, node string) {
+func (r *Queue) Placed(uid types.UID, node string) {
 	r.mu.Lock()
 	var chosen []*v1.Pod
 	if w, ok := r.pods[uid]; ok {
@@ -203,9 +222,9 @@ func (r *requeuer) placed(uid types.UID, node string) {
 	r.activate("Retrying pods for GPUs a placed pod left", chosen)
 }
 
-// failed notes that the pod's cycle found no node, and plays again the
+// Failed notes that the pod's cycle found no node, and plays again the
 // node it was activated for, without it.
-func (r *requeuer) failed(uid types.UID) {
+func (r *Queue) Failed(uid types.UID) {
 	r.mu.Lock()
 	var chosen []*v1.Pod
 	if w, ok := r.pods[uid]; ok {
@@ -218,7 +237,7 @@ func (r *requeuer) failed(uid types.UID) {
 
 // Forget drops a pod that is gone, and plays again the nodes it was
 // activated for.
-func (r *requeuer) Forget(uid types.UID) {
+func (r *Queue) Forget(uid types.UID) {
 	r.mu.Lock()
 	var chosen []*v1.Pod
 	if w, ok := r.pods[uid]; ok {
@@ -231,7 +250,7 @@ func (r *requeuer) Forget(uid types.UID) {
 
 // Freed activates the waiting pods that the node, as the view holds it
 // now, could serve.
-func (r *requeuer) Freed(node string) {
+func (r *Queue) Freed(node string) {
 	// The pods activated ask the fit gate again, which must know the room.
 	r.index.Freed(node)
 	r.mu.Lock()
@@ -244,7 +263,7 @@ func (r *requeuer) Freed(node string) {
 // priority is above lowest, the priority of a pod just bound below every
 // other: kube-scheduler's preemption may now make room for them, which
 // the fit gate leaves to it.
-func (r *requeuer) preemptible(lowest int32) {
+func (r *Queue) preemptible(lowest int32) {
 	r.mu.Lock()
 	var chosen []*v1.Pod
 	for _, w := range r.pods {
@@ -257,12 +276,12 @@ func (r *requeuer) preemptible(lowest int32) {
 	r.activate("A pod was bound below every other priority; retrying the held pods that could preempt it", chosen, "priority", lowest)
 }
 
-// hint tells kube-scheduler whether an event about the object on node
+// Hint tells kube-scheduler whether an event about the object on node
 // may let the waiting pod fit: whether playing the node activates the pod.
-// A pod the requeuer does not know is queued. kube-scheduler asks about
+// A pod the Queue does not know is queued. kube-scheduler asks about
 // one event for every waiting pod in turn, so the node is played once per
 // object.
-func (r *requeuer) hint(pod *v1.Pod, object any, node string) fwk.QueueingHint {
+func (r *Queue) Hint(pod *v1.Pod, object any, node string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if object != r.hinted {
@@ -271,15 +290,13 @@ func (r *requeuer) hint(pod *v1.Pod, object any, node string) fwk.QueueingHint {
 			r.hintedChosen[p.UID] = true
 		}
 	}
-	if _, ok := r.pods[pod.UID]; !ok || r.hintedChosen[pod.UID] {
-		return fwk.Queue
-	}
-	return fwk.QueueSkip
+	_, known := r.pods[pod.UID]
+	return !known || r.hintedChosen[pod.UID]
 }
 
 // replay plays a node again without the pod except, whose cycle ended;
 // node "" plays nothing.
-func (r *requeuer) replay(except types.UID, node string) []*v1.Pod {
+func (r *Queue) replay(except types.UID, node string) []*v1.Pod {
 	if node == "" {
 		return nil
 	}
@@ -288,7 +305,7 @@ func (r *requeuer) replay(except types.UID, node string) []*v1.Pod {
 
 // replayAll plays again the nodes the waiter was activated for, but the
 // node it was placed on.
-func (r *requeuer) replayAll(uid types.UID, placedOn string, w *waiter) []*v1.Pod {
+func (r *Queue) replayAll(uid types.UID, placedOn string, w *waiter) []*v1.Pod {
 	var chosen []*v1.Pod
 	if w.trying != placedOn {
 		chosen = r.replay(uid, w.trying)
@@ -303,7 +320,7 @@ func (r *requeuer) replayAll(uid types.UID, placedOn string, w *waiter) []*v1.Po
 // the view holds it and returns those that fit, its namespace's GPU quota
 // included, each taking its room, marking them held on the node. Pods held on another node are passed by;
 // those held on this one take their room again. It runs under r.mu.
-func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
+func (r *Queue) play(node string, except types.UID) []*v1.Pod {
 	if len(r.pods) == 0 {
 		return nil
 	}
@@ -374,7 +391,7 @@ func (r *requeuer) play(node string, except types.UID) []*v1.Pod {
 // They are not its own when the pods ahead took all of it. A pod is
 // never held for room no pod took: when no node gave any pod room, the
 // room is its own.
-func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) bool {
+func (r *Queue) turn(uid types.UID, fitting func(fn func(node string) bool)) bool {
 	r.mu.Lock()
 	w, ok := r.pods[uid]
 	others := r.holding
@@ -410,11 +427,11 @@ func (r *requeuer) turn(uid types.UID, fitting func(fn func(node string) bool)) 
 	return own
 }
 
-// adopt has the fit gate judge together the pods parked before this
+// Adopt has the fit gate judge together the pods parked before this
 // scheduler led (judge asks it about one), telling them nothing: each was
 // told why it waits when it was parked, and told again every parked pod
 // would be written anew, the figures in its reason having changed.
-func (r *requeuer) adopt(pods []*v1.Pod, judge func(*v1.Pod)) {
+func (r *Queue) Adopt(pods []*v1.Pod, judge func(*v1.Pod)) {
 	r.mu.Lock()
 	r.adopting = true
 	r.mu.Unlock()
@@ -428,17 +445,17 @@ func (r *requeuer) adopt(pods []*v1.Pod, judge func(*v1.Pod)) {
 	r.mu.Unlock()
 }
 
-// judgeWaited has the fit gate judge together, once the view has synced,
+// JudgeWaited has the fit gate judge together, once the view has synced,
 // the pods that waited for it: kube-scheduler asks the gate about each
 // pod it is handed again. The pods that fit but whose room went to pods
 // ahead of them are told so (reasons).
-func (r *requeuer) judgeWaited(ctx context.Context, u *unsynced, view string, reasons *heldReasons) {
-	pods := u.run(ctx)
+func (r *Queue) JudgeWaited(ctx context.Context, u *Unsynced, view string, reasons Teller) {
+	pods := u.Run(ctx)
 	behind := r.judgeTogether(func() {
 		r.activate(view+" synced; judging the pods that waited for it", pods)
 	}, "Pods that waited for the view judged; retrying those GPUs free now hold", "pods", len(pods))
 	for _, pod := range behind {
-		reasons.tell(pod, heldPrefix+promised)
+		reasons.Tell(pod, HeldPrefix+Promised)
 	}
 }
 
@@ -449,7 +466,7 @@ func (r *requeuer) judgeWaited(ctx context.Context, u *unsynced, view string, re
 // a time, as turn plays, each pod judged would play every node that could
 // hold it, under kube-scheduler's queue lock, again and again while frees
 // come: a first start over 180,000 waiting pods judged them for minutes.
-func (r *requeuer) judgeTogether(judge func(), msg string, kv ...any) (behind []*v1.Pod) {
+func (r *Queue) judgeTogether(judge func(), msg string, kv ...any) (behind []*v1.Pod) {
 	r.mu.Lock()
 	r.judging++
 	r.mu.Unlock()
@@ -479,8 +496,8 @@ func (r *requeuer) judgeTogether(judge func(), msg string, kv ...any) (behind []
 // together (see turn) that are held still, since the pods ahead of them
 // took the room that fit them, and notes that they are told so; pods
 // being adopted are told nothing. It runs under r.mu.
-func (r *requeuer) untoldBehind() []*v1.Pod {
-	why := heldPrefix + promised
+func (r *Queue) untoldBehind() []*v1.Pod {
+	why := HeldPrefix + Promised
 	var behind []*v1.Pod
 	for _, w := range r.pods {
 		if !w.untold {
@@ -496,7 +513,7 @@ func (r *requeuer) untoldBehind() []*v1.Pod {
 }
 
 // setHeld notes whether the fit gate holds the waiter. It runs under r.mu.
-func (r *requeuer) setHeld(w *waiter, held bool) {
+func (r *Queue) setHeld(w *waiter, held bool) {
 	if !held {
 		w.untold = false
 	}
@@ -509,17 +526,14 @@ func (r *requeuer) setHeld(w *waiter, held bool) {
 	} else {
 		r.holding--
 	}
-	if r.parker != nil {
-		r.parker.held(w.pod, held)
-	}
-	if r.screen != nil {
-		r.screen.held(w.pod, held)
+	for _, fn := range r.onHeld {
+		fn(w.pod, held)
 	}
 }
 
-// release holds the pod no longer, which unparks it: kube-scheduler
+// Release holds the pod no longer, which unparks it: kube-scheduler
 // then meets it and asks the fit gate about it anew.
-func (r *requeuer) release(uid types.UID) {
+func (r *Queue) Release(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if w, ok := r.pods[uid]; ok {
@@ -527,31 +541,31 @@ func (r *requeuer) release(uid types.UID) {
 	}
 }
 
-// holdsAny reports whether the fit gate holds any pod.
-func (r *requeuer) holdsAny() bool {
+// HoldsAny reports whether the fit gate holds any pod.
+func (r *Queue) HoldsAny() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.holding > 0
 }
 
-// holds reports whether the requeuer knows the pod, and whether the fit
+// Holds reports whether the Queue knows the pod, and whether the fit
 // gate holds it.
-func (r *requeuer) holds(uid types.UID) (known, held bool) {
+func (r *Queue) Holds(uid types.UID) (known, held bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.pods[uid]
 	return ok, ok && w.held
 }
 
-// stillHeld reports whether the fit gate holds the pod now.
-func (r *requeuer) stillHeld(uid types.UID) bool {
-	_, held := r.holds(uid)
+// StillHeld reports whether the fit gate holds the pod now.
+func (r *Queue) StillHeld(uid types.UID) bool {
+	_, held := r.Holds(uid)
 	return held
 }
 
 // playable reports whether playing node may activate the waiter, one of
 // the shape being played (see shape.has).
-func (r *requeuer) playable(w *waiter, node string, except types.UID) bool {
+func (r *Queue) playable(w *waiter, node string, except types.UID) bool {
 	return w.pod.UID != except && (w.heldOn == "" || w.heldOn == node)
 }
 
@@ -561,7 +575,7 @@ const activateChunk = 500
 
 // activate activates pods, outside r.mu: kube-scheduler calls the hints
 // with its queue locked.
-func (r *requeuer) activate(msg string, pods []*v1.Pod, kv ...any) {
+func (r *Queue) activate(msg string, pods []*v1.Pod, kv ...any) {
 	if len(pods) == 0 {
 		return
 	}
@@ -582,12 +596,12 @@ func (r *requeuer) activate(msg string, pods []*v1.Pod, kv ...any) {
 // before reports whether a comes before b in kube-scheduler's queue:
 // higher priority first, then older.
 func before(a, b *waiter) bool {
-	return queueOrder(a.pod, a.priority, b.pod, b.priority) < 0
+	return QueueOrder(a.pod, a.priority, b.pod, b.priority) < 0
 }
 
-// queueOrder compares pods a and b of priorities pa and pb in
+// QueueOrder compares pods a and b of priorities pa and pb in
 // kube-scheduler's queue order: higher priority first, then older.
-func queueOrder(a *v1.Pod, pa int32, b *v1.Pod, pb int32) int {
+func QueueOrder(a *v1.Pod, pa int32, b *v1.Pod, pb int32) int {
 	if pa != pb {
 		return cmp.Compare(pb, pa)
 	}

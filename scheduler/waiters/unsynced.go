@@ -1,4 +1,4 @@
-package plugin
+package waiters
 
 import (
 	"context"
@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// unsynced holds the GPU pods the fit gate meets before the view has
+// Unsynced holds the GPU pods the fit gate meets before the view has
 // synced, and has them judged together once it has: tried now, each would
 // fail on a view not yet synced and wait out its back-off.
-type unsynced struct {
+type Unsynced struct {
 	ready func() bool
 
 	mu   sync.Mutex
@@ -20,9 +20,14 @@ type unsynced struct {
 	pods []*v1.Pod
 }
 
-// wait reports whether the pod must wait for the view to sync, and
+// NewUnsynced holds pods until ready reports that the view has synced.
+func NewUnsynced(ready func() bool) *Unsynced {
+	return &Unsynced{ready: ready}
+}
+
+// Wait reports whether the pod must wait for the view to sync, and
 // remembers it if so.
-func (u *unsynced) wait(pod *v1.Pod) bool {
+func (u *Unsynced) Wait(pod *v1.Pod) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.done {
@@ -36,9 +41,9 @@ func (u *unsynced) wait(pod *v1.Pod) bool {
 	return true
 }
 
-// run waits for the view to sync, and then returns the pods that waited
-// for it, for the requeuer to activate; nil when ctx ends first.
-func (u *unsynced) run(ctx context.Context) []*v1.Pod {
+// Run waits for the view to sync, and then returns the pods that waited
+// for it, for the Queue to activate; nil when ctx ends first.
+func (u *Unsynced) Run(ctx context.Context) []*v1.Pod {
 	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return u.ready(), nil }); err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package plugin
+package waiters
 
 import (
 	"maps"
@@ -12,14 +12,14 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
-// overQuota records that the pod's namespace's GPU quota turned it away,
+// OverQuota records that the pod's namespace's GPU quota turned it away,
 // as the namespace was at since, where it asked for asked at the least:
-// the requeuer activates it when the namespace frees GPUs or its quota is
+// the Queue activates it when the namespace frees GPUs or its quota is
 // raised, and the quota then has room for that. When the quota may have
 // got room after since, the pod is activated at once, since its cycle may
 // not have seen that room (kube-scheduler retries a pod activated during
 // its cycle once the cycle ends).
-func (r *requeuer) overQuota(pod *v1.Pod, since time.Time, asked placement.Use) {
+func (r *Queue) OverQuota(pod *v1.Pod, since time.Time, asked placement.Use) {
 	r.mu.Lock()
 	w, ok := r.pods[pod.UID]
 	var chosen []*v1.Pod
@@ -38,7 +38,7 @@ func (r *requeuer) overQuota(pod *v1.Pod, since time.Time, asked placement.Use) 
 // it asked for, so that one pod's worth of room activates about one pod.
 // A pod activated to take room on a node takes its room but is not
 // activated again.
-func (r *requeuer) QuotaFreed(namespace string) {
+func (r *Queue) QuotaFreed(namespace string) {
 	r.mu.Lock()
 	r.quotaFreed[namespace] = r.clock.Now()
 	limits := r.rules.Limits(namespace)
@@ -71,7 +71,7 @@ func (r *requeuer) QuotaFreed(namespace string) {
 // setQuotaAsked sets what the waiter last asked of its namespace's GPU
 // quota when the quota turned it away, nil when it did not, and files it
 // among its namespace's waiters on the quota. It runs under r.mu.
-func (r *requeuer) setQuotaAsked(w *waiter, asked *placement.Use) {
+func (r *Queue) setQuotaAsked(w *waiter, asked *placement.Use) {
 	w.quotaAsked = asked
 	ns, uid := w.pod.Namespace, w.pod.UID
 	if asked != nil {
@@ -93,7 +93,7 @@ func (r *requeuer) setQuotaAsked(w *waiter, asked *placement.Use) {
 // waiter given assignment on node, beside what the pods chosen before it
 // in the same play take (taken, by namespace, which it adds to when
 // there is room).
-func (r *requeuer) quotaRoom(w *waiter, assignment []gpuv1alpha1.ContainerAllocation, node *placement.Node, taken map[string]placement.Use) bool {
+func (r *Queue) quotaRoom(w *waiter, assignment []gpuv1alpha1.ContainerAllocation, node *placement.Node, taken map[string]placement.Use) bool {
 	ns := w.pod.Namespace
 	limits := r.rules.Limits(ns)
 	if !limits.Enforced() {
