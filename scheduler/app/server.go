@@ -12,9 +12,12 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/tessera-gpu/tessera/scheduler/extender"
+	"github.com/tessera-gpu/tessera/scheduler/gatelift"
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
 	"github.com/tessera-gpu/tessera/scheduler/options"
+	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/requeue"
+	"github.com/tessera-gpu/tessera/scheduler/tracker"
 	"github.com/tessera-gpu/tessera/scheduler/viewsync"
 )
 
@@ -66,7 +69,30 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	requeuer := requeue.New(keeper.Kube, keeper.Clock, requeueWindow, extender.FieldManager)
-	if err := keeper.Start(ctx, requeuer); err != nil {
+	recorder := s.events.NewRecorder(scheme.Scheme, extender.FieldManager)
+	var frees tracker.Requeue = requeuer
+	var lifter *gatelift.Lifter
+	if cfg.FitGate.Enabled {
+		lifter, err = gatelift.New(gatelift.Config{
+			Kube:           keeper.Kube,
+			Pods:           keeper.Pods,
+			View:           keeper.View,
+			Rules:          keeper.Rules(),
+			Parser:         podrequest.Parser{ResourceNames: cfg.ResourceNames, DefaultNodePolicy: cfg.DefaultNodePolicy, DefaultGPUPolicy: cfg.DefaultGPUPolicy},
+			Profile:        cfg.SchedulerName,
+			Recorder:       recorder,
+			FieldManager:   extender.FieldManager,
+			Clock:          keeper.Clock,
+			Ready:          keeper.HasSynced,
+			LeaseNamespace: cfg.FitGate.LeaseNamespace,
+			LeaseName:      cfg.FitGate.LeaseName,
+		})
+		if err != nil {
+			return nil, err
+		}
+		frees = viewsync.FanOut{requeuer, lifter}
+	}
+	if err := keeper.Start(ctx, frees); err != nil {
 		return nil, err
 	}
 	if err := s.events.StartRecordingToSinkWithContext(ctx); err != nil {
@@ -79,10 +105,11 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		Kube:              keeper.Kube,
 		Tessera:           keeper.Tessera,
 		Pods:              keeper.Pods.Lister(),
-		Recorder:          s.events.NewRecorder(scheme.Scheme, extender.FieldManager),
+		Recorder:          recorder,
 		Metrics:           requests,
 		Requeue:           requeuer,
 		QuotaRequeue:      requeuer,
+		FitGate:           fitGate(lifter),
 		Quotas:            keeper.Quotas,
 		ResourceNames:     cfg.ResourceNames,
 		DefaultNodePolicy: cfg.DefaultNodePolicy,
@@ -100,6 +127,9 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 		addProfiling(s.mux)
 	}
 	s.wg.Go(func() { requeuer.Run(ctx) })
+	if lifter != nil {
+		s.wg.Go(func() { lifter.Run(ctx) })
+	}
 	return s, nil
 }
 
@@ -109,4 +139,13 @@ func (s *server) stop() {
 	s.keeper.Stop()
 	s.wg.Wait()
 	s.events.Shutdown()
+}
+
+// fitGate is the lifter as the extender hears of it: nil, not a nil
+// *Lifter, when the fit gate is off.
+func fitGate(lifter *gatelift.Lifter) extender.FitGate {
+	if lifter == nil {
+		return nil
+	}
+	return lifter
 }

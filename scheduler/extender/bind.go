@@ -31,7 +31,7 @@ const ReasonFailedGPUPlacement = "FailedGPUPlacement"
 // the allocation are given back, unless the binding may have been made
 // (commit.ErrAllocationKept); a pod the quota has no room for gets
 // nothing written.
-func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArgs) (string, error) {
+func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArgs) (result string, err error) {
 	if err := validateBinding(args); err != nil {
 		return metrics.ResultInvalid, err
 	}
@@ -44,6 +44,15 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 	pod, err := e.pod(ctx, args)
 	if err != nil {
 		return resultOf(err), err
+	}
+	if e.FitGate != nil {
+		defer func() {
+			node := args.Node
+			if err != nil {
+				node = ""
+			}
+			e.FitGate.Ended(pod.UID, node)
+		}()
 	}
 	if pod.Spec.NodeName != "" {
 		return metrics.ResultInvalid, fmt.Errorf("pod %s/%s is already bound to node %s", pod.Namespace, pod.Name, pod.Spec.NodeName)
@@ -83,10 +92,15 @@ func (e *Extender) Bind(ctx context.Context, args *extenderv1.ExtenderBindingArg
 		return metrics.ResultUnschedulable, err
 	}
 	containers := reserved.Containers
-	if reserved.HoldFreed != "" && e.Requeue != nil {
+	if reserved.HoldFreed != "" {
 		// Should the bind fail, the gang's room comes back where the
 		// reservation was, so what was freed there stays free.
-		e.Requeue.Freed(reserved.HoldFreed)
+		if e.Requeue != nil {
+			e.Requeue.Freed(reserved.HoldFreed)
+		}
+		if e.FitGate != nil {
+			e.FitGate.Freed(reserved.HoldFreed)
+		}
 	}
 
 	if err := committer.Commit(ctx, pod, args.Node, containers, reserved.Bind); err != nil {

@@ -53,6 +53,9 @@ type Config struct {
 	// turned away, so that they are retried when the namespace frees GPUs
 	// or its quota is raised; nil for none.
 	QuotaRequeue QuotaRequeue
+	// FitGate hears of the scheduling cycles of the pods it released;
+	// nil when the fit gate is off.
+	FitGate FitGate
 
 	// ResourceNames are the resources pods ask for GPU slices with.
 	ResourceNames gpurequest.ResourceNames
@@ -89,6 +92,19 @@ type Requeue interface {
 	Forget(uid types.UID)
 	// Freed says GPUs may have become free on the node: the view holds
 	// the node as it is now.
+	Freed(node string)
+}
+
+// FitGate is the extender's fit gate (scheduler/gatelift), which
+// releases gated pods for the room they can take and must hear when their
+// cycles start and end.
+type FitGate interface {
+	// Started says a cycle of the pod, asking for req, reached the filter.
+	Started(pod *corev1.Pod, req *placement.Request)
+	// Ended says the pod's cycle bound it to node, or, with node "",
+	// placed it nowhere.
+	Ended(uid types.UID, node string)
+	// Freed says GPUs may have become free on the node.
 	Freed(node string)
 }
 

@@ -48,6 +48,9 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 		// Nothing to place: every node fits.
 		out.feasible = append(out.feasible, names...)
 	} else {
+		if e.FitGate != nil {
+			e.FitGate.Started(pod, req.Request)
+		}
 		e.View.JoinGang(pod)
 		j = e.judge(pod, req.Request)
 		e.decideAll(j, pod, names, out)
@@ -61,6 +64,9 @@ func (e *Extender) filter(ctx context.Context, args *extenderargs.Args, out *fil
 			"feasible", len(out.feasible), "failed", len(out.failed), "unresolvable", len(out.unresolvable))
 	}
 	if len(out.feasible) == 0 {
+		if e.FitGate != nil {
+			e.FitGate.Ended(pod.UID, "")
+		}
 		if e.Requeue != nil {
 			e.Requeue.Rejected(pod, e.serves(pod, req.Request))
 		}

@@ -86,6 +86,25 @@ type Config struct {
 	// gpu.tessera.dev/gang-fit): a Workload is let in only when all its
 	// pods fit the GPUs as they are, and that room is held for them.
 	GangFit GangFit `json:"gangFit"`
+	// FitGate has the extender lift the scheduling gate
+	// gpu.tessera.dev/fit, which Tessera's webhook puts on GPU pods when
+	// the fit gate is on, only once some live node could hold the pod's
+	// GPUs and the pods ahead of it leave it room (scheduler/gatelift).
+	FitGate FitGate `json:"fitGate"`
+}
+
+// FitGate configures the extender's fit gate.
+type FitGate struct {
+	// Enabled lifts the gate. Off by default: the webhook must put the
+	// gate on, or nothing is held, and a gated pod waits until a process
+	// with the fit gate on lifts it.
+	Enabled bool `json:"enabled"`
+	// LeaseNamespace and LeaseName name the Lease that elects the one
+	// extender process that decides which pods to release, so that two
+	// running side by side in a rollout never release two pods for one
+	// pod's room.
+	LeaseNamespace string `json:"leaseNamespace"`
+	LeaseName      string `json:"leaseName"`
 }
 
 // Defaults.
@@ -103,6 +122,7 @@ const (
 	DefaultGangFitRetryAfter   = 15 * time.Second
 	DefaultGangFitLeaseName    = "tessera-gang-fit"
 	DefaultGangFitLeaseNS      = "kube-system"
+	DefaultFitGateLeaseName    = "tessera-fit-gate"
 )
 
 // GangFit configures the gang-fit AdmissionCheck (scheduler/gangfit).
@@ -148,6 +168,10 @@ func NewConfig() *Config {
 			RetryAfter:     metav1.Duration{Duration: DefaultGangFitRetryAfter},
 			LeaseNamespace: DefaultGangFitLeaseNS,
 			LeaseName:      DefaultGangFitLeaseName,
+		},
+		FitGate: FitGate{
+			LeaseNamespace: DefaultGangFitLeaseNS,
+			LeaseName:      DefaultFitGateLeaseName,
 		},
 	}
 }

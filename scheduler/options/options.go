@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 )
 
 // Options are everything the extender's command line sets.
@@ -61,6 +63,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.GangFit.RetryAfter.Duration, "gang-fit-retry-after", c.GangFit.RetryAfter.Duration, "How long Kueue waits before it tries again a Workload whose pods did not fit.")
 	fs.StringVar(&c.GangFit.LeaseNamespace, "gang-fit-lease-namespace", c.GangFit.LeaseNamespace, "Namespace of the Lease that elects the one scheduler process deciding the gang-fit checks.")
 	fs.StringVar(&c.GangFit.LeaseName, "gang-fit-lease-name", c.GangFit.LeaseName, "Name of the Lease that elects the one scheduler process deciding the gang-fit checks.")
+	fs.BoolVar(&c.FitGate.Enabled, "fit-gate", c.FitGate.Enabled, "Lift the scheduling gate "+gpuv1alpha1.FitSchedulingGate+", which the webhook puts on GPU pods with --fit-gate-schedulers, once some live node could hold the pod's GPUs and the pods ahead of it leave it room.")
+	fs.StringVar(&c.FitGate.LeaseNamespace, "fit-gate-lease-namespace", c.FitGate.LeaseNamespace, "Namespace of the Lease that elects the one extender process lifting fit gates.")
+	fs.StringVar(&c.FitGate.LeaseName, "fit-gate-lease-name", c.FitGate.LeaseName, "Name of the Lease that elects the one extender process lifting fit gates.")
 	fs.BoolVar(&c.AllocationMetrics, "allocation-metrics", c.AllocationMetrics, "Add a series per container and GPU it holds (tessera_allocation_*) to /metrics/state; many at thousands of pods.")
 	fs.VisitAll(func(f *pflag.Flag) {
 		if !before[f.Name] {

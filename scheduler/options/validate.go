@@ -71,12 +71,10 @@ func (c *Config) Validate() error {
 	errs = append(errs, durationAtLeast("gangFit.holdTimeout", c.GangFit.HoldTimeout.Duration, time.Second)...)
 	errs = append(errs, durationAtLeast("gangFit.retryAfter", c.GangFit.RetryAfter.Duration, time.Second)...)
 	if c.GangFit.Enabled {
-		for _, msg := range validation.IsDNS1123Label(c.GangFit.LeaseNamespace) {
-			errs = append(errs, field.Invalid(field.NewPath("gangFit", "leaseNamespace"), c.GangFit.LeaseNamespace, msg))
-		}
-		for _, msg := range validation.IsDNS1123Subdomain(c.GangFit.LeaseName) {
-			errs = append(errs, field.Invalid(field.NewPath("gangFit", "leaseName"), c.GangFit.LeaseName, msg))
-		}
+		errs = append(errs, validateLease(field.NewPath("gangFit"), c.GangFit.LeaseNamespace, c.GangFit.LeaseName)...)
+	}
+	if c.FitGate.Enabled {
+		errs = append(errs, validateLease(field.NewPath("fitGate"), c.FitGate.LeaseNamespace, c.FitGate.LeaseName)...)
 	}
 	if c.ClientQPS <= 0 || c.ClientQPS > MaxClientQPS {
 		errs = append(errs, field.Invalid(field.NewPath("clientQPS"), c.ClientQPS, fmt.Sprintf("must be greater than 0 and at most %d", MaxClientQPS)))
@@ -133,4 +131,17 @@ func validateAddress(path *field.Path, address string) field.ErrorList {
 		return field.ErrorList{field.Invalid(path, address, "port must be a number from 0 to 65535")}
 	}
 	return nil
+}
+
+// validateLease checks the namespace and name of an election's Lease,
+// under path.
+func validateLease(path *field.Path, namespace, name string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(namespace) {
+		errs = append(errs, field.Invalid(path.Child("leaseNamespace"), namespace, msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path.Child("leaseName"), name, msg))
+	}
+	return errs
 }

@@ -54,7 +54,8 @@ func Trim(names gpurequest.ResourceNames) cache.TransformFunc {
 // the room is held again after a restart, and the parked label, which
 // tessera-scheduler takes off a bound pod; and for a pod not yet bound,
 // what bind reads of its request: placement annotations and the
-// containers' GPU resources. A bound pod is never bound again, so its
+// containers' GPU resources, and what the extender's fit gate reads,
+// its PodScheduled condition among it. A bound pod is never bound again, so its
 // request is dropped.
 func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []string) *corev1.Pod {
 	out := &corev1.Pod{
@@ -76,6 +77,18 @@ func trimPod(pod *corev1.Pod, resources []corev1.ResourceName, annotations []str
 	}
 	if pod.Spec.NodeName != "" {
 		return out
+	}
+	// What the extender's fit gate reads (scheduler/gatelift): the gate
+	// it lifts, and whether the pod is of a gang or may preempt.
+	out.Spec.SchedulingGates = pod.Spec.SchedulingGates
+	out.Spec.SchedulingGroup = pod.Spec.SchedulingGroup
+	out.Spec.PreemptionPolicy = pod.Spec.PreemptionPolicy
+	// Why the pod waits, as told: a held pod is told again only when
+	// that changes.
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			out.Status.Conditions = []corev1.PodCondition{c}
+		}
 	}
 	out.Spec.InitContainers = trimContainers(pod.Spec.InitContainers, resources)
 	out.Spec.Containers = trimContainers(pod.Spec.Containers, resources)

@@ -173,3 +173,27 @@ func TestTrimPassesOtherObjectsThrough(t *testing.T) {
 		t.Errorf("a tombstone came out as %+v", got)
 	}
 }
+
+// TestTrimPodKeepsWhatTheFitGateReads checks that a pending pod keeps its
+// scheduling gates, its gang, its preemption policy and its PodScheduled
+// condition, which the extender's fit gate reads from the informer, and a
+// bound pod drops them.
+func TestTrimPodKeepsWhatTheFitGateReads(t *testing.T) {
+	never := corev1.PreemptNever
+	for _, node := range []string{"", "n1"} {
+		full := fullPod(node)
+		full.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "other"}, {Name: gpuv1alpha1.FitSchedulingGate}}
+		full.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptrTo("g")}
+		full.Spec.PreemptionPolicy = &never
+		told := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated, Message: "held"}
+		full.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady}, told}
+		trimmed := trim(t, full).(*corev1.Pod)
+		kept := reflect.DeepEqual(trimmed.Spec.SchedulingGates, full.Spec.SchedulingGates) &&
+			reflect.DeepEqual(trimmed.Status.Conditions, []corev1.PodCondition{told}) &&
+			reflect.DeepEqual(trimmed.Spec.SchedulingGroup, full.Spec.SchedulingGroup) && trimmed.Spec.PreemptionPolicy == &never
+		if want := node == ""; kept != want {
+			t.Errorf("node %q: gates %v, group %v, preemption %v kept: %v, want %v", node,
+				trimmed.Spec.SchedulingGates, trimmed.Spec.SchedulingGroup, trimmed.Spec.PreemptionPolicy, kept, want)
+		}
+	}
+}

@@ -193,7 +193,7 @@ func (k *Keeper) Start(ctx context.Context, requeue tracker.Requeue) error {
 		// The check hears of every free too, and of nodes that may run
 		// more pod sets than before, to try again at once the Workloads it
 		// sent back.
-		frees = fanOut{requeue, gangFit}
+		frees = FanOut{requeue, gangFit}
 		if _, err := nodes.Informer().AddEventHandler(gangFit.NodeHandler()); err != nil {
 			return fmt.Errorf("watching nodes for the gang-fit check: %w", err)
 		}
@@ -277,17 +277,32 @@ func (k *Keeper) Stop() {
 	k.wg.Wait()
 }
 
-// fanOut tells every requeuer of each free.
-type fanOut []tracker.Requeue
+// FanOut tells every requeuer of each free and pod gone, and those that
+// are tracker.QuotaRequeues of each namespace's quota freed.
+type FanOut []tracker.Requeue
 
-func (f fanOut) Freed(node string) {
+var _ tracker.QuotaRequeue = FanOut(nil)
+
+// Freed tells each requeuer that GPUs may have freed on the node.
+func (f FanOut) Freed(node string) {
 	for _, r := range f {
 		r.Freed(node)
 	}
 }
 
-func (f fanOut) Forget(uid types.UID) {
+// Forget tells each requeuer that the pod is gone.
+func (f FanOut) Forget(uid types.UID) {
 	for _, r := range f {
 		r.Forget(uid)
+	}
+}
+
+// QuotaFreed tells each requeuer that watches quotas that the
+// namespace's GPU quota may have room.
+func (f FanOut) QuotaFreed(namespace string) {
+	for _, r := range f {
+		if q, ok := r.(tracker.QuotaRequeue); ok {
+			q.QuotaFreed(namespace)
+		}
 	}
 }

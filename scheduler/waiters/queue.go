@@ -68,8 +68,9 @@ type Queue struct {
 	// (quotaAsked set), so that a namespace freeing GPUs looks at its own
 	// waiters only, not at every waiting pod.
 	quotaWaiters map[string]map[types.UID]*waiter
-	// holding counts the waiters the fit gate holds.
-	holding int
+	// holding counts the waiters the fit gate holds, and promised those
+	// activated for room on a node or in a cycle for it (see promise).
+	holding, promised int
 	// onHeld hear whenever the fit gate starts or stops holding a pod
 	// (see OnHeld).
 	onHeld []func(pod *v1.Pod, held bool)
@@ -143,7 +144,7 @@ func (r *Queue) Waiting(pod *v1.Pod, req *placement.Request) {
 	w := r.remember(pod, req)
 	r.setHeld(w, false)
 	ended := w.trying
-	w.trying, w.heldOn = w.heldOn, ""
+	r.promise(w, "", w.heldOn)
 	// Until this cycle turns it away on the quota again, the pod waits on
 	// no quota: one waiting on GPUs would take room a quota raised gives
 	// from the pods behind it.
@@ -177,7 +178,7 @@ func (r *Queue) Held(uid types.UID, why string) bool {
 	if !ok {
 		return false
 	}
-	w.heldOn = ""
+	r.promise(w, "", w.trying)
 	r.setHeld(w, true)
 	if w.told == why || w.untold && r.judging > 0 {
 		return false
@@ -229,7 +230,7 @@ func (r *Queue) Failed(uid types.UID) {
 	var chosen []*v1.Pod
 	if w, ok := r.pods[uid]; ok {
 		chosen = r.replay(uid, w.trying)
-		w.trying = ""
+		r.promise(w, w.heldOn, "")
 	}
 	r.mu.Unlock()
 	r.activate("Retrying pods for GPUs a failed cycle left", chosen)
@@ -374,7 +375,7 @@ func (r *Queue) play(node string, except types.UID) []*v1.Pod {
 				continue
 			}
 			room.Add(placement.Holds(assignment))
-			w.heldOn = node
+			r.promise(w, node, w.trying)
 			r.setHeld(w, false)
 			chosen = append(chosen, w.pod)
 		}
@@ -385,7 +386,10 @@ func (r *Queue) play(node string, except types.UID) []*v1.Pod {
 // turn reports whether the GPUs the pod could take now are its own in
 // queue order, so that the fit gate lets by only as many pods as the
 // room holds. They are when the pod was activated for them, or when the
-// gate holds no other pod. Otherwise the nodes that could hold it
+// gate holds no other pod and no pod activated for room or in a cycle is
+// on its way to take it (the view may not hold that room taken yet: in
+// the extender's fit gate, not until the pod is bound). Otherwise the
+// nodes that could hold it
 // (fitting, from the gate's index) are played in turn until one gives it
 // room: the held pods ahead of it take theirs first, and are activated.
 // They are not its own when the pods ahead took all of it. A pod is
@@ -404,7 +408,7 @@ func (r *Queue) turn(uid types.UID, fitting func(fn func(node string) bool)) boo
 		r.mu.Unlock()
 		return false
 	}
-	if !ok || w.heldOn != "" || others == 0 {
+	if !ok || w.heldOn != "" || others == 0 && r.promised == 0 {
 		r.mu.Unlock()
 		return true
 	}
@@ -454,6 +458,20 @@ func (r *Queue) JudgeWaited(ctx context.Context, u *Unsynced, view string, reaso
 	behind := r.judgeTogether(func() {
 		r.activate(view+" synced; judging the pods that waited for it", pods)
 	}, "Pods that waited for the view judged; retrying those GPUs free now hold", "pods", len(pods))
+	for _, pod := range behind {
+		reasons.Tell(pod, HeldPrefix+Promised)
+	}
+}
+
+// JudgeTogether has the fit gate judge the pods at once (judge asks it
+// about one), in judgeTogether's way, telling those held why (reasons),
+// and then releases those that GPUs free now hold, in queue order.
+func (r *Queue) JudgeTogether(pods []*v1.Pod, judge func(*v1.Pod), reasons Teller, msg string, kv ...any) {
+	behind := r.judgeTogether(func() {
+		for _, pod := range pods {
+			judge(pod)
+		}
+	}, msg, kv...)
 	for _, pod := range behind {
 		reasons.Tell(pod, HeldPrefix+Promised)
 	}
@@ -510,6 +528,20 @@ func (r *Queue) untoldBehind() []*v1.Pod {
 		}
 	}
 	return behind
+}
+
+// promise sets the node the waiter was activated for (heldOn) and the
+// one its cycle tries (trying), and counts the waiters with either: the
+// room they are to take may not be in the view yet. It runs under r.mu.
+func (r *Queue) promise(w *waiter, heldOn, trying string) {
+	was := w.heldOn != "" || w.trying != ""
+	w.heldOn, w.trying = heldOn, trying
+	switch is := heldOn != "" || trying != ""; {
+	case is && !was:
+		r.promised++
+	case was && !is:
+		r.promised--
+	}
 }
 
 // setHeld notes whether the fit gate holds the waiter. It runs under r.mu.

@@ -59,6 +59,10 @@ func (r *Queue) join(w *waiter, key string, req *placement.Request) {
 // remove forgets the waiter.
 func (r *Queue) remove(w *waiter) {
 	delete(r.pods, w.pod.UID)
+	// Its nodes stay set, for the caller to play again.
+	if w.heldOn != "" || w.trying != "" {
+		r.promised--
+	}
 	r.setHeld(w, false)
 	r.setQuotaAsked(w, nil)
 	r.leave(w)

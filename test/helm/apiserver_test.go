@@ -89,7 +89,7 @@ func TestChartOnAPIServer(t *testing.T) {
 	t.Run("device plugin writes only its own node", func(t *testing.T) {
 		checkOwnNodePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "DaemonSet", "-device-plugin"))
 	})
-	t.Run("the scheduler patches only the requeue annotation and the parked label", func(t *testing.T) {
+	t.Run("the scheduler patches only the requeue annotation and the parked label, and lifts only the fit gate", func(t *testing.T) {
 		checkRequeuePolicy(ctx, t, cp, release.namespace, serviceAccountOf(t, objs, "Deployment", "-scheduler"))
 	})
 	t.Run("only the scheduler parks pods", func(t *testing.T) {

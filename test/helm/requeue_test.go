@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ import (
 // checkRequeuePolicy checks that the installed ValidatingAdmissionPolicy
 // lets the scheduler's service account, which RBAC lets patch any pod,
 // change only the requeue annotation, as scheduler/requeue writes it, and
-// the parked label, as tessera-scheduler's fit gate writes it.
+// the parked label, as tessera-scheduler's fit gate writes it, and remove
+// only the fit gate the webhook puts on pods in extender mode.
 func checkRequeuePolicy(ctx context.Context, t *testing.T, cp *framework.ControlPlane, namespace, serviceAccount string) {
 	config := rest.CopyConfig(cp.Config)
 	config.Impersonate = rest.ImpersonationConfig{
@@ -85,6 +87,58 @@ func checkRequeuePolicy(ctx context.Context, t *testing.T, cp *framework.Control
 			err := patch(tt.patch)
 			if (err == nil) != tt.allowed {
 				t.Errorf("patch %s: %v, want allowed=%v", tt.patch, err, tt.allowed)
+			}
+		})
+	}
+	checkFitGatePolicy(ctx, t, scheduler, cp)
+}
+
+// checkFitGatePolicy checks, after checkRequeuePolicy has seen the policy
+// loaded, that the scheduler may take the fit gate off a pod, as the
+// extender does, and change nothing else of its spec with it.
+func checkFitGatePolicy(ctx context.Context, t *testing.T, scheduler kubernetes.Interface, cp *framework.ControlPlane) {
+	const liftFit = `{"op":"remove","path":"/spec/schedulingGates/1"}`
+	tests := []struct {
+		name    string
+		gates   []string
+		patch   string
+		allowed bool
+	}{
+		{"the fit gate, after another", []string{"example.com/quota", gpuv1alpha1.FitSchedulingGate}, liftFit, true},
+		{"the fit gate alone", []string{gpuv1alpha1.FitSchedulingGate}, `{"op":"remove","path":"/spec/schedulingGates/0"}`, true},
+		{"another gate", []string{"example.com/quota", gpuv1alpha1.FitSchedulingGate}, `{"op":"remove","path":"/spec/schedulingGates/0"}`, false},
+		{"every gate", []string{"example.com/quota", gpuv1alpha1.FitSchedulingGate}, `{"op":"remove","path":"/spec/schedulingGates"}`, false},
+		{"the fit gate and an image", []string{"example.com/quota", gpuv1alpha1.FitSchedulingGate},
+			liftFit + `,{"op":"replace","path":"/spec/containers/0/image","value":"registry.example/app:2"}`, false},
+		{"the fit gate and a toleration", []string{"example.com/quota", gpuv1alpha1.FitSchedulingGate},
+			liftFit + `,{"op":"add","path":"/spec/tolerations/-","value":{"key":"example.com/gpu","operator":"Exists"}}`, false},
+		{"the fit gate and a node selector", []string{"example.com/quota", gpuv1alpha1.FitSchedulingGate},
+			liftFit + `,{"op":"add","path":"/spec/nodeSelector","value":{"example.com/gpu":"a100"}}`, false},
+		{"the fit gate and a deadline", []string{"example.com/quota", gpuv1alpha1.FitSchedulingGate},
+			liftFit + `,{"op":"add","path":"/spec/activeDeadlineSeconds","value":5}`, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("gated-%d", i), Namespace: "requeue"},
+				Spec: corev1.PodSpec{
+					Containers:  []corev1.Container{{Name: "main", Image: "registry.example/app:1"}},
+					Tolerations: []corev1.Toleration{{Key: "example.com/dedicated", Operator: corev1.TolerationOpExists}},
+				},
+			}
+			for _, g := range tt.gates {
+				pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
+			}
+			if _, err := cp.Kube.CoreV1().Pods("requeue").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := scheduler.CoreV1().Pods("requeue").Patch(ctx, pod.Name, types.JSONPatchType, []byte("["+tt.patch+"]"),
+				metav1.PatchOptions{FieldManager: "tessera-scheduler-extender"})
+			if (err == nil) != tt.allowed {
+				t.Fatalf("patch %s: %v, want allowed=%v", tt.patch, err, tt.allowed)
+			}
+			if err != nil && !strings.Contains(err.Error(), "remove its scheduling gate "+gpuv1alpha1.FitSchedulingGate) {
+				t.Errorf("patch %s was refused with %q, want the policy's message", tt.patch, err)
 			}
 		})
 	}

@@ -76,6 +76,10 @@ type Config struct {
 	// written as a label selector: Kueue manages nothing in a namespace
 	// whose labels it does not match.
 	KueueManagedNamespaces string
+	// FitGateSchedulers are the extender-mode schedulers whose GPU pods
+	// are created with the fit gate (fitGateMutations), which their
+	// extender lifts. Empty: no pod is gated.
+	FitGateSchedulers []string
 }
 
 // DefaultConfig returns the configuration that matches Tessera's shipped
@@ -129,6 +133,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := labels.Parse(c.KueueManagedNamespaces); err != nil {
 		return fmt.Errorf("the Kueue managed namespaces %q: not a label selector: %w", c.KueueManagedNamespaces, err)
+	}
+	for _, name := range c.FitGateSchedulers {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return fmt.Errorf("fit gate scheduler name %q: %v", name, errs)
+		}
 	}
 	return nil
 }

@@ -13,7 +13,8 @@ import (
 // of 1 to every container that asks for a GPU slice without a count,
 // writes each container's GPU quota totals (quotaMutations), and hands
 // pods that ask for GPUs to Tessera's scheduler unless they name another
-// scheduler; in DRA mode (the webhook's, or the namespace's mode
+// scheduler, gating those of Config.FitGateSchedulers (fitGateMutations);
+// in DRA mode (the webhook's, or the namespace's mode
 // label) it turns their GPU resources into claims (mutateForDRA). A pod
 // that asks for no GPU is admitted unchanged. NVIDIA's MIG resources
 // become what Tessera places first, in both modes (migMutations). A Job's pod template gets
@@ -77,18 +78,26 @@ func (a *Admitter) mutations(pod *corev1.Pod) []patchOp {
 	if !a.podAsks(&pod.Spec) {
 		return ops
 	}
-	return append(ops, schedulerMutations(pod, a.cfg.SchedulerName)...)
+	ops = append(ops, schedulerMutations(pod, a.cfg.SchedulerName)...)
+	return append(ops, a.fitGateMutations(pod, schedulerOf(pod, a.cfg.SchedulerName))...)
+}
+
+// schedulerOf returns the scheduler the pod is handed to: scheduler when
+// it names no scheduler or the default one; else its own, since its owner
+// chose.
+func schedulerOf(pod *corev1.Pod, scheduler string) string {
+	switch pod.Spec.SchedulerName {
+	case "", corev1.DefaultSchedulerName:
+		return scheduler
+	}
+	return pod.Spec.SchedulerName
 }
 
 // schedulerMutations returns the patch that hands the pod to scheduler
-// when it names no scheduler or the default one; a pod that names its
-// own scheduler keeps it: its owner chose.
+// when it names no scheduler or the default one (schedulerOf).
 func schedulerMutations(pod *corev1.Pod, scheduler string) []patchOp {
-	switch pod.Spec.SchedulerName {
-	case "", corev1.DefaultSchedulerName:
-		if scheduler != pod.Spec.SchedulerName {
-			return []patchOp{{Op: "add", Path: pointer("spec", "schedulerName"), Value: scheduler}}
-		}
+	if s := schedulerOf(pod, scheduler); s != pod.Spec.SchedulerName {
+		return []patchOp{{Op: "add", Path: pointer("spec", "schedulerName"), Value: s}}
 	}
 	return nil
 }

@@ -61,8 +61,8 @@ type Options struct {
 	// are checked again.
 	ResyncInterval time.Duration
 
-	// Admission is the scheduler name, resource names, opt-out label and
-	// mode.
+	// Admission is the scheduler name, resource names, opt-out label,
+	// mode and fit-gate schedulers.
 	Admission admission.Config
 
 	// Logs are the k8s.io/component-base logging options (-v, --logging-format).
@@ -127,6 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&a.DRASchedulerName, "dra-scheduler-name", a.DRASchedulerName, "scheduler written in DRA mode to spec.schedulerName of GPU pods that name none or default-scheduler (tessera-scheduler's DRA profile); empty: they keep the default scheduler")
 	fs.StringSliceVar(&a.KueueIntegrations, "kueue-integrations", a.KueueIntegrations, `Kueue's integrations.frameworks (such as "batch/job,pod,deployment"): a GPU pod, Job or Deployment labelled kueue.x-k8s.io/queue-name that Kueue will not manage gets a warning saying why; empty: Kueue is not run, no such warning`)
 	fs.StringVar(&a.KueueManagedNamespaces, "kueue-managed-namespaces", a.KueueManagedNamespaces, "Kueue's managedJobsNamespaceSelector as a label selector (such as kueue-managed=true), for the warnings of --kueue-integrations")
+	fs.StringSliceVar(&a.FitGateSchedulers, "fit-gate-schedulers", a.FitGateSchedulers, "extender-mode schedulers (such as tessera-scheduler) whose GPU pods are created with the scheduling gate gpu.tessera.dev/fit, which the scheduler's extender, run with --fit-gate, lifts once some node could hold the pod; list no other, or its GPU pods wait forever; empty: no pod is gated")
 
 	logsapi.AddFlags(o.Logs, fs)
 }

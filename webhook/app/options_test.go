@@ -34,6 +34,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad DRA scheduler name", edit: func(o *Options) { o.Admission.DRASchedulerName = "Tessera DRA" }, wantErr: `DRA scheduler name "Tessera DRA"`},
 		{name: "resource name used twice", edit: func(o *Options) { o.Admission.ResourceNames.Cores = "nvidia.com/gpu" }, wantErr: `"nvidia.com/gpu" is used twice`},
 		{name: "bad opt-out label", edit: func(o *Options) { o.Admission.OptOutLabel = "no spaces" }, wantErr: `opt-out label "no spaces"`},
+		{name: "bad fit gate scheduler", edit: func(o *Options) { o.Admission.FitGateSchedulers = []string{"tessera-scheduler", "Gate Me"} }, wantErr: `fit gate scheduler name "Gate Me"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,7 +63,7 @@ func TestFlagsFillOptions(t *testing.T) {
 		"--tls-ip-addresses=127.0.0.1,::1", "--tls-extra-dns-names=hook.example.com",
 		"--scheduler-name=gpu-sched", "--resource-count=example.com/vgpu", "--resource-memory=example.com/vmem",
 		"--resource-memory-percentage=example.com/vmem-pct", "--resource-cores=example.com/vcores",
-		"--opt-out-label=example.com/skip", "--opt-out-value=yes", "-v=4",
+		"--opt-out-label=example.com/skip", "--opt-out-value=yes", "--fit-gate-schedulers=gpu-sched,gpu-sched-b", "-v=4",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,9 @@ func TestFlagsFillOptions(t *testing.T) {
 	}
 	if o.Admission.SchedulerName != "gpu-sched" || o.Admission.OptOutLabel != "example.com/skip" || o.Admission.OptOutValue != "yes" {
 		t.Errorf("admission config = %+v", o.Admission)
+	}
+	if diff := cmp.Diff([]string{"gpu-sched", "gpu-sched-b"}, o.Admission.FitGateSchedulers); diff != "" {
+		t.Errorf("fit gate schedulers (-want +got):\n%s", diff)
 	}
 	if o.Logs.Verbosity != 4 {
 		t.Errorf("verbosity = %d, want 4", o.Logs.Verbosity)

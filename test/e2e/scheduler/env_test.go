@@ -124,8 +124,9 @@ func startEnvWrapped(t *testing.T, wrap transport.WrapperFunc) *env {
 	return startEnvOn(t, framework.Options{ControllerManager: true}, wrap)
 }
 
-// startEnvOn is startEnvWrapped on a control plane started with opts.
-func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc) *env {
+// startEnvOn is startEnvWrapped on a control plane started with opts,
+// the extender's configuration changed by edits.
+func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc, edits ...func(*options.Config)) *env {
 	t.Helper()
 	cp := framework.Start(t, opts)
 	e := &env{cp: cp}
@@ -134,6 +135,9 @@ func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc
 	cfg.HeartbeatMaxAge.Duration = time.Hour
 	cfg.OrphanSweepInterval.Duration = 5 * time.Second
 	cfg.AllocationMetrics = true
+	for _, edit := range edits {
+		edit(cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,90 @@
+package gatelift
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+)
+
+// cycleTimeout is how long the room a released pod was released for
+// stays its own while no scheduling cycle of it reaches the extender, or
+// while its cycle does not end there: kube-scheduler's own filters may
+// turn it away before the extender is asked, and the room then goes to
+// the pods behind it.
+const cycleTimeout = 30 * time.Second
+
+// Started tells the lifter that a scheduling cycle of the pod reached the
+// extender's filter, asking for req.
+func (l *Lifter) Started(pod *corev1.Pod, req *placement.Request) {
+	if known, _ := l.queue.Holds(pod.UID); !known {
+		return
+	}
+	l.queue.Waiting(pod, req)
+	l.mu.Lock()
+	l.cycles[pod.UID] = l.cfg.Clock.Now()
+	l.mu.Unlock()
+}
+
+// Ended tells the lifter that the pod's cycle bound it to node, or, with
+// node "", placed it nowhere. A pod placed nowhere is not gated any
+// more: it waits in kube-scheduler's queue, and the room it was released
+// for goes to the pods behind it.
+func (l *Lifter) Ended(uid types.UID, node string) {
+	l.mu.Lock()
+	delete(l.cycles, uid)
+	l.mu.Unlock()
+	if node != "" {
+		l.queue.Placed(uid, node)
+		return
+	}
+	l.queue.Failed(uid)
+	l.queue.Forget(uid)
+}
+
+// expire gives the room of released pods whose cycle has not ended after
+// cycleTimeout to the pods behind them, until ctx ends.
+func (l *Lifter) expire(ctx context.Context) {
+	ticker := l.cfg.Clock.NewTicker(cycleTimeout / 4)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		var expired []types.UID
+		now := l.cfg.Clock.Now()
+		l.mu.Lock()
+		for uid, since := range l.cycles {
+			if now.Sub(since) >= cycleTimeout {
+				expired = append(expired, uid)
+				delete(l.cycles, uid)
+			}
+		}
+		l.mu.Unlock()
+		for _, uid := range expired {
+			l.queue.Forget(uid)
+		}
+	}
+}
+
+// Freed releases the gated pods that the node, as the view holds it now,
+// could serve.
+func (l *Lifter) Freed(node string) { l.queue.Freed(node) }
+
+// Forget drops a pod that is gone, and releases the pods that the room
+// it was released for could serve.
+func (l *Lifter) Forget(uid types.UID) {
+	l.mu.Lock()
+	delete(l.cycles, uid)
+	l.mu.Unlock()
+	l.queue.Forget(uid)
+}
+
+// QuotaFreed releases the gated pods that the namespace's GPU quota now
+// has room for.
+func (l *Lifter) QuotaFreed(namespace string) { l.queue.QuotaFreed(namespace) }
