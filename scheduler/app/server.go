@@ -86,6 +86,7 @@ func newServer(ctx context.Context, cfg *options.Config, restConfig *rest.Config
 			Ready:          keeper.HasSynced,
 			LeaseNamespace: cfg.FitGate.LeaseNamespace,
 			LeaseName:      cfg.FitGate.LeaseName,
+			Registry:       registry,
 		})
 		if err != nil {
 			return nil, err

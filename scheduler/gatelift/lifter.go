@@ -21,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/podrequest"
 	"github.com/tessera-gpu/tessera/scheduler/tracker"
@@ -58,6 +60,8 @@ type Config struct {
 	// LeaseNamespace and LeaseName name the Lease that elects the one
 	// process that lifts gates.
 	LeaseNamespace, LeaseName string
+	// Registry gets the fit gate's series; nil registers none.
+	Registry prometheus.Registerer
 }
 
 // Lifter lifts the fit gate of the pods it releases. It is the tracker's
@@ -71,6 +75,8 @@ type Lifter struct {
 	// judging has the gated pods to judge, or to judge again: those the
 	// queue activates.
 	judging workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// lifted counts the gates lifted.
+	lifted prometheus.Counter
 	// leading is set while this process leads and its view has synced:
 	// only then are pods judged and gates lifted.
 	leading atomic.Bool
@@ -98,6 +104,15 @@ func New(cfg Config) (*Lifter, error) {
 		pods:    cfg.Pods.Lister(),
 		judging: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
 		cycles:  map[types.UID]time.Time{},
+		lifted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tessera_fit_gate_lifted_total",
+			Help: "Fit gates the extender lifted: pods released to kube-scheduler.",
+		}),
+	}
+	if cfg.Registry != nil {
+		if err := l.register(cfg.Registry); err != nil {
+			return nil, err
+		}
 	}
 	l.queue = waiters.NewQueue(l, klog.Background().WithValues("component", "fit-gate"), cfg.View, cfg.Clock, cfg.Rules)
 	priorities := waiters.NewPriorities(l.queue)
@@ -219,6 +234,7 @@ func (l *Lifter) lift(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return fmt.Errorf("lifting the fit gate of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	l.lifted.Inc()
 	klog.FromContext(ctx).V(4).Info("Lifted the fit gate", "pod", klog.KObj(pod))
 	return nil
 }

@@ -574,10 +574,13 @@ func (r *Queue) Release(uid types.UID) {
 }
 
 // HoldsAny reports whether the fit gate holds any pod.
-func (r *Queue) HoldsAny() bool {
+func (r *Queue) HoldsAny() bool { return r.Holding() > 0 }
+
+// Holding returns how many pods the fit gate holds.
+func (r *Queue) Holding() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.holding > 0
+	return r.holding
 }
 
 // Holds reports whether the Queue knows the pod, and whether the fit

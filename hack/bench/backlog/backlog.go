@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -189,7 +190,7 @@ func startTried(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv,
 	if err != nil {
 		return nil, s, err
 	}
-	if s.settled, err = waitTried(ctx, scraper, backlog, r.Options.BacklogWarmup, sched.Check); err != nil {
+	if s.settled, err = waitTried(ctx, scraper, backlog, r.Options.BacklogWarmup, sched.Check, fitGateHeld(sched)); err != nil {
 		return nil, s, err
 	}
 	s.tried = time.Since(start)
@@ -270,11 +271,13 @@ func measureWindow(ctx context.Context, r *harness.Runner, env *harness.ClusterE
 
 // waitTried waits until the scheduler has tried every waiting pod once:
 // its active and backoff queues are empty, and at most a hundredth of the
-// backlog is gated in its queue. A fit gate holds the pods that come
-// before its view has synced gated, and judges them once it has: until
-// then they are not tried. It returns false if limit passed first, or an
-// error if ctx ended or check, called every second, reports one.
-func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, backlog int, limit time.Duration, check func() error) (bool, error) {
+// backlog is gated in its queue but for the pods held (held, called every
+// second, says how many the extender's fit gate holds gated, having
+// judged them). A fit gate holds the pods that come before its view has
+// synced gated, and judges them once it has: until then they are not
+// tried. It returns false if limit passed first, or an error if ctx ended
+// or check or held reports one.
+func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, backlog int, limit time.Duration, check func() error, held func(context.Context) (float64, error)) (bool, error) {
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -291,8 +294,12 @@ func waitTried(ctx context.Context, scraper *harness.SchedulerScraper, backlog i
 		if err != nil {
 			return false, err
 		}
+		held, err := held(ctx)
+		if err != nil {
+			return false, err
+		}
 		queues := meter.ValuesBy(families, harness.PendingPodsMetric, "queue")
-		if len(queues) > 0 && queues["active"]+queues["backoff"] == 0 && queues["gated"] <= float64(backlog/100) {
+		if len(queues) > 0 && queues["active"]+queues["backoff"] == 0 && queues["gated"]-held <= float64(backlog/100) {
 			return true, nil
 		}
 		if time.Since(start) >= limit {
@@ -317,4 +324,20 @@ func watchBacklogBinds(watches *harness.Informers, tracker *backlogTracker, form
 	}
 	_, err := watches.Kube.Core().V1().Pods().Informer().AddEventHandler(binds.podHandler())
 	return err
+}
+
+// fitGateHeld returns how many pods the row's extender's fit gate holds
+// gated (tessera_fit_gate_held_pods), or 0 when it has none.
+func fitGateHeld(sched *harness.RowScheduler) func(context.Context) (float64, error) {
+	return func(ctx context.Context) (float64, error) {
+		if sched.Extender == nil {
+			return 0, nil
+		}
+		families, _, err := meter.ScrapeWith(ctx, http.DefaultClient, sched.Extender.URL+"/metrics")
+		if err != nil {
+			return 0, err
+		}
+		held, _ := meter.GaugeValue(families, "tessera_fit_gate_held_pods")
+		return held, nil
+	}
 }

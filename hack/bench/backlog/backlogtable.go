@@ -140,7 +140,7 @@ func (t BacklogTable) notes() []string {
 
 // targets measures the backlog targets for extender and plugin mode.
 func (r BacklogRow) targets() []string {
-	if r.Row != harness.RowTessera && r.Row != harness.RowPlugin {
+	if r.Row != harness.RowTessera && r.Row != harness.RowFitGate && r.Row != harness.RowPlugin {
 		return nil
 	}
 	q := r.FreedToBound

@@ -23,7 +23,8 @@ const parkQuiet = 10 * time.Second
 // restarted under the backlog, as a new leader takes over.
 type Restart struct {
 	// Gated is how many waiting pods kube-scheduler's queue still held
-	// gated when the scheduler stopped, and Unparked how many waiting
+	// gated when the scheduler stopped, but those the extender's fit gate
+	// holds, and Unparked how many waiting
 	// pods were not labelled parked, after Settle of waiting for them to
 	// leave the queue (parked, with tessera-scheduler's fit gate).
 	Gated, Unparked int
@@ -53,7 +54,12 @@ func restart(ctx context.Context, r *harness.Runner, env *harness.ClusterEnv, sc
 		if err != nil {
 			return nil, err
 		}
-		rs.Gated = int(meter.ValuesBy(families, harness.PendingPodsMetric, "queue")["gated"])
+		held, err := fitGateHeld(sched)(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// The pods the extender's fit gate holds gated are out of the way.
+		rs.Gated = int(meter.ValuesBy(families, harness.PendingPodsMetric, "queue")["gated"] - held)
 		var parked int
 		parked, rs.Unparked, err = waitingParked(pods)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
-// TestBacklogSmoke runs backlog mode's rows c and e on a tiny cluster
+// TestBacklogSmoke runs backlog mode's rows c, f and e on a tiny cluster
 // against a real control plane and checks that pods ended, waiting pods
 // took their room, and each measure was taken, the scheduler's restart
 // under the backlog included. It asserts no timing.
@@ -20,7 +20,7 @@ func TestBacklogSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
 	o := harness.NewOptions()
-	o.Mode, o.Nodes, o.Workers, o.Rows = harness.ModeBacklog, 3, 8, []string{harness.RowTessera, harness.RowDRA}
+	o.Mode, o.Nodes, o.Workers, o.Rows = harness.ModeBacklog, 3, 8, []string{harness.RowTessera, harness.RowFitGate, harness.RowDRA}
 	o.FinishRate, o.BacklogDuration, o.BacklogWarmup = 10, 3*time.Second, time.Minute
 	o.BacklogRestart = true
 	r, err := harness.NewRunner(ctx, o, t.TempDir())
@@ -28,8 +28,8 @@ func TestBacklogSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := Run(ctx, r)
-	if len(table.Rows) != 2 {
-		t.Fatalf("%d rows, want 2", len(table.Rows))
+	if len(table.Rows) != 3 {
+		t.Fatalf("%d rows, want 3", len(table.Rows))
 	}
 	for _, res := range table.Rows {
 		if res.Err != nil {
@@ -44,7 +44,7 @@ func TestBacklogSmoke(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	if err := table.WriteMarkdown(&out); err != nil || strings.Count(out.String(), "\n|") != 4 {
+	if err := table.WriteMarkdown(&out); err != nil || strings.Count(out.String(), "\n|") != 5 {
 		t.Errorf("the table has not a row per mode (%v):\n%s", err, out.String())
 	}
 }

@@ -25,6 +25,10 @@ type ClusterEnv struct {
 	// ExtenderKubeconfig and extenderConfig are the extender user's.
 	ExtenderKubeconfig string
 	extenderConfig     *rest.Config
+	// FitGate has CreatePods create the pods with the scheduling gate
+	// gpu.tessera.dev/fit, as the webhook creates them for an extender
+	// with its fit gate on (row f).
+	FitGate bool
 }
 
 // StartEnv starts a control plane in dir, with an audit log of the

@@ -19,6 +19,9 @@ const (
 	RowTessera       = "c"
 	RowPlugin        = "d"
 	RowDRA           = "e"
+	// RowFitGate is row c with the extender's fit gate on and the waiting
+	// pods created gated, as the webhook creates them: backlog mode only.
+	RowFitGate = "f"
 )
 
 // AllRows are the rows of the throughput table, in its order.
@@ -266,8 +269,11 @@ func (o *Options) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, r := range o.Rows {
-		if !slices.Contains(AllRows(), r) {
+		if !slices.Contains(AllRows(), r) && r != RowFitGate {
 			return fmt.Errorf("--rows=%s: unknown row %q, want a subset of a,b,c,d,e", strings.Join(o.Rows, ","), r)
+		}
+		if r == RowFitGate && o.Mode != ModeBacklog {
+			return fmt.Errorf("--rows=%s: row f runs in backlog mode only", strings.Join(o.Rows, ","))
 		}
 		if seen[r] {
 			return fmt.Errorf("--rows=%s: row %q is named twice", strings.Join(o.Rows, ","), r)
@@ -307,7 +313,7 @@ func (o *Options) Validate() error {
 func (o *Options) validateBacklog() error {
 	for _, r := range o.Rows {
 		if !slices.Contains(AllBacklogRows(), r) {
-			return fmt.Errorf("--rows=%s: backlog mode runs rows c, d and e only, not %q", strings.Join(o.Rows, ","), r)
+			return fmt.Errorf("--rows=%s: backlog mode runs rows c, d, e and f only, not %q", strings.Join(o.Rows, ","), r)
 		}
 	}
 	if !(o.FinishRate > 0 && o.FinishRate <= maxFinishRate) {
@@ -349,8 +355,9 @@ func (o *Options) ScaleDRA() bool {
 // Wants reports whether the row is asked for.
 func (o *Options) Wants(row string) bool { return slices.Contains(o.Rows, row) }
 
-// AllBacklogRows are the rows backlog mode runs: Tessera's three modes.
-func AllBacklogRows() []string { return []string{RowTessera, RowPlugin, RowDRA} }
+// AllBacklogRows are the rows backlog mode may run: Tessera's three
+// modes, and extender mode with its fit gate.
+func AllBacklogRows() []string { return []string{RowTessera, RowFitGate, RowPlugin, RowDRA} }
 
 // runsKubeScheduler reports whether the mode runs kube-scheduler or
 // tessera-scheduler, whose rows may need tessera-scheduler's binary and a

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
 )
 
@@ -124,6 +125,9 @@ func CreatePods(ctx context.Context, env *ClusterEnv, workers int, shapes []Shap
 	start := time.Now()
 	err := ForEach(ctx, len(shapes), workers, func(ctx context.Context, i int) error {
 		pod := NewPod(PodName(first+i), env.SchedulerName, shapes[i], form)
+		if env.FitGate {
+			pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: gpuv1alpha1.FitSchedulingGate}}
+		}
 		if form == FormClaim {
 			claim := ResourceClaim(pod.Name, shapes[i])
 			if _, err := env.ControlPlane.Kube.ResourceV1().ResourceClaims(Namespace).Create(ctx, claim, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {

@@ -58,9 +58,13 @@ func (r *Runner) PrepareScheduler(ctx context.Context, env *ClusterEnv, row stri
 		if s.Config, err = r.ExtenderConfig.WithExtenderURL(url); err != nil {
 			return nil, err
 		}
-	case RowTessera:
+	case RowTessera, RowFitGate:
 		started := time.Now()
-		if s.Extender, err = StartExtender(ctx, r.ExtenderBin, env.ExtenderKubeconfig, r.ExtenderConfig.SchedulerName, env.Dir, r.Options.ExtenderFlags(), r.Options.ExtenderEnv); err != nil {
+		flags := r.Options.ExtenderFlags()
+		if row == RowFitGate {
+			flags = append(flags, "--fit-gate")
+		}
+		if s.Extender, err = StartExtender(ctx, r.ExtenderBin, env.ExtenderKubeconfig, r.ExtenderConfig.SchedulerName, env.Dir, flags, r.Options.ExtenderEnv); err != nil {
 			return nil, err
 		}
 		logger.Info("Extender ready", "after", time.Since(started).Round(time.Millisecond))

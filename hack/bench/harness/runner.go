@@ -25,6 +25,8 @@ func RowName(row string) string {
 		return "kube-scheduler + no-op extender"
 	case RowTessera:
 		return "kube-scheduler + Tessera's extender"
+	case RowFitGate:
+		return "kube-scheduler + Tessera's extender, fit gate on"
 	case RowPlugin:
 		return "tessera-scheduler (plugin mode)"
 	default:
@@ -43,11 +45,13 @@ func (r *Runner) Name(row string) string {
 
 // HasExtender reports whether the row runs an extender, whose API
 // requests the audit log counts.
-func HasExtender(row string) bool { return row == RowNoop || row == RowTessera }
+func HasExtender(row string) bool { return row == RowNoop || row == RowTessera || row == RowFitGate }
 
 // allocatesGPUs reports whether the row writes GPUAllocations, which the
 // simulated kubelet completes.
-func allocatesGPUs(row string) bool { return row == RowTessera || row == RowPlugin }
+func allocatesGPUs(row string) bool {
+	return row == RowTessera || row == RowFitGate || row == RowPlugin
+}
 
 // Runner runs the rows of the throughput table.
 type Runner struct {
@@ -79,6 +83,7 @@ func (r *Runner) StartCluster(ctx context.Context, row string) (*ClusterEnv, err
 	if err != nil {
 		return nil, err
 	}
+	env.FitGate = row == RowFitGate
 	if err := r.setUpCluster(ctx, env, row); err != nil {
 		env.Stop()
 		return nil, err

@@ -27,7 +27,7 @@ func NewRunner(ctx context.Context, o *Options, base string) (*Runner, error) {
 	}
 	logger.Info("Scheduler configuration for the extender rows", "source", config.Source, "schedulerName", config.SchedulerName)
 	r := &Runner{Options: o, Base: base, ExtenderConfig: config, ExtenderBin: o.ExtenderBin}
-	if r.ExtenderBin == "" && !o.ScaleDRA() && (o.Mode == ModeScale || o.Wants(RowTessera)) {
+	if r.ExtenderBin == "" && !o.ScaleDRA() && (o.Mode == ModeScale || o.Wants(RowTessera) || o.Wants(RowFitGate)) {
 		if r.ExtenderBin, err = BuildExtender(ctx, base); err != nil {
 			return nil, err
 		}
