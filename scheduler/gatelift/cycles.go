@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tessera-gpu/tessera/internal/periodic"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
@@ -48,14 +49,7 @@ func (l *Lifter) Ended(uid types.UID, node string) {
 // expire gives the room of released pods whose cycle has not ended after
 // cycleTimeout to the pods behind them, until ctx ends.
 func (l *Lifter) expire(ctx context.Context) {
-	ticker := l.cfg.Clock.NewTicker(cycleTimeout / 4)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
+	periodic.Every(ctx, l.cfg.Clock, cycleTimeout/4, func() {
 		var expired []types.UID
 		now := l.cfg.Clock.Now()
 		l.mu.Lock()
@@ -69,7 +63,7 @@ func (l *Lifter) expire(ctx context.Context) {
 		for _, uid := range expired {
 			l.queue.Forget(uid)
 		}
-	}
+	})
 }
 
 // Freed releases the gated pods that the node, as the view holds it now,

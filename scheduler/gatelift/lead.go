@@ -35,7 +35,7 @@ func (l *Lifter) Run(ctx context.Context) {
 		OnStartedLeading: func(ctx context.Context) {
 			// Judged on a view not yet synced, every pod would be held.
 			if wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-				return l.cfg.Ready() && l.cfg.Pods.Informer().HasSynced(), nil
+				return l.cfg.Ready() && l.synced(), nil
 			}) != nil {
 				return
 			}

@@ -77,6 +77,9 @@ type Lifter struct {
 	judging workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// lifted counts the gates lifted.
 	lifted prometheus.Counter
+	// synced reports whether the priorities of the pods bound have been
+	// read: a pod that could preempt is not held.
+	synced func() bool
 	// leading is set while this process leads and its view has synced:
 	// only then are pods judged and gates lifted.
 	leading atomic.Bool
@@ -109,16 +112,18 @@ func New(cfg Config) (*Lifter, error) {
 			Help: "Fit gates the extender lifted: pods released to kube-scheduler.",
 		}),
 	}
+	l.queue = waiters.NewQueue(l, klog.Background().WithValues("component", "fit-gate"), cfg.View, cfg.Clock, cfg.Rules)
 	if cfg.Registry != nil {
 		if err := l.register(cfg.Registry); err != nil {
 			return nil, err
 		}
 	}
-	l.queue = waiters.NewQueue(l, klog.Background().WithValues("component", "fit-gate"), cfg.View, cfg.Clock, cfg.Rules)
 	priorities := waiters.NewPriorities(l.queue)
-	if _, err := cfg.Pods.Informer().AddEventHandler(priorities.Handler()); err != nil {
+	prioritiesSynced, err := cfg.Pods.Informer().AddEventHandler(priorities.Handler())
+	if err != nil {
 		return nil, fmt.Errorf("watching pods' priorities: %w", err)
 	}
+	l.synced = prioritiesSynced.HasSynced
 	l.reasons = waiters.NewReasons(cfg.Kube, cfg.Recorder, cfg.Clock, l.queue.StillHeld, cfg.FieldManager)
 	// Pods are judged only once the view has synced: kube-scheduler does
 	// not ask about a gated pod, so none waits for the sync.
