@@ -141,4 +141,3 @@ func hasFitGate(pod *corev1.Pod) bool {
 	}
 	return false
 }
-
