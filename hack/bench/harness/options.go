@@ -264,21 +264,8 @@ func (o *Options) Validate() error {
 	if o.Timeout <= 0 {
 		return fmt.Errorf("--timeout=%s: must be positive", o.Timeout)
 	}
-	if len(o.Rows) == 0 {
-		return fmt.Errorf("--rows is empty: name at least one of a, b, c, d, e")
-	}
-	seen := map[string]bool{}
-	for _, r := range o.Rows {
-		if !slices.Contains(AllRows(), r) && r != RowFitGate {
-			return fmt.Errorf("--rows=%s: unknown row %q, want a subset of a,b,c,d,e", strings.Join(o.Rows, ","), r)
-		}
-		if r == RowFitGate && o.Mode != ModeBacklog {
-			return fmt.Errorf("--rows=%s: row f runs in backlog mode only", strings.Join(o.Rows, ","))
-		}
-		if seen[r] {
-			return fmt.Errorf("--rows=%s: row %q is named twice", strings.Join(o.Rows, ","), r)
-		}
-		seen[r] = true
+	if err := o.validateRows(); err != nil {
+		return err
 	}
 	if o.Mode == ModeBacklog {
 		if err := o.validateBacklog(); err != nil {
@@ -305,6 +292,28 @@ func (o *Options) Validate() error {
 	}
 	if capacity := o.Nodes * o.GPUsPerNode; o.Mode != ModeBacklog && o.Mode != ModeQueue && o.Pods > capacity*o.Split {
 		return fmt.Errorf("--pods=%d: must be at most --nodes × --gpus-per-node × --split = %d, the cluster's share capacity", o.Pods, capacity*o.Split)
+	}
+	return nil
+}
+
+// validateRows checks that --rows names known rows, each once, and row f
+// in backlog mode only.
+func (o *Options) validateRows() error {
+	if len(o.Rows) == 0 {
+		return fmt.Errorf("--rows is empty: name at least one of a, b, c, d, e")
+	}
+	seen := map[string]bool{}
+	for _, r := range o.Rows {
+		if !slices.Contains(AllRows(), r) && r != RowFitGate {
+			return fmt.Errorf("--rows=%s: unknown row %q, want a subset of a,b,c,d,e", strings.Join(o.Rows, ","), r)
+		}
+		if r == RowFitGate && o.Mode != ModeBacklog {
+			return fmt.Errorf("--rows=%s: row f runs in backlog mode only", strings.Join(o.Rows, ","))
+		}
+		if seen[r] {
+			return fmt.Errorf("--rows=%s: row %q is named twice", strings.Join(o.Rows, ","), r)
+		}
+		seen[r] = true
 	}
 	return nil
 }
