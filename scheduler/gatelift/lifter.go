@@ -124,7 +124,11 @@ func New(cfg Config) (*Lifter, error) {
 		return nil, fmt.Errorf("watching pods' priorities: %w", err)
 	}
 	l.synced = prioritiesSynced.HasSynced
-	l.reasons = waiters.NewReasons(cfg.Kube, cfg.Recorder, cfg.Clock, l.queue.StillHeld, cfg.FieldManager)
+	// Only the leader writes: reasons queued before this process lost the
+	// Lease are dropped, the new leader's judgement stands.
+	l.reasons = waiters.NewReasons(cfg.Kube, cfg.Recorder, cfg.Clock, func(uid types.UID) bool {
+		return l.leading.Load() && l.queue.StillHeld(uid)
+	}, cfg.FieldManager)
 	// Pods are judged only once the view has synced: kube-scheduler does
 	// not ask about a gated pod, so none waits for the sync.
 	l.gate = waiters.NewGate(cfg.Profile, l.queue, priorities, l.reasons, nil)
