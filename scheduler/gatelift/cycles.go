@@ -12,10 +12,9 @@ import (
 )
 
 // cycleTimeout is how long the room a released pod was released for
-// stays its own while no scheduling cycle of it reaches the extender, or
-// while its cycle does not end there: kube-scheduler's own filters may
-// turn it away before the extender is asked, and the room then goes to
-// the pods behind it.
+// stays its own while neither this extender nor the API tells that its
+// cycle ended, as while kube-scheduler is down; the room then goes to the
+// pods behind it.
 const cycleTimeout = 30 * time.Second
 
 // Started tells the lifter that a scheduling cycle of the pod reached the
@@ -44,6 +43,15 @@ func (l *Lifter) Ended(uid types.UID, node string) {
 	}
 	l.queue.Failed(uid)
 	l.queue.Forget(uid)
+}
+
+// inCycle reports whether the pod is one the lifter released whose
+// cycle has not ended.
+func (l *Lifter) inCycle(uid types.UID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.cycles[uid]
+	return ok
 }
 
 // expire gives the room of released pods whose cycle has not ended after

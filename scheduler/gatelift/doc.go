@@ -21,5 +21,7 @@
 // the extender's requeuer pokes it when GPUs free. Only the process that
 // holds the fit gate's Lease lifts gates, so that two extenders side by
 // side in a rollout never release two pods for one pod's room; a new
-// leader judges every gated pod anew.
+// leader judges every gated pod anew. The leader need not be the
+// extender kube-scheduler asks: it learns from the API whether each pod
+// it released was bound or turned away.
 package gatelift

@@ -142,11 +142,41 @@ func New(cfg Config) (*Lifter, error) {
 }
 
 // look queues a gated pod to be judged, while leading: a new leader
-// judges every gated pod together first (adopt).
+// judges every gated pod together first (adopt). A pod it released whose
+// cycle ended, as the API tells, ends its cycle here too: kube-scheduler
+// may have asked another extender about it (a rollout, or the chart's
+// replicas, where the fit gate's leader need not be the extender of the
+// leading kube-scheduler), or turned it away before asking any.
 func (l *Lifter) look(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok && gated(pod) && l.leading.Load() {
-		l.judging.Add(cache.MetaObjectToName(pod))
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
 	}
+	if gated(pod) {
+		if l.leading.Load() {
+			l.judging.Add(cache.MetaObjectToName(pod))
+		}
+		return
+	}
+	if ended, node := cycleEnded(pod); ended && l.inCycle(pod.UID) {
+		l.Ended(pod.UID, node)
+	}
+}
+
+// cycleEnded reports whether a released pod's scheduling cycle has ended,
+// as the API tells: bound to node, or, with node "", turned away
+// (kube-scheduler marks it Unschedulable). A released pod was gated until
+// then, so that its condition cannot be an earlier cycle's.
+func cycleEnded(pod *corev1.Pod) (bool, string) {
+	if pod.Spec.NodeName != "" {
+		return true, pod.Spec.NodeName
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true, ""
+		}
+	}
+	return false, ""
 }
 
 // gated reports whether the pod waits to be scheduled behind the fit
@@ -197,12 +227,23 @@ func (l *Lifter) sync(ctx context.Context, key cache.ObjectName) error {
 	if !gated(pod) || !l.judge(pod) {
 		return nil
 	}
+	// Its cycle is noted before the gate is lifted: the pod may be bound
+	// before the lift's answer comes back. A pod judged again on a copy
+	// that had not yet heard of its lift keeps the cycle it has.
+	l.mu.Lock()
+	_, lifted := l.cycles[pod.UID]
+	if !lifted {
+		l.cycles[pod.UID] = l.cfg.Clock.Now()
+	}
+	l.mu.Unlock()
 	if err := l.lift(ctx, pod); err != nil {
+		if !lifted {
+			l.mu.Lock()
+			delete(l.cycles, pod.UID)
+			l.mu.Unlock()
+		}
 		return err
 	}
-	l.mu.Lock()
-	l.cycles[pod.UID] = l.cfg.Clock.Now()
-	l.mu.Unlock()
 	return nil
 }
 

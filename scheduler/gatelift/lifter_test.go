@@ -169,8 +169,8 @@ func TestLiftsInQueueOrderAsTheRoomHolds(t *testing.T) {
 
 // TestRoomOfAPodWhoseCycleNeverCameGoesOn checks that the room a
 // released pod was released for goes to the pod behind it once
-// cycleTimeout passes with no cycle of the pod reaching the extender, as
-// when kube-scheduler's own filters turn it away.
+// cycleTimeout passes with neither the extender nor the API telling how
+// its cycle ended, as while kube-scheduler is down.
 func TestRoomOfAPodWhoseCycleNeverCameGoesOn(t *testing.T) {
 	first, second := gatedPod("first", 10000, 0), gatedPod("second", 10000, 1)
 	f := newFixture(t, first, second)
@@ -212,6 +212,77 @@ func (f *fixture) told(t *testing.T, name string) string {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Sprintf("nothing (conditions %v)", pod.Status.Conditions)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCycleEndedElsewhereEndsHere checks that the lifter learns from the
+// API how the cycle of a pod it released ended, when kube-scheduler asked
+// another extender about it: a pod bound there takes no room twice, and
+// the room of a pod turned away goes to the pod behind it at once, not
+// after cycleTimeout.
+func TestCycleEndedElsewhereEndsHere(t *testing.T) {
+	t.Run("bound", func(t *testing.T) {
+		filler := gatedPod("filler", 10000, 0)
+		first, second := gatedPod("first", 5000, 1), gatedPod("second", 10000, 2)
+		f := newFixture(t)
+		f.place(filler, 10000)
+		f.create(t, first, second)
+		f.waitLifted(t, "first")
+		f.checkGated(t, "second")
+
+		// Bound by another extender: this one hears nothing of its cycle.
+		f.place(first, 5000)
+		f.update(t, "first", func(pod *corev1.Pod) { pod.Spec.NodeName = node })
+		f.waitEnded(t, first.UID)
+		f.view.Release(filler.UID)
+		f.lifter.Freed(node)
+		f.waitLifted(t, "second")
+	})
+	t.Run("turned away", func(t *testing.T) {
+		first, second := gatedPod("first", 10000, 0), gatedPod("second", 10000, 1)
+		f := newFixture(t, first, second)
+		f.waitLifted(t, "first")
+		f.checkGated(t, "second")
+
+		f.update(t, "first", func(pod *corev1.Pod) {
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		})
+		f.waitLifted(t, "second")
+	})
+}
+
+// create creates the pods in the fake API.
+func (f *fixture) create(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, pod := range pods {
+		if _, err := f.kube.CoreV1().Pods(pod.Namespace).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// update changes the pod in the fake API as change says.
+func (f *fixture) update(t *testing.T, name string, change func(*corev1.Pod)) {
+	t.Helper()
+	pod, err := f.kube.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(pod)
+	if _, err := f.kube.CoreV1().Pods("default").Update(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitEnded waits until the lifter no longer counts the pod's cycle.
+func (f *fixture) waitEnded(t *testing.T, uid types.UID) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.lifter.inCycle(uid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cycle of %s has not ended", uid)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

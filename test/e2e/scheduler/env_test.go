@@ -129,8 +129,17 @@ func startEnvWrapped(t *testing.T, wrap transport.WrapperFunc) *env {
 func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc, edits ...func(*options.Config)) *env {
 	t.Helper()
 	cp := framework.Start(t, opts)
-	e := &env{cp: cp}
+	e := &env{cp: cp, extender: startExtender(t, cp, wrap, edits...)}
+	cp.StartShippedScheduler(t, "http://"+e.extender.addr)
+	e.plugin = startDevicePlugin(t, cp, serveDelay)
+	return e
+}
 
+// startExtender starts an extender with startEnv's configuration changed
+// by edits, its API requests going through wrap's transport when wrap is
+// set, and waits until it is ready; t.Cleanup stops it.
+func startExtender(t *testing.T, cp *framework.ControlPlane, wrap transport.WrapperFunc, edits ...func(*options.Config)) *extenderProcess {
+	t.Helper()
 	cfg := options.NewConfig()
 	cfg.HeartbeatMaxAge.Duration = time.Hour
 	cfg.OrphanSweepInterval.Duration = 5 * time.Second
@@ -145,18 +154,13 @@ func startEnvOn(t *testing.T, opts framework.Options, wrap transport.WrapperFunc
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
 	config := rest.CopyConfig(cp.Config)
 	config.Wrap(wrap)
-	e.extender = &extenderProcess{t: t, config: config, cfg: cfg, addr: addr}
-	e.extender.start(ln)
-	t.Cleanup(e.extender.stop)
-	e.extender.waitReady(t)
-
-	cp.StartShippedScheduler(t, "http://"+addr)
-
-	e.plugin = startDevicePlugin(t, cp, serveDelay)
-	return e
+	x := &extenderProcess{t: t, config: config, cfg: cfg, addr: ln.Addr().String()}
+	x.start(ln)
+	t.Cleanup(x.stop)
+	x.waitReady(t)
+	return x
 }
 
 // extenderProcess is the extender running in process, which can be stopped
