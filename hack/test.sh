@@ -31,15 +31,22 @@ export TESSERA_HELM
 
 # A failing check does not stop the others: every module is tested, and all
 # failures are listed at the end, so one flaky package cannot hide another.
+# Each failure is listed with the tests that failed and what the tests' own
+# code said: a failing test prints the logs of every process it ran, which
+# can bury its message deep in the output.
 failed=()
+summaries=$(mktemp -d)
+trap 'rm -rf "$summaries"' EXIT
 check() { # check NAME COMMAND...
-	local name=$1
+	local name=$1 out="$summaries/${#failed[@]}.log"
 	shift
 	step "$name"
-	if ! "$@"; then
+	if ! "$@" 2>&1 | tee "$out"; then
 		failed+=("$name")
 		echo "--- $name failed" >&2
+		grep -E '^\s*--- FAIL|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: |^(FAIL|panic:)' "$out" | head -n 80 >"$out.summary" || true
 	fi
+	rm -f "$out"
 }
 
 check "Verifying generated code" hack/verify-codegen.sh
@@ -57,7 +64,10 @@ done
 echo
 if ((${#failed[@]} > 0)); then
 	echo "=== FAILED ($(date +%H:%M:%S)): ${#failed[@]} step(s)" >&2
-	printf '  %s\n' "${failed[@]}" >&2
+	for i in "${!failed[@]}"; do
+		echo "  ${failed[$i]}" >&2
+		sed 's/^/    /' "$summaries/$i.log.summary" >&2
+	done
 	exit 1
 fi
 echo "=== All checks passed ($(date +%H:%M:%S))"
