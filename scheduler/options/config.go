@@ -121,7 +121,7 @@ const (
 	DefaultGangFitHoldTimeout  = 5 * time.Minute
 	DefaultGangFitRetryAfter   = 15 * time.Second
 	DefaultGangFitLeaseName    = "tessera-gang-fit"
-	DefaultGangFitLeaseNS      = "kube-system"
+	DefaultLeaseNamespace      = "kube-system"
 	DefaultFitGateLeaseName    = "tessera-fit-gate"
 )
 
@@ -166,11 +166,11 @@ func NewConfig() *Config {
 		GangFit: GangFit{
 			HoldTimeout:    metav1.Duration{Duration: DefaultGangFitHoldTimeout},
 			RetryAfter:     metav1.Duration{Duration: DefaultGangFitRetryAfter},
-			LeaseNamespace: DefaultGangFitLeaseNS,
+			LeaseNamespace: DefaultLeaseNamespace,
 			LeaseName:      DefaultGangFitLeaseName,
 		},
 		FitGate: FitGate{
-			LeaseNamespace: DefaultGangFitLeaseNS,
+			LeaseNamespace: DefaultLeaseNamespace,
 			LeaseName:      DefaultFitGateLeaseName,
 		},
 	}

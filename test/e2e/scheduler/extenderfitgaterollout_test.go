@@ -94,7 +94,7 @@ func TestExtenderFitGateRollout(t *testing.T) {
 func waitFitGateLeader(ctx context.Context, t *testing.T, cp *framework.ControlPlane) {
 	t.Helper()
 	framework.WaitFor(t, time.Minute, "an extender to lead the fit gate", func() (bool, string) {
-		lease, err := cp.Kube.CoordinationV1().Leases(options.DefaultGangFitLeaseNS).Get(ctx, options.DefaultFitGateLeaseName, metav1.GetOptions{})
+		lease, err := cp.Kube.CoordinationV1().Leases(options.DefaultLeaseNamespace).Get(ctx, options.DefaultFitGateLeaseName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
