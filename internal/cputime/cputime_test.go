@@ -1,10 +1,16 @@
 package cputime
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 // TestReadCountsWork checks that both scopes see CPU time go by while the
-// calling thread spins.
+// calling thread spins. The goroutine stays on its thread, as Report keeps
+// it: moved to another, it would read that thread's time.
 func TestReadCountsWork(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for _, scope := range []Scope{Thread, Process} {
 		start, ok := read(scope)
 		if !ok {
