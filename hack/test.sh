@@ -44,7 +44,7 @@ check() { # check NAME COMMAND...
 	if ! "$@" 2>&1 | tee "$out"; then
 		failed+=("$name")
 		echo "--- $name failed" >&2
-		grep -E '^\s*--- FAIL|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: |^(FAIL|panic:)' "$out" | head -n 80 >"$out.summary" || true
+		grep -E '^\s*--- FAIL|^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: |^(FAIL|panic:)' "$out" | head -n 150 >"$out.summary" || true
 	fi
 	rm -f "$out"
 }

@@ -284,7 +284,8 @@ func (c *cluster) startTesseraScheduler(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), framework.SchedulerReadyTimeout)
 	defer cancel()
-	p, err := c.cp.StartSchedulerBinaryProcess(ctx, c.schedulerBin, c.schedulerConfig)
+	// -v=2 logs each pod bound, for logPlacerLines.
+	p, err := c.cp.StartSchedulerBinaryProcess(ctx, c.schedulerBin, c.schedulerConfig, "-v=2")
 	if err != nil {
 		t.Fatal(err)
 	}

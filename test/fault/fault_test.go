@@ -3,6 +3,7 @@ package fault
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -208,6 +209,25 @@ func (c *cluster) check(ctx context.Context, t *testing.T, m *monitor) {
 	}
 	for _, v := range m.overCommitted() {
 		t.Error(v)
+		c.logPlacerLines(t, v)
+	}
+}
+
+// heldBy finds the names of the pods an over-commit says hold the GPU.
+var heldBy = regexp.MustCompile(`(?:by |; )(\S+) \(pod `)
+
+// logPlacerLines logs, one line each, what tessera-scheduler wrote of
+// each pod the over-commit names, so that a failure says how they came to
+// share the GPU; in extender mode the extender's log is the test's own.
+func (c *cluster) logPlacerLines(t *testing.T, overCommit string) {
+	t.Helper()
+	if c.scheduler == nil {
+		return
+	}
+	for _, m := range heldBy.FindAllStringSubmatch(overCommit, -1) {
+		for _, line := range c.scheduler.LogLines(namespace+"/"+m[1]+`"`, 10) {
+			t.Logf("tessera-scheduler on %s: %s", m[1], line)
+		}
 	}
 }
 

@@ -88,6 +88,22 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// LogLines returns the last n lines of the process's log that contain
+// substr.
+func (p *Process) LogLines(substr string, n int) []string {
+	b, err := os.ReadFile(p.logFile)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for line := range bytes.Lines(b) {
+		if bytes.Contains(line, []byte(substr)) {
+			out = append(out, string(bytes.TrimSuffix(line, []byte("\n"))))
+		}
+	}
+	return out[max(0, len(out)-n):]
+}
+
 // LogTail returns the last n bytes of the process's log.
 func (p *Process) LogTail(n int) string {
 	b, err := os.ReadFile(p.logFile)

@@ -53,13 +53,14 @@ func (cp *ControlPlane) kubeScheduler() string { return filepath.Join(cp.bin, "k
 // not tests. The process is also stopped by Stop. A Tessera plugin
 // metrics listener in the configuration moves to a free loopback port, as
 // the secure port does, so that schedulers started at once do not contend
-// for one port; Process.MetricsAddress says where.
+// for one port; Process.MetricsAddress says where. flags are added to its
+// command line.
 //
 // It returns once the scheduler's /readyz answers ok: its informers hold
 // the cluster and its event handlers have seen all of it. That takes
 // longer the larger the cluster (kube-scheduler lists every pod), so ctx
 // bounds the wait; it ends at once if the process exits.
-func (cp *ControlPlane) StartSchedulerBinaryProcess(ctx context.Context, bin, configYAML string) (*Process, error) {
+func (cp *ControlPlane) StartSchedulerBinaryProcess(ctx context.Context, bin, configYAML string, flags ...string) (*Process, error) {
 	config := map[string]any{}
 	if err := yaml.Unmarshal([]byte(configYAML), &config); err != nil {
 		return nil, fmt.Errorf("decoding the scheduler configuration: %w", err)
@@ -100,6 +101,7 @@ func (cp *ControlPlane) StartSchedulerBinaryProcess(ctx context.Context, bin, co
 	if cp.gangs {
 		args = append(args, gangsFeatureGates)
 	}
+	args = append(args, flags...)
 	p, err := cp.startBinary(bin, filepath.Base(bin), args...)
 	if err != nil {
 		return nil, err
