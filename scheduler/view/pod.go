@@ -41,9 +41,10 @@ type Pod struct {
 	// bind is, for a reservation, the token of its bind (Reservation.Bind),
 	// which the allocation that bind writes carries.
 	bind string
-	// shadow is, for a reservation, the allocation of the pod that another
-	// bind left, which the reservation's bind replaces or, failing, gives
-	// back (ReleaseReservation): placed, as Place would place it.
+	// shadow is, for a reservation, what the pod held before it: the
+	// allocation another bind left, placed as Place would place it, or the
+	// reservation of a bind whose outcome is unknown. The reservation's
+	// bind replaces it or, failing, gives it back (ReleaseReservation).
 	shadow *Pod
 	// took is, for a gang member whose bind took a hold of its gang (see
 	// takeHold) and was not seen made (View.Bound), that hold, and gang

@@ -215,7 +215,7 @@ func (v *View) ReleaseAllocation(a *gpuv1alpha1.GPUAllocation) (*Pod, bool) {
 		return nil, false
 	}
 	if p.Reserved && !ownAllocation(p, a) {
-		if p.shadow != nil && p.shadow.AllocationUID == a.UID {
+		if s := p.shadow; s != nil && (s.AllocationUID == a.UID || s.Reserved && ownAllocation(s, a)) {
 			v.setShadow(p, nil)
 		}
 		return nil, false
@@ -350,13 +350,13 @@ func (v *View) ReserveWithin(limits quota.Limits, uid types.UID, namespace, name
 	}
 	p.bind = bind
 	if hadOld {
-		// The bind replaces what the pod held, or gives it back.
-		p.shadow = old.shadow
-		if !old.Reserved {
-			shadow := *old
-			shadow.took, shadow.gang = nil, nil
-			p.shadow = &shadow
-		}
+		// The bind replaces what the pod held, or gives it back: an
+		// allocation, or the reservation of a bind whose binding's answer
+		// was lost (commit.ErrAllocationKept), which may have bound the
+		// pod on it; that reservation keeps what it would give back.
+		shadow := *old
+		shadow.took, shadow.gang = nil, nil
+		p.shadow = &shadow
 	}
 	v.add(p)
 	r.Bind = p.bind

@@ -151,6 +151,43 @@ func TestView(t *testing.T) {
 			want: usage{5000, 50, 1},
 		},
 		{
+			name: "a reservation given back brings back the kept reservation it replaced",
+			run: func(t *testing.T, v *View) {
+				// The first bind's binding lost its answer, and may have
+				// bound the pod: its reservation was kept. The pod was
+				// reserved again on n2, and that bind failed (the pod was
+				// bound after all) before the allocation was seen.
+				v.Reserve("p1", "ns", "p", "n1", now, fitOn(containers(5000, 50, "n1-gpu0"), nil))
+				v.Reserve("p1", "ns", "p", "n2", now.Add(time.Second), fitOn(containers(1000, 10, "n2-gpu0"), nil))
+				if !v.ReleaseReservation("p1", now.Add(time.Second)) {
+					t.Fatal("the reservation was not released")
+				}
+				if u := usageOf(t, v, "n2", 0); u != (usage{}) {
+					t.Errorf("n2 usage = %+v, want none", u)
+				}
+				// The first bind's allocation, seen now, takes its place.
+				first := written(v, allocation("p", "a-first", "p1", "n1", containers(5000, 50, "n1-gpu0")))
+				v.Place(first)
+				if p, _ := v.Pod("p1"); p.Reserved || p.AllocationUID != "a-first" {
+					t.Errorf("the pod holds %+v, want the first bind's allocation", p)
+				}
+			},
+			want: usage{5000, 50, 1},
+		},
+		{
+			name: "a kept reservation whose allocation failed is not given back",
+			run: func(t *testing.T, v *View) {
+				v.Reserve("p1", "ns", "p", "n1", now, fitOn(containers(5000, 50, "n1-gpu0"), nil))
+				first := written(v, allocation("p", "a-first", "p1", "n1", containers(5000, 50, "n1-gpu0")))
+				v.Reserve("p1", "ns", "p", "n2", now.Add(time.Second), fitOn(containers(1000, 10, "n2-gpu0"), nil))
+				// First seen Failed: the device plugin gave it nothing.
+				v.ReleaseAllocation(first)
+				if !v.ReleaseReservation("p1", now.Add(time.Second)) {
+					t.Fatal("the reservation was not released")
+				}
+			},
+		},
+		{
 			name: "an allocation seen late and deleted is not given back",
 			run: func(t *testing.T, v *View) {
 				v.Reserve("p1", "ns", "p", "n1", now, fitOn(containers(5000, 50, "n1-gpu0"), nil))
