@@ -28,7 +28,11 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 	if len(req.ContainerRequests) == 0 {
 		return &pluginapi.AllocateResponse{}, nil
 	}
-	alloc, live, err := a.findInFlight(ctx)
+	admit, err := a.admitting(ctx)
+	if err != nil {
+		return nil, err
+	}
+	alloc, live, err := a.findInFlight(ctx, admit)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +47,7 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 		case errors.As(err, &pe) && !live:
 			// The cache may lag the plugin's own last write: decide
 			// only on what the API server holds.
-			if alloc, err = a.refresh(ctx, alloc); err != nil {
+			if alloc, err = a.refresh(ctx, alloc, admit); err != nil {
 				return nil, err
 			}
 			live = true
@@ -70,7 +74,7 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 		case (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < maxWriteAttempts:
 			// The cache was behind, or someone else wrote: read it again
 			// and choose the containers anew.
-			if alloc, err = a.refresh(ctx, alloc); err != nil {
+			if alloc, err = a.refresh(ctx, alloc, admit); err != nil {
 				return nil, err
 			}
 			live = true
@@ -83,13 +87,13 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 // refresh reads the allocation from the API server. When it is no longer in
 // flight (served, failed or deleted since the cache saw it), the node's
 // in-flight allocation is looked for on the API server instead.
-func (a *Allocator) refresh(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation) (*gpuv1alpha1.GPUAllocation, error) {
+func (a *Allocator) refresh(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, admit admits) (*gpuv1alpha1.GPUAllocation, error) {
 	fresh, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).Get(ctx, alloc.Name, metav1.GetOptions{})
 	switch {
 	case err == nil && inFlight(fresh, a.cfg.NodeName):
 		return fresh, nil
 	case err == nil || apierrors.IsNotFound(err):
-		return a.findInFlightLive(ctx, a.cfg.LookupTimeout)
+		return a.findInFlightLive(ctx, a.cfg.LookupTimeout, admit)
 	default:
 		return nil, status.Errorf(codes.Unavailable, "reading GPUAllocation %s/%s: %v", alloc.Namespace, alloc.Name, err)
 	}

@@ -55,6 +55,9 @@ type Config struct {
 	PollInterval time.Duration
 	// Response says what containers get besides their devices.
 	Response ResponseConfig
+	// Kubelet lists the pods the kubelet holds, through its pod-resources
+	// API; nil when the plugin has no socket to ask (Identify).
+	Kubelet KubeletPods
 	// MIG makes the MIG instances the scheduler placed on GPUs that make
 	// them on demand; nil when the node makes none.
 	MIG MIGPreparer
@@ -70,6 +73,9 @@ type Allocator struct {
 	// lastWritten is the allocation as the plugin last wrote it. The cache
 	// catches up with it a little later; until then, it is the truth.
 	lastWritten *gpuv1alpha1.GPUAllocation
+	// byPodResources says that the allocation an Allocate call serves is
+	// the in-flight one whose pod the kubelet lists (Identify).
+	byPodResources bool
 }
 
 // New returns an Allocator.

@@ -24,13 +24,18 @@ func inFlight(a *gpuv1alpha1.GPUAllocation, node string) bool {
 		(a.Status.Phase == "" || a.Status.Phase == gpuv1alpha1.AllocationPending)
 }
 
-// pick returns the in-flight allocation of the node. There should be one;
-// should there be more, the one already partly served wins, then the
-// oldest, so that successive calls agree.
-func pick(all []*gpuv1alpha1.GPUAllocation, node string) (*gpuv1alpha1.GPUAllocation, int) {
+// admits says whether the kubelet may be allocating for an allocation's
+// pod; nil admits every pod.
+type admits func(*gpuv1alpha1.GPUAllocation) bool
+
+// pick returns the in-flight allocation of the node whose pod the kubelet
+// may be allocating for. There should be one; should there be more, the
+// one already partly served wins, then the oldest, so that successive
+// calls agree.
+func pick(all []*gpuv1alpha1.GPUAllocation, node string, admit admits) (*gpuv1alpha1.GPUAllocation, int) {
 	var found []*gpuv1alpha1.GPUAllocation
 	for _, a := range all {
-		if inFlight(a, node) {
+		if inFlight(a, node) && (admit == nil || admit(a)) {
 			found = append(found, a)
 		}
 	}
@@ -55,22 +60,22 @@ func pick(all []*gpuv1alpha1.GPUAllocation, node string) (*gpuv1alpha1.GPUAlloca
 // findInFlight returns a copy of the node's in-flight allocation, from the
 // cache or, when the cache has none yet, from the API server for at most
 // the lookup timeout. live says that the copy was read from the API server.
-func (a *Allocator) findInFlight(ctx context.Context) (alloc *gpuv1alpha1.GPUAllocation, live bool, err error) {
-	if alloc, err = a.findInFlightCached(ctx); alloc != nil || err != nil {
+func (a *Allocator) findInFlight(ctx context.Context, admit admits) (alloc *gpuv1alpha1.GPUAllocation, live bool, err error) {
+	if alloc, err = a.findInFlightCached(ctx, admit); alloc != nil || err != nil {
 		return alloc, false, err
 	}
-	alloc, err = a.findInFlightLive(ctx, a.cfg.LookupTimeout)
+	alloc, err = a.findInFlightLive(ctx, a.cfg.LookupTimeout, admit)
 	return alloc, err == nil, err
 }
 
 // findInFlightCached returns a copy of the node's in-flight allocation in
 // the cache, or nil.
-func (a *Allocator) findInFlightCached(ctx context.Context) (*gpuv1alpha1.GPUAllocation, error) {
+func (a *Allocator) findInFlightCached(ctx context.Context, admit admits) (*gpuv1alpha1.GPUAllocation, error) {
 	cached, err := a.cfg.Allocations.List(labels.Everything())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
 	}
-	found, n := pick(a.overlayLastWritten(cached), a.cfg.NodeName)
+	found, n := pick(a.overlayLastWritten(cached), a.cfg.NodeName, admit)
 	if found == nil {
 		return nil, nil
 	}
@@ -108,7 +113,7 @@ func progress(a *gpuv1alpha1.GPUAllocation) int {
 
 // findInFlightLive reads the node's in-flight allocation from the API
 // server, waiting at most timeout for one to appear (zero: one read).
-func (a *Allocator) findInFlightLive(ctx context.Context, timeout time.Duration) (*gpuv1alpha1.GPUAllocation, error) {
+func (a *Allocator) findInFlightLive(ctx context.Context, timeout time.Duration, admit admits) (*gpuv1alpha1.GPUAllocation, error) {
 	logger := klog.FromContext(ctx)
 
 	var (
@@ -125,7 +130,7 @@ func (a *Allocator) findInFlightLive(ctx context.Context, timeout time.Duration)
 		for i := range list.Items {
 			items = append(items, &list.Items[i])
 		}
-		found, _ = pick(items, a.cfg.NodeName)
+		found, _ = pick(items, a.cfg.NodeName, admit)
 		return found != nil, nil
 	}
 	var pollErr error
@@ -141,8 +146,12 @@ func (a *Allocator) findInFlightLive(ctx context.Context, timeout time.Duration)
 	if ctx.Err() != nil {
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	msg := fmt.Sprintf("no pending GPUAllocation for node %s after waiting %s: the pod was not placed by Tessera's scheduler extender, or its allocation was deleted or already served",
-		a.cfg.NodeName, timeout)
+	of := ""
+	if admit != nil {
+		of = " of a pod the kubelet lists"
+	}
+	msg := fmt.Sprintf("no pending GPUAllocation%s for node %s after waiting %s: the pod was not placed by Tessera's scheduler, or its allocation was deleted or already served",
+		of, a.cfg.NodeName, timeout)
 	if lastErr != nil {
 		msg += fmt.Sprintf(" (last read from the API server failed: %v)", lastErr)
 	} else if pollErr != nil && !wait.Interrupted(pollErr) {

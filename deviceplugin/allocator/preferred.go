@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/vdevice"
 )
 
@@ -21,9 +22,13 @@ func (a *Allocator) Preferred(ctx context.Context, req *pluginapi.PreferredAlloc
 	logger := klog.FromContext(ctx)
 	// One read at most: the kubelet calls Allocate next, which waits for a
 	// late allocation and reports a missing one.
-	alloc, err := a.findInFlightCached(ctx)
+	admit, err := a.admitting(ctx)
+	var alloc *gpuv1alpha1.GPUAllocation
+	if err == nil {
+		alloc, err = a.findInFlightCached(ctx, admit)
+	}
 	if alloc == nil && err == nil {
-		alloc, err = a.findInFlightLive(ctx, 0)
+		alloc, err = a.findInFlightLive(ctx, 0, admit)
 	}
 	var wanted [][]string
 	if err != nil {

@@ -60,6 +60,7 @@ func (o *Options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.CDISpecDir, "cdi-spec-dir", c.CDISpecDir, "directory the container runtime reads CDI specs from (strategy cdi, and DRA mode's spec per prepared request)")
 	fs.StringVar(&c.DriverRoot, "driver-root", c.DriverRoot, "where the plugin sees the NVIDIA driver's root; set, NVML is loaded from there rather than injected by the container toolkit")
 	fs.StringVar(&c.HostDriverRoot, "host-driver-root", c.HostDriverRoot, "the host path of --driver-root, named in the CDI spec")
+	fs.StringVar(&c.PodResourcesSocket, "pod-resources-socket", c.PodResourcesSocket, "the kubelet's pod-resources socket, from which the plugin learns which pod each Allocate serves, so that GPU pods are bound to the node without waiting for each other; empty: one at a time")
 	logsapi.AddFlags(o.Logs, fs)
 	o.Version = version.AddFlag(fs, "tessera-device-plugin")
 }

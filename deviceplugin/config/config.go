@@ -7,6 +7,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/hamicore"
+	"github.com/tessera-gpu/tessera/deviceplugin/podresources"
 )
 
 // Configuration is everything the device plugin can be told. Durations are
@@ -111,6 +112,13 @@ type Configuration struct {
 	// HostDriverRoot is the host path of DriverRoot: the CDI spec names
 	// host paths, which the container runtime mounts.
 	HostDriverRoot string `json:"hostDriverRoot"`
+	// PodResourcesSocket is the kubelet's pod-resources socket. While it
+	// answers, the plugin learns from it which pod each Allocate call
+	// serves, and the GPUNode says so (status.podIdentification
+	// PodResources): the scheduler then binds GPU pods to the node
+	// without waiting for the kubelet to serve the one before. Empty, or
+	// not answering: one GPU pod at a time is in flight on the node.
+	PodResourcesSocket string `json:"podResourcesSocket"`
 }
 
 // Device-list strategies: how a container's GPUs reach the NVIDIA
@@ -162,6 +170,7 @@ const (
 	DefaultDeviceListStrategy   = StrategyEnvVar
 	DefaultCDISpecDir           = "/var/run/cdi"
 	DefaultHostDriverRoot       = "/"
+	DefaultPodResourcesSocket   = podresources.DefaultSocket
 )
 
 // DefaultIgnoredXIDs are XIDs an application causes (graphics engine
@@ -194,6 +203,7 @@ func Default() Configuration {
 		DeviceListStrategy:      DefaultDeviceListStrategy,
 		CDISpecDir:              DefaultCDISpecDir,
 		HostDriverRoot:          DefaultHostDriverRoot,
+		PodResourcesSocket:      DefaultPodResourcesSocket,
 	}
 }
 

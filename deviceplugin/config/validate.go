@@ -75,6 +75,7 @@ func (c *Configuration) Validate() error {
 	errs = append(errs, absolute(field.NewPath("cdiSpecDir"), c.CDISpecDir, c.DeviceListStrategy == StrategyCDI || c.Mode == ModeDRA)...)
 	errs = append(errs, absolute(field.NewPath("driverRoot"), c.DriverRoot, false)...)
 	errs = append(errs, absolute(field.NewPath("hostDriverRoot"), c.HostDriverRoot, true)...)
+	errs = append(errs, absolute(field.NewPath("podResourcesSocket"), c.PodResourcesSocket, false)...)
 	errs = append(errs, period(field.NewPath("heartbeatPeriod"), c.HeartbeatPeriod.Duration)...)
 	if c.LeaseNamespace == "" {
 		errs = append(errs, field.Required(field.NewPath("leaseNamespace"), "the namespace of the node's Lease, watched by the scheduler extender"))

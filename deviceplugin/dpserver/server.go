@@ -45,6 +45,9 @@ type Config struct {
 	// and, besides watching the plugin directory, looks for a restarted
 	// kubelet.
 	CheckPeriod time.Duration
+	// OnKubelet, if set, is called each time the plugin finds the kubelet,
+	// before it registers: nothing is allocated until it returns.
+	OnKubelet func(ctx context.Context)
 	// OnRegistration, if set, is called when the plugin registers (err nil)
 	// or stops being registered (err says why).
 	OnRegistration func(err error)
@@ -63,6 +66,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.OnRegistration == nil {
 		cfg.OnRegistration = func(error) {}
+	}
+	if cfg.OnKubelet == nil {
+		cfg.OnKubelet = func(context.Context) {}
 	}
 	return &Server{cfg: cfg, socketName: SocketName(cfg.ResourceName)}
 }
@@ -151,6 +157,7 @@ func (s *Server) serveOnce(ctx context.Context) error {
 		_ = os.Remove(s.SocketPath())
 	}()
 
+	s.cfg.OnKubelet(ctx)
 	if err := s.register(ctx); err != nil {
 		return err
 	}

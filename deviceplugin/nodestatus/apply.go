@@ -21,6 +21,9 @@ func statusApply(name string, s *gpuv1alpha1.GPUNodeStatus) *gpuac.GPUNodeApplyC
 	if s.KubeletAPI != "" {
 		status.WithKubeletAPI(s.KubeletAPI)
 	}
+	if s.PodIdentification != "" {
+		status.WithPodIdentification(s.PodIdentification)
+	}
 	if s.FreeMemoryMiB != nil {
 		status.WithFreeMemoryMiB(*s.FreeMemoryMiB)
 	}

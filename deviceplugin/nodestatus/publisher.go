@@ -60,8 +60,12 @@ type Publisher struct {
 	// then the Ready condition the API holds is kept, so that a restarted
 	// plugin does not rewrite it only to write it back a moment later.
 	readiness *Readiness
-	created   bool
-	renewals  func() uint64
+	// identification is how the plugin learns which pod the kubelet
+	// allocates for; empty until it knows, and then what the API holds is
+	// kept, as with readiness.
+	identification gpuv1alpha1.PodIdentification
+	created        bool
+	renewals       func() uint64
 	// staleMark is the scheduler's stale mark last seen, and
 	// renewalsAtMark the Lease renewals counted when it was first seen.
 	staleMark      metav1.Time
@@ -139,6 +143,15 @@ func New(cfg Config) *Publisher {
 func (p *Publisher) SetReadiness(r Readiness) {
 	p.mu.Lock()
 	p.readiness = &r
+	p.mu.Unlock()
+	p.Trigger()
+}
+
+// SetPodIdentification changes how the GPUNode says the plugin learns
+// which pod the kubelet allocates for, and publishes soon.
+func (p *Publisher) SetPodIdentification(id gpuv1alpha1.PodIdentification) {
+	p.mu.Lock()
+	p.identification = id
 	p.mu.Unlock()
 	p.Trigger()
 }
@@ -273,8 +286,12 @@ func (p *Publisher) status(current *gpuv1alpha1.GPUNodeStatus) gpuv1alpha1.GPUNo
 	}
 	p.mu.Lock()
 	readiness := p.readiness
+	identification := p.identification
 	keepMark := p.keepStaleMark(previous)
 	p.mu.Unlock()
+	if identification == "" && current != nil {
+		identification = current.PodIdentification
+	}
 	var ready metav1.Condition
 	switch {
 	case keepMark:
@@ -298,6 +315,7 @@ func (p *Publisher) status(current *gpuv1alpha1.GPUNodeStatus) gpuv1alpha1.GPUNo
 		MemoryMiB:            sum.MemoryMiB,
 		AllocatableMemoryMiB: sum.AllocatableMemoryMiB,
 		KubeletAPI:           p.api,
+		PodIdentification:    identification,
 		Conditions:           conditions,
 	}
 	if p.allocated != nil {

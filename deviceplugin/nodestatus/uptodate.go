@@ -15,6 +15,7 @@ func upToDate(current, desired *gpuv1alpha1.GPUNodeStatus) bool {
 	if current.DriverVersion != desired.DriverVersion || current.GPUCount != desired.GPUCount ||
 		current.Models != desired.Models || current.MemoryMiB != desired.MemoryMiB ||
 		current.AllocatableMemoryMiB != desired.AllocatableMemoryMiB || current.KubeletAPI != desired.KubeletAPI ||
+		current.PodIdentification != desired.PodIdentification ||
 		(desired.FreeMemoryMiB != nil && !ptr.Equal(current.FreeMemoryMiB, desired.FreeMemoryMiB)) ||
 		!equality.Semantic.DeepEqual(current.Devices, desired.Devices) {
 		return false

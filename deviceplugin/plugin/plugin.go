@@ -29,6 +29,7 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/metrics"
 	"github.com/tessera-gpu/tessera/deviceplugin/nodestatus"
 	"github.com/tessera-gpu/tessera/deviceplugin/podproc"
+	"github.com/tessera-gpu/tessera/deviceplugin/podresources"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/internal/atomicfile"
 	"github.com/tessera-gpu/tessera/internal/httpserver"
@@ -326,7 +327,8 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 			Library:              p.cfg.Library(),
 			MemoryOversubscribed: p.cfg.MemoryScaling > 1,
 		},
-		MIG: p.migPreparer(ctx, g, inv, caches),
+		Kubelet: p.kubeletPods(ctx),
+		MIG:     p.migPreparer(ctx, g, inv, caches),
 	})
 	p.health.Set(health.Registration, true, errors.New("not registered with the kubelet yet"))
 	server := dpserver.New(dpserver.Config{
@@ -337,6 +339,9 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		Allocator:    alloc,
 		Observer:     p.allocateMetrics,
 		Clock:        p.deps.Clock,
+		OnKubelet: func(ctx context.Context) {
+			publisher.SetPodIdentification(alloc.Identify(ctx))
+		},
 		OnRegistration: func(err error) {
 			// The probes' thresholds give the kubelet time to come back
 			// before liveness restarts the plugin.
@@ -351,6 +356,21 @@ func (p *Plugin) serveKubelet(ctx context.Context, g *errgroup.Group, inv *inven
 		},
 	})
 	g.Go(func() error { return server.Run(ctx) })
+}
+
+// kubeletPods returns the client of the kubelet's pod-resources API, or
+// nil when none is configured.
+func (p *Plugin) kubeletPods(ctx context.Context) allocator.KubeletPods {
+	if p.cfg.PodResourcesSocket == "" {
+		return nil
+	}
+	client, err := podresources.New(p.cfg.PodResourcesSocket)
+	if err != nil {
+		klog.FromContext(ctx).Info("Not asking the kubelet which pod each Allocate serves", "err", err)
+		return nil
+	}
+	context.AfterFunc(ctx, func() { _ = client.Close() })
+	return client
 }
 
 // serveDRA starts the DRA kubelet plugin, which publishes the GPUs as

@@ -739,6 +739,13 @@ func schema_tessera_apis_gpu_v1alpha1_GPUNodeStatus(ref common.ReferenceCallback
 							Format:      "",
 						},
 					},
+					"podIdentification": {
+						SchemaProps: spec.SchemaProps{
+							Description: "podIdentification is how the node's device plugin learns which pod a kubelet Allocate call serves, which the call itself does not say: InFlight (the node's one in-flight GPUAllocation: Tessera's scheduler binds a GPU pod there only once the last one is served; the default) or PodResources (the kubelet's pod-resources API names the pod being admitted, so any number of GPU pods may be bound to the node at once).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"conditions": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

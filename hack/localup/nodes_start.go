@@ -41,7 +41,9 @@ func (c *cluster) startNodes(ctx context.Context) error {
 		if err := os.MkdirAll(registryDir, 0o755); err != nil {
 			return err
 		}
-		agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, PluginRegistryDir: registryDir, Kube: c.cp.Kube, DeviceResources: []string{gpuResource}}
+		podResources := filepath.Join(c.sockets, n.name, "pod-resources.sock")
+		agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, PluginRegistryDir: registryDir, PodResourcesSocket: podResources,
+			Kube: c.cp.Kube, DeviceResources: []string{gpuResource}}
 		c.agents = append(c.agents, agent)
 		go func() {
 			if err := agent.Run(ctx); err != nil {
@@ -66,6 +68,8 @@ func (c *cluster) startNodes(ctx context.Context) error {
 			"simulatedGPUFile": gpuFile,
 			"metricsAddress":   metricsAddr,
 			"heartbeatPeriod":  "10s",
+			// The agent lists the pods it admits, as the kubelet does.
+			"podResourcesSocket": podResources,
 		}
 		if c.o.dra() {
 			cfg["mode"] = "dra"

@@ -22,6 +22,10 @@ type Gate struct {
 
 	mu    sync.Mutex
 	nodes map[string]*nodeQueue
+	// unqueued holds the nodes whose device plugin learns from the kubelet
+	// which pod it allocates for: any number of their allocations may be
+	// in flight, so their binds take no turn.
+	unqueued map[string]bool
 }
 
 // nodeQueue is one node's in-flight allocation and the binds waiting behind it.
@@ -64,7 +68,37 @@ const DefaultVerifyAfter = 2 * time.Second
 // missed or comes late (a watch reconnecting slowly after the API server
 // restarted) then holds the node up for seconds, not for the time-to-live.
 func NewGate(clk clock.Clock, ttl, verifyAfter time.Duration, verify Verifier) *Gate {
-	return &Gate{clock: clk, ttl: ttl, verifyAfter: verifyAfter, verify: verify, nodes: map[string]*nodeQueue{}}
+	return &Gate{clock: clk, ttl: ttl, verifyAfter: verifyAfter, verify: verify, nodes: map[string]*nodeQueue{}, unqueued: map[string]bool{}}
+}
+
+// SetUnqueued says whether the node's binds take turns: not when its device
+// plugin learns from the kubelet which pod each allocation is for
+// (GPUNode status.podIdentification PodResources). A node that stops
+// taking turns lets every waiting bind go ahead at once; one that starts
+// again begins with no allocation in flight.
+func (g *Gate) SetUnqueued(node string, unqueued bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.unqueued[node] == unqueued {
+		return
+	}
+	if !unqueued {
+		delete(g.unqueued, node)
+		return
+	}
+	g.unqueued[node] = true
+	q, ok := g.nodes[node]
+	if !ok {
+		return
+	}
+	q.holder = nil
+	for _, w := range q.waiters {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	g.forgetIfIdle(node, q)
 }
 
 // Acquire waits until the pod with the given UID may put an allocation in
@@ -77,6 +111,10 @@ func NewGate(clk clock.Clock, ttl, verifyAfter time.Duration, verify Verifier) *
 func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID, stall time.Duration) error {
 	w := &waiter{uid: uid, wake: make(chan struct{}, 1)}
 	g.mu.Lock()
+	if g.unqueued[node] {
+		g.mu.Unlock()
+		return nil
+	}
 	q := g.queue(node)
 	if q.holder != nil && q.holder.uid == uid {
 		// The pod binds again, so whatever allocation it had in flight is
@@ -91,6 +129,11 @@ func (g *Gate) Acquire(ctx context.Context, node string, uid types.UID, stall ti
 	q.waiters = append(q.waiters, w)
 	waitingSince := g.clock.Now()
 	for {
+		if g.unqueued[node] {
+			g.leave(node, w)
+			g.mu.Unlock()
+			return nil
+		}
 		var expiry, verify, stalled <-chan time.Time
 		var timers []clock.Timer
 		if q.waiters[0] == w {
@@ -230,6 +273,9 @@ func (g *Gate) ReleaseAllocation(node string, uid, allocation types.UID) {
 func (g *Gate) Observe(node string, uid, allocation types.UID, since time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.unqueued[node] {
+		return
+	}
 	q := g.queue(node)
 	switch h := q.holder; {
 	case h == nil:

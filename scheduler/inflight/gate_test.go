@@ -383,3 +383,36 @@ func TestGate(t *testing.T) {
 		})
 	}
 }
+
+// A node whose device plugin learns from the kubelet which pod it serves
+// takes no turns: binds there go ahead at once, those already waiting go
+// ahead when the node says so, and a node back to turns begins with none
+// in flight.
+func TestGateUnqueuedNode(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	g := NewGate(clk, ttl, 0, nil)
+
+	b := queueBehindA(t, g, "alloc-a")
+	c := acquireAsync(t.Context(), g, "n", "c")
+	waitQueued(t, g, "n", 2)
+	g.SetUnqueued("n", true)
+	expectDone(t, b, "b, waiting when the node stopped taking turns")
+	expectDone(t, c, "c, waiting when the node stopped taking turns")
+	if uid, ok := g.InFlight("n"); ok {
+		t.Fatalf("%s is in flight on a node that takes no turns", uid)
+	}
+
+	expectDone(t, acquireAsync(t.Context(), g, "n", "d"), "d")
+	expectDone(t, acquireAsync(t.Context(), g, "n", "e"), "e")
+	g.Observe("n", "f", "alloc-f", clk.Now())
+	if uid, ok := g.InFlight("n"); ok {
+		t.Fatalf("%s is in flight on a node that takes no turns", uid)
+	}
+
+	g.SetUnqueued("n", false)
+	expectDone(t, acquireAsync(t.Context(), g, "n", "g"), "g, the first bind once turns resume")
+	h := acquireAsync(t.Context(), g, "n", "h")
+	waitQueued(t, g, "n", 1)
+	g.Release("n", "g")
+	expectDone(t, h, "h, after g's turn")
+}

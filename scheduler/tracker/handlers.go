@@ -18,7 +18,7 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if gn, ok := obj.(*gpuv1alpha1.GPUNode); ok && !t.servedByDRA(gn) {
-				t.view.SetGPUNode(gn)
+				t.setGPUNode(gn)
 				t.freed(gn.Name)
 			}
 		},
@@ -27,7 +27,7 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 			if !ok || t.servedByDRA(gn) {
 				return
 			}
-			t.view.SetGPUNode(gn)
+			t.setGPUNode(gn)
 			if old, ok := oldObj.(*gpuv1alpha1.GPUNode); !ok || mayTakeMore(old, gn) {
 				t.freed(gn.Name)
 			}
@@ -35,9 +35,18 @@ func (t *Tracker) gpuNodeHandler() cache.ResourceEventHandler {
 		DeleteFunc: func(obj any) {
 			if gn, ok := unwrap(obj).(*gpuv1alpha1.GPUNode); ok {
 				t.view.DeleteGPUNode(gn.Name)
+				t.gate.SetUnqueued(gn.Name, false)
 			}
 		},
 	}
+}
+
+// setGPUNode records the node's devices and state, and whether its binds
+// take turns: not when its device plugin learns from the kubelet which
+// pod it allocates for.
+func (t *Tracker) setGPUNode(gn *gpuv1alpha1.GPUNode) {
+	t.view.SetGPUNode(gn)
+	t.gate.SetUnqueued(gn.Name, gn.Status.PodIdentification == gpuv1alpha1.PodIdentificationPodResources)
 }
 
 // servedByDRA reports whether kube-scheduler allocates the node's GPUs

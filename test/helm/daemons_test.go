@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/test/framework"
 	"github.com/tessera-gpu/tessera/test/nodeagent"
 )
@@ -317,9 +318,15 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.RemoveAll(pluginDir) })
+		podResourcesDir, err := os.MkdirTemp("", "pr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(podResourcesDir) })
+		podResources := filepath.Join(podResourcesDir, "kubelet.sock")
 		agentCtx, stopAgent := context.WithCancel(ctx)
 		agentDone := make(chan error, 1)
-		agent := &nodeagent.Agent{NodeName: node, PluginDir: pluginDir, Kube: cp.Kube, DeviceResources: []string{"nvidia.com/gpu"}}
+		agent := &nodeagent.Agent{NodeName: node, PluginDir: pluginDir, PodResourcesSocket: podResources, Kube: cp.Kube, DeviceResources: []string{"nvidia.com/gpu"}}
 		go func() { agentDone <- agent.Run(agentCtx) }()
 		t.Cleanup(func() { stopAgent(); <-agentDone })
 
@@ -341,18 +348,21 @@ func checkDaemons(ctx context.Context, t *testing.T, cp *framework.ControlPlane,
 		// machine's, and simulated GPUs in place of NVML.
 		metricsAddr := framework.FreeAddress(t)
 		d := startDaemon(t, "device-plugin", withFlags(t, local(containerCommand(t, plugin, "device-plugin")), map[string]string{
-			"config":             config,
-			"device-plugin-dir":  pluginDir,
-			"proc-root":          "/proc",
-			"simulated-gpu-file": gpus,
-			"metrics-address":    metricsAddr,
-			"kubeconfig":         serviceAccountKubeconfig(t, cp, namespace, sa, node),
+			"config":               config,
+			"device-plugin-dir":    pluginDir,
+			"pod-resources-socket": podResources,
+			"proc-root":            "/proc",
+			"simulated-gpu-file":   gpus,
+			"metrics-address":      metricsAddr,
+			"kubeconfig":           serviceAccountKubeconfig(t, cp, namespace, sa, node),
 		}), "NODE_NAME="+node)
 		// Publishing its GPUNode takes create on gpunodes and apply on
 		// gpunodes/status, through RBAC and the own-node policy.
-		d.waitFor(t, "the GPUNode to be published", func(ctx context.Context) bool {
+		// Once registered, it says that it learns from the kubelet's
+		// pod-resources API which pod each Allocate serves.
+		d.waitFor(t, "the GPUNode to be published, identifying pods through pod-resources", func(ctx context.Context) bool {
 			gn, err := cp.Tessera.GpuV1alpha1().GPUNodes().Get(ctx, node, metav1.GetOptions{})
-			return err == nil && len(gn.Status.Devices) == 2
+			return err == nil && len(gn.Status.Devices) == 2 && gn.Status.PodIdentification == gpuv1alpha1.PodIdentificationPodResources
 		})
 		checkBuildInfo(ctx, t, "http://"+metricsAddr+"/metrics", "device-plugin")
 

@@ -50,12 +50,17 @@ func (a *Agent) sync(ctx context.Context, pod *corev1.Pod) error {
 	_, admitted := a.results[pod.UID]
 	a.mu.Unlock()
 	if !admitted {
+		if err := a.waitResumed(ctx); err != nil {
+			return err
+		}
+		a.list(pod)
 		cdiDevices, err := a.prepareClaims(ctx, pod)
 		var results []ContainerResult
 		if err == nil {
 			results, err = a.allocate(ctx, pod)
 		}
 		if err != nil {
+			a.unlist(pod.UID)
 			if _, retry := err.(retryable); retry {
 				return err
 			}

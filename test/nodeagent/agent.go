@@ -35,6 +35,9 @@ type Agent struct {
 	// PluginRegistryDir is where DRA plugins register (<driver>-reg.sock),
 	// as the kubelet's plugins_registry; empty: pods with claims fail.
 	PluginRegistryDir string
+	// PodResourcesSocket is where the agent serves the kubelet's
+	// pod-resources API; empty: it does not.
+	PodResourcesSocket string
 
 	mu       sync.Mutex
 	draConns map[string]*grpc.ClientConn // driver → its plugin
@@ -44,6 +47,11 @@ type Agent struct {
 	inUse   map[string]bool                 // device IDs held by running pods
 	held    map[types.UID][]string          // pod → device IDs it holds
 	results map[types.UID][]ContainerResult // pod → what the plugins answered
+	// listed are the pods the pod-resources API lists: those admitted and
+	// not yet seen end, and the one being admitted.
+	listed map[types.UID]types.NamespacedName
+	// paused, while open, holds admissions back (Pause).
+	paused chan struct{}
 	// restart holds the running pods whose containers the next Run starts
 	// again (see Reboot).
 	restart map[types.UID]bool
@@ -61,6 +69,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.results == nil {
 		a.inUse, a.held, a.results = map[string]bool{}, map[types.UID][]string{}, map[types.UID][]ContainerResult{}
 		a.claims, a.restart = map[types.UID][]preparedClaim{}, map[types.UID]bool{}
+		a.listed = map[types.UID]types.NamespacedName{}
 	}
 	a.mu.Unlock()
 	defer a.closeDRAConns()
@@ -68,8 +77,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	errs := make(chan error, 1)
+	errs := make(chan error, 2)
 	go func() { errs <- a.serveRegistration(ctx) }()
+	if a.PodResourcesSocket != "" {
+		go func() { errs <- a.servePodResources(ctx) }()
+	}
 
 	factory := informers.NewSharedInformerFactoryWithOptions(a.Kube, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -161,6 +173,7 @@ func (a *Agent) release(uid types.UID) {
 		delete(a.inUse, id)
 	}
 	delete(a.held, uid)
+	delete(a.listed, uid)
 }
 
 // Results returns what the plugins answered for a pod's containers, in the

@@ -104,6 +104,15 @@ type GPUNodeStatus struct {
 	// +optional
 	KubeletAPI KubeletAPI `json:"kubeletAPI,omitempty"`
 
+	// podIdentification is how the node's device plugin learns which pod a
+	// kubelet Allocate call serves, which the call itself does not say:
+	// InFlight (the node's one in-flight GPUAllocation: Tessera's scheduler
+	// binds a GPU pod there only once the last one is served; the default)
+	// or PodResources (the kubelet's pod-resources API names the pod being
+	// admitted, so any number of GPU pods may be bound to the node at once).
+	// +optional
+	PodIdentification PodIdentification `json:"podIdentification,omitempty"`
+
 	// conditions describe the device plugin's state. Type "Ready" is True
 	// while the plugin is registered with the kubelet and serving, False
 	// when it is not (the reason says why), and Unknown with reason
@@ -127,6 +136,21 @@ const (
 	// KubeletAPIDRA: the kubelet's DRA plugin API, with GPUs allocated by
 	// kube-scheduler in ResourceClaims.
 	KubeletAPIDRA KubeletAPI = "DRA"
+)
+
+// PodIdentification says how a node's device plugin learns which pod the
+// kubelet allocates GPUs for.
+// +kubebuilder:validation:Enum=InFlight;PodResources
+type PodIdentification string
+
+const (
+	// PodIdentificationInFlight: the pod is the one whose GPUAllocation is
+	// in flight on the node, so there is at most one.
+	PodIdentificationInFlight PodIdentification = "InFlight"
+	// PodIdentificationPodResources: the pod is the one the kubelet's
+	// pod-resources API lists while its GPUAllocation is in flight, the
+	// one the kubelet is admitting.
+	PodIdentificationPodResources PodIdentification = "PodResources"
 )
 
 // GPUHealth says whether a GPU can take work.

@@ -256,6 +256,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: models
       type:
         scalar: string
+    - name: podIdentification
+      type:
+        scalar: string
 - name: com.github.tessera-gpu.tessera.apis.gpu.v1alpha1.MIGAllocation
   map:
     fields:

@@ -87,6 +87,7 @@ func CreateNodes(ctx context.Context, env *ClusterEnv, o *Options, form PodForm)
 			return fmt.Errorf("creating node %s: %w", name, err)
 		}
 		status := GPUNodeStatus(name, o.GPUsPerNode, o.Split, metav1.Now())
+		status.PodIdentification = o.PodIdentification
 		if form == FormClaim {
 			// Owned by its Node, as the node daemon's ResourceSlice
 			// controller publishes it, which then keeps it as it is.

@@ -24,10 +24,11 @@ import (
 
 // KubeletSim does what a node's kubelet and Tessera's device plugin do
 // for a pod the extender bound: as soon as the pod is bound, its
-// GPUAllocation becomes Allocated. The extender lets one pod per node be
-// in flight, so this loop's speed is the kubelet's in the benchmark: it
-// writes as many allocations at once as kubeletWorkers, as a cluster's
-// kubelets each write their own node's.
+// GPUAllocation becomes Allocated. On a node whose GPUNode says
+// podIdentification InFlight, the scheduler lets one pod be in flight, so
+// this loop's speed is the kubelet's in the benchmark: it writes as many
+// allocations at once as kubeletWorkers, as a cluster's kubelets each
+// write their own node's.
 type KubeletSim struct {
 	tessera     versioned.Interface
 	pods        corelisters.PodLister

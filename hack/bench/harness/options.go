@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
@@ -130,6 +131,11 @@ type Options struct {
 	// ClaimChurn is how many ResourceClaims a second scale mode with row e
 	// creates and deletes while it measures the node daemons' steady state.
 	ClaimChurn float64
+	// PodIdentification is what every simulated node's GPUNode says of
+	// how its device plugin learns which pod the kubelet allocates for:
+	// with PodResources the scheduler binds GPU pods to a node without
+	// waiting for the one before to be served.
+	PodIdentification gpuv1alpha1.PodIdentification
 	// Queue are queue mode's flags.
 	Queue QueueOptions
 	// Gangs are gangs mode's flags.
@@ -141,27 +147,28 @@ type Options struct {
 // NewOptions returns the defaults, sized for a 2-core machine.
 func NewOptions() *Options {
 	return &Options{
-		Mode:            modeThroughput,
-		Nodes:           1000,
-		GPUsPerNode:     8,
-		Split:           10,
-		Pods:            5000,
-		Rows:            AllRows(),
-		SchedulerConfig: "deploy/scheduler/kube-scheduler-config.yaml",
-		PluginConfig:    "deploy/scheduler/tessera-scheduler-config.yaml",
-		Timeout:         20 * time.Minute,
-		Probes:          300,
-		Workers:         32,
-		HeartbeatPeriod: 15 * time.Second,
-		SteadyWindow:    time.Minute,
-		NewPods:         200,
-		ClaimChurn:      50,
-		Queue:           defaultQueueOptions(),
-		Gangs:           defaultGangOptions(),
-		FinishRate:      50,
-		BacklogDuration: time.Minute,
-		BacklogWarmup:   3 * time.Minute,
-		Logs:            logsapi.NewLoggingConfiguration(),
+		Mode:              modeThroughput,
+		Nodes:             1000,
+		GPUsPerNode:       8,
+		Split:             10,
+		Pods:              5000,
+		Rows:              AllRows(),
+		SchedulerConfig:   "deploy/scheduler/kube-scheduler-config.yaml",
+		PluginConfig:      "deploy/scheduler/tessera-scheduler-config.yaml",
+		Timeout:           20 * time.Minute,
+		Probes:            300,
+		Workers:           32,
+		HeartbeatPeriod:   15 * time.Second,
+		SteadyWindow:      time.Minute,
+		NewPods:           200,
+		ClaimChurn:        50,
+		PodIdentification: gpuv1alpha1.PodIdentificationPodResources,
+		Queue:             defaultQueueOptions(),
+		Gangs:             defaultGangOptions(),
+		FinishRate:        50,
+		BacklogDuration:   time.Minute,
+		BacklogWarmup:     3 * time.Minute,
+		Logs:              logsapi.NewLoggingConfiguration(),
 	}
 }
 
@@ -195,6 +202,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.ExtenderArgs, "extender-arg", o.ExtenderArgs, "Extra flag for the extender, such as --extender-arg=--kube-api-qps=1000; repeatable.")
 	fs.StringArrayVar(&o.ExtenderEnv, "extender-env", o.ExtenderEnv, "Extra environment variable KEY=VALUE for the extender, such as --extender-env=GOMEMLIMIT=350MiB; repeatable.")
 	fs.StringVar(&o.SchedulerConfig, "scheduler-config", o.SchedulerConfig, "KubeSchedulerConfiguration for rows b and c, relative to the repository root; its extender urlPrefix is rewritten. A built-in equivalent is used when the file does not exist.")
+	fs.StringVar((*string)(&o.PodIdentification), "pod-identification", string(o.PodIdentification), "What every simulated node's GPUNode says of how its device plugin learns which pod the kubelet allocates for: PodResources (the chart's default: the scheduler binds GPU pods to a node without waiting for each other) or InFlight (one GPU pod in flight per node).")
 	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "Keep every control plane's data and logs under this directory; empty uses a temporary one, removed at the end.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Longest one row may take from the scheduler's start to the last bind.")
@@ -254,6 +262,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ProfileSeconds < 0 || o.ProfileSeconds > 0 && o.Dir == "" {
 		return fmt.Errorf("--profile-seconds=%d: must be 0, or positive with --dir to keep the profiles in", o.ProfileSeconds)
+	}
+	if o.PodIdentification != gpuv1alpha1.PodIdentificationPodResources && o.PodIdentification != gpuv1alpha1.PodIdentificationInFlight {
+		return fmt.Errorf("--pod-identification=%s: must be %s or %s", o.PodIdentification, gpuv1alpha1.PodIdentificationPodResources, gpuv1alpha1.PodIdentificationInFlight)
 	}
 	if o.HeartbeatPeriod < 0 || o.HeartbeatPeriod > 0 && o.HeartbeatPeriod < time.Second {
 		return fmt.Errorf("--heartbeat-period=%s: must be 0 or at least 1s", o.HeartbeatPeriod)

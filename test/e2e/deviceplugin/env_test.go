@@ -60,6 +60,7 @@ func startCluster(t *testing.T, nodes ...simNode) *cluster {
 		pcfg.NodeName = n.name
 		pcfg.SplitCount = 4
 		pcfg.PluginDir = pluginDir
+		pcfg.PodResourcesSocket = podResourcesSocket(pluginDir)
 		pcfg.SimulatedGPUFile = gpuFile
 		pcfg.DynamicMIG = n.dynamicMIG
 		if n.gpuFile != nil {
@@ -130,7 +131,7 @@ func (c *cluster) addNode(t *testing.T, n simNode) (pluginDir, gpuFile string) {
 	if err := os.Mkdir(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, Kube: c.cp.Kube, DeviceResources: []string{gpuResource}}
+	agent := &nodeagent.Agent{NodeName: n.name, PluginDir: pluginDir, PodResourcesSocket: podResourcesSocket(pluginDir), Kube: c.cp.Kube, DeviceResources: []string{gpuResource}}
 	c.agents[n.name] = agent
 	c.run(func() error { return agent.Run(c.ctx) })
 	gpuFile = filepath.Join(dir, "gpus.yaml")
@@ -138,6 +139,12 @@ func (c *cluster) addNode(t *testing.T, n simNode) (pluginDir, gpuFile string) {
 		t.Fatal(err)
 	}
 	return pluginDir, gpuFile
+}
+
+// podResourcesSocket is where a node's agent serves the kubelet's
+// pod-resources API, beside its device-plugin directory.
+func podResourcesSocket(pluginDir string) string {
+	return filepath.Join(filepath.Dir(pluginDir), "pod-resources.sock")
 }
 
 // waitNodeReady waits for the node's GPUNode to be Ready and its GPUs to be

@@ -55,6 +55,13 @@ type GPUNodeStatusApplyConfiguration struct {
 	// them in ResourceClaims). Tessera's scheduler leaves DRA nodes alone,
 	// and their daemon writes freeMemoryMiB from the allocated claims.
 	KubeletAPI *gpuv1alpha1.KubeletAPI `json:"kubeletAPI,omitempty"`
+	// podIdentification is how the node's device plugin learns which pod a
+	// kubelet Allocate call serves, which the call itself does not say:
+	// InFlight (the node's one in-flight GPUAllocation: Tessera's scheduler
+	// binds a GPU pod there only once the last one is served; the default)
+	// or PodResources (the kubelet's pod-resources API names the pod being
+	// admitted, so any number of GPU pods may be bound to the node at once).
+	PodIdentification *gpuv1alpha1.PodIdentification `json:"podIdentification,omitempty"`
 	// conditions describe the device plugin's state. Type "Ready" is True
 	// while the plugin is registered with the kubelet and serving, False
 	// when it is not (the reason says why), and Unknown with reason
@@ -136,6 +143,14 @@ func (b *GPUNodeStatusApplyConfiguration) WithFreeMemoryMiB(value int64) *GPUNod
 // If called multiple times, the KubeletAPI field is set to the value of the last call.
 func (b *GPUNodeStatusApplyConfiguration) WithKubeletAPI(value gpuv1alpha1.KubeletAPI) *GPUNodeStatusApplyConfiguration {
 	b.KubeletAPI = &value
+	return b
+}
+
+// WithPodIdentification sets the PodIdentification field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PodIdentification field is set to the value of the last call.
+func (b *GPUNodeStatusApplyConfiguration) WithPodIdentification(value gpuv1alpha1.PodIdentification) *GPUNodeStatusApplyConfiguration {
+	b.PodIdentification = &value
 	return b
 }
 
