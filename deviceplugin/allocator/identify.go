@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -78,6 +79,13 @@ func (a *Allocator) admitting(ctx context.Context) (admits, error) {
 		return nil, nil
 	}
 	return func(alloc *gpuv1alpha1.GPUAllocation) bool {
-		return pods.Has(types.NamespacedName{Namespace: alloc.Namespace, Name: alloc.Name})
+		if !pods.Has(types.NamespacedName{Namespace: alloc.Namespace, Name: alloc.Name}) {
+			return false
+		}
+		// A kubelet that lists ended pods too (KubeletPodResourcesListUseActivePods
+		// off) lists a pod it refused before its devices were allocated.
+		pod, err := a.cfg.Pods.Pods(alloc.Namespace).Get(alloc.Name)
+		return err != nil || pod.UID != alloc.Spec.PodUID ||
+			(pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed)
 	}, nil
 }

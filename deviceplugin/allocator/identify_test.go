@@ -37,15 +37,21 @@ func (k *kubeletPods) Pods(context.Context) (sets.Set[types.NamespacedName], err
 }
 
 // With several allocations in flight on the node, Allocate serves the one
-// whose pod the kubelet lists, not the oldest, and fails rather than guess
-// when the kubelet stops answering.
+// whose pod the kubelet lists and has not refused, not the oldest, and
+// fails rather than guess when the kubelet stops answering.
 func TestAllocateServesThePodTheKubeletLists(t *testing.T) {
 	older := testAllocation("older", "uid-older", testNode, container("main", gpuv1alpha1.ContainerApp, dev("GPU-a", 0, 1000, 10)))
 	admitted := testAllocation("admitted", "uid-admitted", testNode, container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 3000, 30)))
 	admitted.CreationTimestamp.Time = testNow.Add(time.Second)
-	pods := []*corev1.Pod{testPod("older", "uid-older"), testPod("admitted", "uid-admitted")}
-	h := newUnitHarness(t, pods, []*gpuv1alpha1.GPUAllocation{older, admitted}, ResponseConfig{})
-	kubelet := &kubeletPods{pods: []string{"admitted", "running-elsewhere"}}
+	// The kubelet refused it before allocating its devices, and lists it
+	// still, as a kubelet that lists ended pods does.
+	refused := testAllocation("refused", "uid-refused", testNode, container("main", gpuv1alpha1.ContainerApp, dev("GPU-a", 0, 2000, 20)))
+	refused.CreationTimestamp.Time = testNow.Add(-time.Second)
+	refusedPod := testPod("refused", "uid-refused")
+	refusedPod.Status.Phase = corev1.PodFailed
+	pods := []*corev1.Pod{testPod("older", "uid-older"), testPod("admitted", "uid-admitted"), refusedPod}
+	h := newUnitHarness(t, pods, []*gpuv1alpha1.GPUAllocation{older, admitted, refused}, ResponseConfig{})
+	kubelet := &kubeletPods{pods: []string{"admitted", "refused", "running-elsewhere"}}
 	h.alloc.cfg.Kubelet = kubelet
 
 	if got := h.alloc.Identify(h.ctx); got != gpuv1alpha1.PodIdentificationPodResources {

@@ -84,10 +84,12 @@ type simNode struct {
 	// registrations; the DRA plugin's own, which holds its checkpoint;
 	// and the runtime's CDI spec directory, which a reboot empties.
 	pluginDir, registryDir, draDir, cdiDir string
-	agent                                  *nodeagent.Agent
-	agentRun, pluginRun                    *component
-	daemon                                 *framework.Process
-	daemonRuns                             int
+	// podResources is the kubelet's pod-resources socket.
+	podResources        string
+	agent               *nodeagent.Agent
+	agentRun, pluginRun *component
+	daemon              *framework.Process
+	daemonRuns          int
 }
 
 // component is a part of the cluster running until its context ends.
@@ -195,7 +197,7 @@ func (c *cluster) newNode(t *testing.T, name string) *simNode {
 	}
 	n := &simNode{name: name, dir: dir, gpuFile: filepath.Join(dir, "gpus.yaml"),
 		pluginDir: filepath.Join(dir, "device-plugins"), registryDir: filepath.Join(dir, "registry"),
-		draDir: filepath.Join(dir, "plugin"), cdiDir: filepath.Join(dir, "cdi")}
+		draDir: filepath.Join(dir, "plugin"), cdiDir: filepath.Join(dir, "cdi"), podResources: filepath.Join(dir, "pod-resources.sock")}
 	// The node stops before its directories go, and before what places
 	// pods and the control plane.
 	t.Cleanup(func() {
@@ -367,6 +369,7 @@ func (c *cluster) startAgent(n *simNode) {
 			n.agent.PluginRegistryDir = n.registryDir
 		} else {
 			n.agent.DeviceResources = []string{gpuResource}
+			n.agent.PodResourcesSocket = n.podResources
 		}
 	}
 	n.agentRun = run(c.ctx, "node agent "+n.name, n.agent.Run)
@@ -380,6 +383,7 @@ func (c *cluster) startPlugin(t *testing.T, n *simNode) {
 	cfg.NodeName = n.name
 	cfg.SplitCount = splitCount
 	cfg.PluginDir = n.pluginDir
+	cfg.PodResourcesSocket = n.podResources
 	cfg.SimulatedGPUFile = n.gpuFile
 	cfg.MetricsAddress = ""
 	deps, err := pluginapp.NewDependencies(c.cp.Config)
@@ -404,6 +408,11 @@ func (c *cluster) waitNodeReady(t *testing.T, node string) {
 		}
 		if !meta.IsStatusConditionTrue(gn.Status.Conditions, gpuv1alpha1.GPUNodeReady) {
 			return false, fmt.Sprintf("GPUNode conditions %v", gn.Status.Conditions)
+		}
+		// The device plugin asks the node agent which pod it admits, so
+		// the scheduler binds GPU pods to the node at once.
+		if c.mode != draMode && gn.Status.PodIdentification != gpuv1alpha1.PodIdentificationPodResources {
+			return false, fmt.Sprintf("podIdentification %q", gn.Status.PodIdentification)
 		}
 		n, err := c.cp.Kube.CoreV1().Nodes().Get(c.ctx, node, metav1.GetOptions{})
 		if err != nil {

@@ -78,10 +78,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer cancel()
 
 	errs := make(chan error, 2)
-	go func() { errs <- a.serveRegistration(ctx) }()
 	if a.PodResourcesSocket != "" {
-		go func() { errs <- a.servePodResources(ctx) }()
+		l, err := a.listenPodResources()
+		if err != nil {
+			return err
+		}
+		go func() { errs <- a.servePodResources(ctx, l) }()
 	}
+	go func() { errs <- a.serveRegistration(ctx) }()
 
 	factory := informers.NewSharedInformerFactoryWithOptions(a.Kube, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {

@@ -61,18 +61,25 @@ func (a *Agent) unlist(uid types.UID) {
 	delete(a.listed, uid)
 }
 
-// servePodResources serves the pod-resources socket until ctx ends.
-func (a *Agent) servePodResources(ctx context.Context) error {
+// listenPodResources binds the pod-resources socket; the kubelet serves it
+// before its device manager's kubelet.sock, so a plugin that finds the
+// kubelet finds the API too.
+func (a *Agent) listenPodResources() (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(a.PodResourcesSocket), 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.Remove(a.PodResourcesSocket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing the old pod-resources socket: %w", err)
+		return nil, fmt.Errorf("removing the old pod-resources socket: %w", err)
 	}
 	l, err := net.Listen("unix", a.PodResourcesSocket)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", a.PodResourcesSocket, err)
+		return nil, fmt.Errorf("listening on %s: %w", a.PodResourcesSocket, err)
 	}
+	return l, nil
+}
+
+// servePodResources serves the pod-resources API on l until ctx ends.
+func (a *Agent) servePodResources(ctx context.Context, l net.Listener) error {
 	server := grpc.NewServer()
 	podresourcesv1.RegisterPodResourcesListerServer(server, &podResources{agent: a})
 	go func() {
