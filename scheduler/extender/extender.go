@@ -53,8 +53,9 @@ type Config struct {
 	// turned away, so that they are retried when the namespace frees GPUs
 	// or its quota is raised; nil for none.
 	QuotaRequeue QuotaRequeue
-	// FitGate hears of the scheduling cycles of the pods it released;
-	// nil when the fit gate is off.
+	// FitGate hears of the scheduling cycles of the pods it released,
+	// and tells filter the room it released them for; nil when the fit
+	// gate is off.
 	FitGate FitGate
 
 	// ResourceNames are the resources pods ask for GPU slices with.
@@ -106,6 +107,10 @@ type FitGate interface {
 	Ended(uid types.UID, node string)
 	// Freed says GPUs may have become free on the node.
 	Freed(node string)
+	// Claimed returns what the pods other than except, of priority at
+	// least priority, released for room on the node are to take there
+	// (waiters.Queue.Claimed).
+	Claimed(node string, except types.UID, priority int32) []placement.Hold
 }
 
 // QuotaRequeue remembers the pods a namespace's GPU quota turned away,

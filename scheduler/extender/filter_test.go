@@ -7,9 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/metrics"
+	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 func TestFilter(t *testing.T) {
@@ -64,6 +67,23 @@ func TestFilter(t *testing.T) {
 			wantFeasible:     []string{"a100-1", "a100-2", "t4"},
 			wantUnresolvable: map[string]string{"stale": "device plugin heartbeat is stale (Lease last renewed 3m0s ago)", "notready": "device plugin is not ready: kubelet is gone", "no-gpunode": "node has no GPUNode"},
 			wantResult:       metrics.ResultSuccess,
+		},
+		{
+			name:         "room the fit gate released another pod for is taken",
+			pod:          podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000"),
+			setup:        func(f *fixture) { f.ext.FitGate = claimedGate{"a100-1": {uid: "uid-other", holds: both80("a100-1")}} },
+			nodes:        []string{"a100-1", "a100-2"},
+			wantFeasible: []string{"a100-2"},
+			wantFailed:   map[string]string{"a100-1": waiters.Claimed},
+			wantResult:   metrics.ResultSuccess,
+		},
+		{
+			name:         "room the fit gate released the pod itself for is its own",
+			pod:          podSpec("p", nil, "nvidia.com/gpu=1", "nvidia.com/gpumem=10000"),
+			setup:        func(f *fixture) { f.ext.FitGate = claimedGate{"a100-1": {uid: "uid-p", holds: both80("a100-1")}} },
+			nodes:        []string{"a100-1", "a100-2"},
+			wantFeasible: []string{"a100-1", "a100-2"},
+			wantResult:   metrics.ResultSuccess,
 		},
 		{
 			name: "the pod's own allocation from an unfinished bind does not count",
@@ -205,4 +225,27 @@ func TestFilterWholeNodes(t *testing.T) {
 	if result.NodeNames != nil || result.Nodes == nil || len(result.Nodes.Items) != 1 || result.Nodes.Items[0].Name != "a100-1" {
 		t.Errorf("a scheduler sending whole nodes got %+v", result)
 	}
+}
+
+// claimedGate is a fit gate that released one pod for room on each node
+// it names.
+type claimedGate map[string]struct {
+	uid   types.UID
+	holds []placement.Hold
+}
+
+func (claimedGate) Started(*corev1.Pod, *placement.Request) {}
+func (claimedGate) Ended(types.UID, string)                 {}
+func (claimedGate) Freed(string)                            {}
+
+func (g claimedGate) Claimed(node string, except types.UID, _ int32) []placement.Hold {
+	if c, ok := g[node]; ok && c.uid != except {
+		return c.holds
+	}
+	return nil
+}
+
+// both80 holds all the memory of both GPUs of an a100 node.
+func both80(node string) []placement.Hold {
+	return []placement.Hold{{UUID: node + "-gpu0", MemoryMiB: 80000}, {UUID: node + "-gpu1", MemoryMiB: 80000}}
 }

@@ -6,7 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tessera-gpu/tessera/scheduler/placement"
+	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // judge decides nodes for one pod by the rules' admission order (see
@@ -21,6 +23,9 @@ type judge struct {
 	quotaClosed view.Reason
 	// turnedAway gathers what the quota turned away on every node.
 	turnedAway view.TurnedAway
+	// claimed returns the room on a node that the fit gate released
+	// other pods for; nil without the fit gate.
+	claimed func(node string) []placement.Hold
 }
 
 // judge reads what deciding the pod's nodes needs now. It must not be
@@ -29,11 +34,16 @@ func (e *Extender) judge(pod *corev1.Pod, req *placement.Request) *judge {
 	rules := e.rules()
 	j := &judge{now: e.Clock.Now(), rules: rules, req: req, quota: rules.Quota(e.View, pod.Namespace, pod.UID, req)}
 	j.quotaClosed = j.quota.Closed()
+	if e.FitGate != nil {
+		priority := preemption.Priority(pod)
+		j.claimed = func(node string) []placement.Hold { return e.FitGate.Claimed(node, pod.UID, priority) }
+	}
 	return j
 }
 
 // decide files node name, n in the view, under part: feasible; failed,
-// when evicting pods might make room; or unresolvable, when the node
+// when evicting pods might make room or the fit gate released other pods
+// for the room; or unresolvable, when the node
 // takes no GPU pods, could not fit the request even empty, or the
 // namespace's quota has no room for it there.
 func (j *judge) decide(part *filterPart, name string, n *view.Node) {
@@ -52,9 +62,17 @@ func (j *judge) decide(part *filterPart, name string, n *view.Node) {
 		return
 	}
 	f := &part.failure
+	node := &n.Placement
+	var claimed []placement.Hold
+	if j.claimed != nil {
+		claimed = j.claimed(name)
+	}
+	if len(claimed) > 0 {
+		node = node.With(claimed)
+	}
 	switch {
-	case part.fitter.Feasible(&n.Placement, j.req, f):
-		if asked, over := j.quota.Exceeded(&part.fitter, &n.Placement, j.req); !over.OK() {
+	case part.fitter.Feasible(node, j.req, f):
+		if asked, over := j.quota.Exceeded(&part.fitter, node, j.req); !over.OK() {
 			part.unresolvable = append(part.unresolvable, nodeReason{name, string(over)})
 			part.turnedAway.Add(asked)
 			return
@@ -62,6 +80,8 @@ func (j *judge) decide(part *filterPart, name string, n *view.Node) {
 		part.feasible = append(part.feasible, name)
 	case f.Unresolvable:
 		part.unresolvable = append(part.unresolvable, nodeReason{name, part.reason(f)})
+	case len(claimed) > 0 && part.fitter.Feasible(&n.Placement, j.req, nil):
+		part.failed = append(part.failed, nodeReason{name, waiters.Claimed})
 	default:
 		part.failed = append(part.failed, nodeReason{name, part.reason(f)})
 	}

@@ -45,6 +45,13 @@ func (l *Lifter) Ended(uid types.UID, node string) {
 	l.queue.Forget(uid)
 }
 
+// Claimed returns what the pods other than except, of priority at least
+// priority, released for room on the node are to take there, for the
+// extender's filter to count as taken (waiters.Queue.Claimed).
+func (l *Lifter) Claimed(node string, except types.UID, priority int32) []placement.Hold {
+	return l.queue.Claimed(node, except, priority)
+}
+
 // inCycle reports whether the pod is one the lifter released whose
 // cycle has not ended.
 func (l *Lifter) inCycle(uid types.UID) bool {

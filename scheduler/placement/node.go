@@ -1,6 +1,10 @@
 package placement
 
-import gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+import (
+	"slices"
+
+	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+)
 
 // Device is one GPU as the scheduler sees it: capacity from the GPUNode's
 // status and spec, usage from the allocations placed on it.
@@ -65,6 +69,14 @@ func (n *Node) Add(holds []Hold) {
 			d.UsedSlices |= h.Slices
 		}
 	}
+}
+
+// With returns a copy of the node with the holds added; the node is
+// left as it is.
+func (n *Node) With(holds []Hold) *Node {
+	c := &Node{Name: n.Name, Devices: slices.Clone(n.Devices)}
+	c.Add(holds)
+	return c
 }
 
 // Remove undoes Add. Holds on GPUs the node does not have are ignored, and

@@ -14,6 +14,7 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 	"github.com/tessera-gpu/tessera/scheduler/preemption"
 	"github.com/tessera-gpu/tessera/scheduler/view"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // errNotReady turns pods away while the view is still being built.
@@ -131,7 +132,8 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, preemptor 
 }
 
 // Filter fits the pod on the node's GPUs, as the view sees them with this
-// cycle's changes, and then what it gets there on its namespace's GPU
+// cycle's changes and with the room given to other pods released for it
+// taken, and then what it gets there on its namespace's GPU
 // quota. A node that could not take the pod even with none of its GPUs in
 // use, whose device plugin is gone, where the quota has no room for what
 // the pod would get, or that runs no pod of lower priority than the pod's
@@ -154,7 +156,11 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 			return
 		}
 		var f placement.Failure
-		node := s.changes[name].apply(n, knownPods(nodeInfo))
+		unclaimed := s.changes[name].apply(n, knownPods(nodeInfo))
+		node, claimed := unclaimed, p.requeue.Claimed(name, pod.UID, preemption.Priority(pod))
+		if len(claimed) > 0 {
+			node = unclaimed.With(claimed)
+		}
 		if ft.Feasible(node, s.req.Request, &f) {
 			if asked, over := s.quota.Exceeded(ft, node, s.req.Request); !over.OK() {
 				s.overQuota.add(name, asked)
@@ -170,7 +176,11 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 			code = fwk.UnschedulableAndUnresolvable
 			s.evictless.add(name)
 		}
-		status = fwk.NewStatus(code, f.Error()+s.gangSuffix)
+		why := f.Error()
+		if len(claimed) > 0 && ft.Feasible(unclaimed, s.req.Request, nil) {
+			why = waiters.Claimed
+		}
+		status = fwk.NewStatus(code, why+s.gangSuffix)
 	})
 	if status != nil {
 		if logger := klog.FromContext(ctx).V(5); logger.Enabled() {

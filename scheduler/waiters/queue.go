@@ -37,7 +37,10 @@ import (
 // (a filter turns it away); that room would then wait for the next event
 // while a pod it could serve waits too. So the Queue remembers the node
 // each activated pod was meant for, and plays that node again when the
-// pod's cycle ends anywhere else (Failed, Placed).
+// pod's cycle ends anywhere else (Failed, Placed). And it keeps the
+// room from other pods meanwhile (Claimed): kube-scheduler would
+// otherwise score another node for the pod, whose room was given to
+// another pod released, and that pod's cycle would fail.
 type Queue struct {
 	activator Activator
 	logger    klog.Logger
@@ -71,6 +74,9 @@ type Queue struct {
 	// holding counts the waiters the fit gate holds, and promised those
 	// activated for room on a node or in a cycle for it (see promise).
 	holding, promised int
+	// claims are the room each pod activated for room on a node is to
+	// take there (see Claimed).
+	claims claims
 	// onHeld hear whenever the fit gate starts or stops holding a pod
 	// (see OnHeld).
 	onHeld []func(pod *v1.Pod, held bool)
@@ -89,7 +95,10 @@ type waiter struct {
 	// heldOn is the node the pod was activated to take GPUs on, until its
 	// next cycle starts; trying is that node while the cycle runs.
 	heldOn, trying string
-	gone           bool
+	// claimed is the node where the pod has a claim, if any: heldOn, or
+	// trying once its cycle starts.
+	claimed string
+	gone    bool
 	// quotaAsked, for a pod its namespace's GPU quota turned away in its
 	// last cycle, is the least it asked of the quota; nil for others.
 	quotaAsked *placement.Use
@@ -327,6 +336,7 @@ func (r *Queue) play(node string, except types.UID) []*v1.Pod {
 	}
 	var chosen []*v1.Pod
 	now := r.clock.Now()
+	claimants := r.claims.on(node)
 	r.view.Read([]string{node}, "", func(_ string, n *view.Node) {
 		if n == nil || !r.rules.Unavailable(n, now).OK() {
 			return
@@ -374,13 +384,61 @@ func (r *Queue) play(node string, except types.UID) []*v1.Pod {
 			if !r.quotaRoom(w, assignment, &room, taken) {
 				continue
 			}
-			room.Add(placement.Holds(assignment))
+			holds := placement.Holds(assignment)
+			room.Add(holds)
 			r.promise(w, node, w.trying)
+			r.claim(w, node, holds, now)
 			r.setHeld(w, false)
 			chosen = append(chosen, w.pod)
 		}
 	})
+	r.unclaim(node, claimants, chosen)
 	return chosen
+}
+
+// claim records that the waiter, activated for room on node, is to take
+// holds there, in place of any claim it had. It runs under r.mu.
+func (r *Queue) claim(w *waiter, node string, holds []placement.Hold, now time.Time) {
+	if w.claimed != "" && w.claimed != node {
+		r.claims.drop(w.pod.UID, w.claimed)
+	}
+	w.claimed = node
+	r.claims.set(w.pod.UID, node, holds, w.priority, now)
+}
+
+// unclaim drops the claims on node of the claimants a play of it did not
+// choose again: the room went to pods ahead of them. One activated for
+// the node is no longer promised it, so that the fit gate holds it
+// again rather than let a cycle fail for room another pod has. It runs
+// under r.mu.
+func (r *Queue) unclaim(node string, claimants []types.UID, chosen []*v1.Pod) {
+	for _, uid := range claimants {
+		if slices.ContainsFunc(chosen, func(p *v1.Pod) bool { return p.UID == uid }) {
+			continue
+		}
+		w, ok := r.pods[uid]
+		if !ok || w.claimed != node {
+			continue
+		}
+		r.claims.drop(uid, node)
+		w.claimed = ""
+		if w.heldOn == node {
+			r.promise(w, "", w.trying)
+		}
+	}
+}
+
+// Claimed returns what the pods other than except, activated for room on
+// the node, are to take there, for Filter to count as taken: kube-scheduler
+// scores every node that fits a pod, and would place a pod released for
+// one node's room on room another node gave another pod, whose cycle would
+// then fail. Only the claims of pods of priority at least priority (the
+// filtered pod's) count: a pod of higher priority comes first in the
+// queue, and takes room before lower ones rather than evict for it. A
+// claim counts from the play that gave the room until the pod's cycle
+// ends, for claimFor at most.
+func (r *Queue) Claimed(node string, except types.UID, priority int32) []placement.Hold {
+	return r.claims.others(node, except, priority, r.clock.Now())
 }
 
 // turn reports whether the GPUs the pod could take now are its own in
@@ -536,6 +594,10 @@ func (r *Queue) untoldBehind() []*v1.Pod {
 func (r *Queue) promise(w *waiter, heldOn, trying string) {
 	was := w.heldOn != "" || w.trying != ""
 	w.heldOn, w.trying = heldOn, trying
+	if w.claimed != "" && w.claimed != heldOn && w.claimed != trying {
+		r.claims.drop(w.pod.UID, w.claimed)
+		w.claimed = ""
+	}
 	switch is := heldOn != "" || trying != ""; {
 	case is && !was:
 		r.promised++
@@ -599,9 +661,14 @@ func (r *Queue) StillHeld(uid types.UID) bool {
 }
 
 // playable reports whether playing node may activate the waiter, one of
-// the shape being played (see shape.has).
+// the shape being played (see shape.has): not when it was activated for
+// another node, nor while its cycle tries another node with its claim
+// there.
 func (r *Queue) playable(w *waiter, node string, except types.UID) bool {
-	return w.pod.UID != except && (w.heldOn == "" || w.heldOn == node)
+	if w.pod.UID == except {
+		return false
+	}
+	return w.heldOn == node || w.heldOn == "" && (w.trying == "" || w.trying == node)
 }
 
 // activateChunk is the most pods activated under one hold of

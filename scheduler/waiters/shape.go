@@ -63,6 +63,10 @@ func (r *Queue) remove(w *waiter) {
 	if w.heldOn != "" || w.trying != "" {
 		r.promised--
 	}
+	if w.claimed != "" {
+		r.claims.drop(w.pod.UID, w.claimed)
+		w.claimed = ""
+	}
 	r.setHeld(w, false)
 	r.setQuotaAsked(w, nil)
 	r.leave(w)
