@@ -43,9 +43,9 @@ func (e *Extender) judge(pod *corev1.Pod, req *placement.Request) *judge {
 
 // decide files node name, n in the view, under part: feasible; failed,
 // when evicting pods might make room or the fit gate released other pods
-// for the room; or unresolvable, when the node
-// takes no GPU pods, could not fit the request even empty, or the
-// namespace's quota has no room for it there.
+// for the room; or unresolvable, when the node takes no GPU pods, could
+// not fit the request even empty, or the namespace's quota has no room
+// for it there.
 func (j *judge) decide(part *filterPart, name string, n *view.Node) {
 	if closed, _ := j.rules.Closed(n, j.now, j.req); !closed.OK() {
 		part.unresolvable = append(part.unresolvable, nodeReason{name, string(closed)})

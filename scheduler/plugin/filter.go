@@ -132,9 +132,9 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, preemptor 
 }
 
 // Filter fits the pod on the node's GPUs, as the view sees them with this
-// cycle's changes and with the room given to other pods released for it
-// taken, and then what it gets there on its namespace's GPU
-// quota. A node that could not take the pod even with none of its GPUs in
+// cycle's changes and with the room that frees gave other pods released
+// for it taken (waiters.Queue.Claimed), and then what it gets there on
+// its namespace's GPU quota. A node that could not take the pod even with none of its GPUs in
 // use, whose device plugin is gone, where the quota has no room for what
 // the pod would get, or that runs no pod of lower priority than the pod's
 // is unresolvable: preemption passes it by, and evicts no pod to make room
