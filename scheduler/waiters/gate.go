@@ -17,8 +17,9 @@ const HeldPrefix = "held by Tessera until GPUs free up: "
 const Promised = "the GPUs that could hold it now go to pods ahead of it in the queue"
 
 // Claimed is why a node that has room for a pod does not take it: the
-// room is given to pods ahead of it, released for it (Queue.Claimed).
-const Claimed = "its free GPUs are given to pods ahead in the queue, on their way to take them"
+// room is promised to other pods of the same or higher priority,
+// released for it (Queue.Claimed).
+const Claimed = "its free GPUs are promised to other pods, on their way to take them"
 
 // NotSynced is the reason of the pods held until the view syncs.
 const NotSynced = "held by Tessera until its view of GPUs and allocations has synced with the API"

@@ -120,7 +120,11 @@ func (t BacklogTable) notes() []string {
 			notes = append(notes, fmt.Sprintf("row %s: restarted with %d waiting pods gated in kube-scheduler's queue and %d not parked (after %s): ready after %s, %s after %s",
 				r.Row, rs.Gated, rs.Unparked, rs.Settle.Round(time.Second), rs.Ready.Round(100*time.Millisecond), tried, rs.Warmup.Round(time.Second)))
 		}
-		notes = append(notes, fmt.Sprintf("row %s: %d binds held by no single free; %d waits while a GPU fitted, %d over %s, the longest on %s%s",
+		if a := r.FreeAnswer; a.Count > 0 {
+			notes = append(notes, fmt.Sprintf("row %s: the requests that freed GPUs took p50 %s, p99 %s to answer (a free counts from the request)",
+				r.Row, harness.FormatDuration(a.P50, a.Count), harness.FormatDuration(a.P99, a.Count)))
+		}
+		notes = append(notes, fmt.Sprintf("row %s: %d binds drew on no free (room free before the window); %d waits while a GPU fitted, %d over %s, the longest on %s%s",
 			r.Row, r.Unmatched, r.FitWait.Waits, r.FitWait.Over, targetFitWait, orDash(r.FitWait.LongestNode), map[bool]string{true: ", still open at the end", false: ""}[r.FitWait.OpenAtEnd]))
 		if len(r.CPU) > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: CPU time in the window: %s", r.Row, r.CPU))

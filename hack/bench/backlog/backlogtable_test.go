@@ -40,6 +40,7 @@ func TestBacklogTableTargets(t *testing.T) {
 		r := BacklogRow{Row: name, Name: harness.RowName(name), Filled: 10, Backlog: 30, Settled: true, Attempts: 20, Ending: time.Second, Window: 11 * time.Second}
 		r.Frees, r.Placed, r.Taken = 10, 10, 10
 		r.FreedToBound = censored{Quantiles: meter.Quantiles{P50: 100 * time.Millisecond, P99: 800 * time.Millisecond, Count: 10}}
+		r.FreeAnswer = meter.Quantiles{P50: 40 * time.Millisecond, P99: 300 * time.Millisecond, Count: 10}
 		r.FitWait = fitWaits{Longest: 6 * time.Second, LongestNode: "n1", Waits: 3}
 		return r
 	}
@@ -54,6 +55,7 @@ func TestBacklogTableTargets(t *testing.T) {
 		"row c: freed → bound p99 800 ms, target ≤ 1000 ms: met",
 		"row c: scheduling attempts per placed pod 2.0, target ≤ 3: met",
 		"row c: longest wait while a GPU could hold the pod 6000 ms, target ≤ 5000 ms: not met",
+		"row c: the requests that freed GPUs took p50 40.0 ms, p99 300 ms to answer (a free counts from the request)",
 		"row e: kube-apiserver checked its watch cache against etcd, listing every object, in the window: pods 1",
 	} {
 		if !strings.Contains(text, want) {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 	"github.com/tessera-gpu/tessera/scheduler/placement"
 )
 
@@ -25,9 +26,11 @@ type backlogTracker struct {
 	running map[string]runningPod
 	names   []string
 	// measuring is set while the window lasts; frees and placed count
-	// what happened in it.
+	// what happened in it, and answers are how long each request that
+	// freed GPUs in it took to answer.
 	measuring     bool
 	frees, placed int
+	answers       []time.Duration
 }
 
 // runningPod is where a running pod is and what it holds there.
@@ -154,16 +157,28 @@ func (t *backlogTracker) freed(p runningPod, at time.Time) {
 	t.monitor.changed(p.node, at, t.view.fitsWaiting(p.node), false)
 }
 
+// answered records how long a request that freed GPUs took to answer.
+func (t *backlogTracker) answered(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.measuring {
+		t.answers = append(t.answers, d)
+	}
+}
+
 // backlogMeasures are what the tracker measured in the window.
 type backlogMeasures struct {
 	// Frees are the pods the bench ended; Placed the waiting pods bound.
 	Frees, Placed int
-	// FreedToBound is from a free to each bind that took its room,
+	// FreedToBound is from a free to each bind that drew on its room,
 	// counting frees not taken as their age at the end; Taken frees were
-	// matched to a bind at least, Unmatched binds to no free.
+	// drawn on by a bind at least, Unmatched binds drew on no free.
 	FreedToBound censored
 	Taken        int
 	Unmatched    int
+	// FreeAnswer is how long the requests that freed GPUs took to
+	// answer: part of freed → bound is the API server carrying them out.
+	FreeAnswer meter.Quantiles
 	// FitWait is the fits-while-waiting monitor at the end.
 	FitWait fitWaits
 	// Waiting is how many pods still waited at the end.
@@ -180,6 +195,7 @@ func (t *backlogTracker) finish(end time.Time) backlogMeasures {
 		Frees: t.frees, Placed: t.placed,
 		FreedToBound: censoredQuantiles(t.matcher.latencies, t.matcher.untaken(end)),
 		Taken:        t.matcher.taken, Unmatched: t.matcher.unmatched,
-		FitWait: t.monitor.fitWaits, Waiting: len(t.waiting),
+		FreeAnswer: meter.SampleQuantiles(t.answers),
+		FitWait:    t.monitor.fitWaits, Waiting: len(t.waiting),
 	}
 }

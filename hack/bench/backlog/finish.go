@@ -17,10 +17,18 @@ import (
 	"github.com/tessera-gpu/tessera/hack/bench/harness"
 )
 
+// finisher ends the named pod as its node and kube-controller-manager
+// would, calling freeing just before it sends the request that frees the
+// pod's GPUs: the scheduler may see that request take effect, and bind
+// another pod on the room, before its answer comes back.
+type finisher func(ctx context.Context, name string, freeing func()) error
+
 // finishPods ends a running pod picked at random, rate times a second,
 // for the duration, as jobs end on a busy cluster, and tells the tracker
-// when each one's GPUs are free. It returns how many it ended.
-func finishPods(ctx context.Context, tracker *backlogTracker, rate float64, duration time.Duration, rng *rand.Rand, finish func(context.Context, string) error) (int, error) {
+// when each one's GPUs are freed, when the request that frees them is
+// sent, and how long that request took to answer. It returns how many it
+// ended.
+func finishPods(ctx context.Context, tracker *backlogTracker, rate float64, duration time.Duration, rng *rand.Rand, finish finisher) (int, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(harness.MaxFinishing)
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
@@ -43,11 +51,15 @@ loop:
 		}
 		ended++
 		g.Go(func() error {
-			if err := finish(gctx, name); err != nil {
-				return err
+			var sent time.Time
+			err := finish(gctx, name, func() {
+				sent = time.Now()
+				tracker.freed(pod, sent)
+			})
+			if err == nil {
+				tracker.answered(time.Since(sent))
 			}
-			tracker.freed(pod, time.Now())
-			return nil
+			return err
 		})
 	}
 	if idle > 0 {
@@ -61,26 +73,25 @@ loop:
 
 // deletePod ends a pod as its kubelet would once it has stopped: deleted
 // at once, since no kubelet runs to finish a graceful deletion.
-func deletePod(kube kubernetes.Interface) func(context.Context, string) error {
-	return func(ctx context.Context, name string) error {
-		if err := kube.CoreV1().Pods(harness.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-			return fmt.Errorf("deleting pod %s: %w", name, err)
-		}
-		return nil
+func deletePod(ctx context.Context, kube kubernetes.Interface, name string) error {
+	if err := kube.CoreV1().Pods(harness.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		return fmt.Errorf("deleting pod %s: %w", name, err)
 	}
+	return nil
 }
 
 // deletePodAndAllocation ends a pod as deletePod does, then deletes its
 // GPUAllocation as kube-controller-manager's garbage collector does
 // through the owner reference (no garbage collector runs here). Tessera
 // deletes an allocation whose pod is gone too, but as a slow repair;
-// until one of them has, plugin mode counts the GPUs as held.
-func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interface) func(context.Context, string) error {
-	deleteIt := deletePod(kube)
-	return func(ctx context.Context, name string) error {
-		if err := deleteIt(ctx, name); err != nil {
+// until one of them has, plugin mode counts the GPUs as held, so the
+// allocation's delete frees them.
+func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interface) finisher {
+	return func(ctx context.Context, name string, freeing func()) error {
+		if err := deletePod(ctx, kube, name); err != nil {
 			return err
 		}
+		freeing()
 		err := tessera.GpuV1alpha1().GPUAllocations(harness.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the allocation of pod %s: %w", name, err)
@@ -94,11 +105,10 @@ func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interfa
 // resourceclaim controller does for a claim no pod uses any more (the
 // reservation and allocation cleared in one status update, then the
 // scheduler's finalizer removed). The claim itself stays, as a claim a
-// pod names does.
-func deletePodAndDeallocate(kube kubernetes.Interface) func(context.Context, string) error {
-	deleteIt := deletePod(kube)
-	return func(ctx context.Context, name string) error {
-		if err := deleteIt(ctx, name); err != nil {
+// pod names does. The deallocation frees the GPUs.
+func deletePodAndDeallocate(kube kubernetes.Interface) finisher {
+	return func(ctx context.Context, name string, freeing func()) error {
+		if err := deletePod(ctx, kube, name); err != nil {
 			return err
 		}
 		claims := kube.ResourceV1().ResourceClaims(harness.Namespace)
@@ -107,6 +117,7 @@ func deletePodAndDeallocate(kube kubernetes.Interface) func(context.Context, str
 			return fmt.Errorf("reading claim %s: %w", name, err)
 		}
 		claim.Status.ReservedFor, claim.Status.Allocation = nil, nil
+		freeing()
 		if claim, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: harness.FieldManager}); err != nil {
 			return fmt.Errorf("deallocating claim %s: %w", name, err)
 		}

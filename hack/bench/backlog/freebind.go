@@ -1,6 +1,7 @@
 package backlog
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
@@ -8,23 +9,24 @@ import (
 )
 
 // freeBindMatcher pairs the slices freed on a node with the binds that
-// took them, to time freed → bound. A bind on a node is matched to the
-// earliest free on that node, made at or before the bind, whose room
-// not yet taken holds the whole pod: every GPU the pod holds is one the
-// free gave back, with at least the pod's memory and cores left on it.
-// The bind takes that much of the free's room, so a free of four whole
-// GPUs can serve four one-GPU pods, each timed from the free. A bind that
-// no free holds used room that was free before, or room that several
-// frees made together; it is counted, not timed. It is not safe for
-// concurrent use.
+// took them, to time freed → bound. Freed room is taken oldest first: a
+// bind on a node draws, on each GPU it holds, the memory and cores it
+// needs from the frees on that node, made at or before the bind, that gave
+// that GPU room not taken yet, the earliest free first; what they lack
+// came from room that was free before the window. Every free a bind draws
+// on is taken, and the bind is timed from the latest of them, when the
+// last of the room it needed came free. So a free of four whole GPUs can
+// serve four one-GPU pods, each timed from the free, and a two-GPU pod
+// placed on the GPUs of two frees takes both. A bind that draws on no
+// free is counted, not timed. It is not safe for concurrent use.
 type freeBindMatcher struct {
 	// frees are each node's frees, oldest first, until their room is gone.
 	frees map[string][]*freeEvent
-	// latencies are the times from a free to each bind matched to it.
+	// latencies are the times from the latest free each bind drew on.
 	latencies []time.Duration
-	// taken counts the frees matched to at least one bind.
+	// taken counts the frees at least one bind drew on.
 	taken int
-	// unmatched counts binds that no free held.
+	// unmatched counts binds that drew on no free.
 	unmatched int
 }
 
@@ -33,7 +35,7 @@ type freeEvent struct {
 	at time.Time
 	// gpus is the room given back and not taken yet, by GPU UUID.
 	gpus map[string]room
-	// taken is set once a bind was matched to the free.
+	// taken is set once a bind drew on the free.
 	taken bool
 }
 
@@ -46,52 +48,64 @@ func (m *freeBindMatcher) freed(node string, at time.Time, gpus map[string]room)
 	m.frees[node] = append(m.frees[node], &freeEvent{at: at, gpus: gpus})
 }
 
-// bound matches a pod bound on the node at a time, holding holds, to a
-// free, and returns the time from that free to the bind.
+// bound draws a pod bound on the node at a time, holding holds, on the
+// node's frees, and returns the time from the latest free it drew on to
+// the bind; false when it drew on none.
 func (m *freeBindMatcher) bound(node string, at time.Time, holds []placement.Hold) (time.Duration, bool) {
-	frees := m.frees[node]
-	for i, f := range frees {
-		if f.at.After(at) {
-			break
+	var latest time.Time
+	drew := false
+	for _, h := range holds {
+		need := room{memoryMiB: h.MemoryMiB, cores: h.Cores}
+		for _, f := range m.frees[node] {
+			if f.at.After(at) || need.memoryMiB <= 0 && need.cores <= 0 {
+				break
+			}
+			if !f.draw(h.UUID, &need) {
+				continue
+			}
+			drew = true
+			if f.at.After(latest) {
+				latest = f.at
+			}
+			if !f.taken {
+				f.taken = true
+				m.taken++
+			}
 		}
-		if !f.holds(holds) {
-			continue
-		}
-		if !f.taken {
-			f.taken = true
-			m.taken++
-		}
-		if f.take(holds) {
-			m.frees[node] = append(frees[:i:i], frees[i+1:]...)
-		}
-		d := at.Sub(f.at)
-		m.latencies = append(m.latencies, d)
-		return d, true
 	}
-	m.unmatched++
-	return 0, false
+	m.frees[node] = slices.DeleteFunc(m.frees[node], (*freeEvent).empty)
+	if !drew {
+		m.unmatched++
+		return 0, false
+	}
+	d := at.Sub(latest)
+	m.latencies = append(m.latencies, d)
+	return d, true
 }
 
-// holds reports whether the free's room holds every one of a pod's holds.
-func (f *freeEvent) holds(holds []placement.Hold) bool {
-	for _, h := range holds {
-		r, ok := f.gpus[h.UUID]
-		if !ok || h.MemoryMiB > r.memoryMiB || h.Cores > r.cores {
-			return false
-		}
+// draw takes as much of need as the free's room on the GPU gives, and
+// reports whether it gave any.
+func (f *freeEvent) draw(uuid string, need *room) bool {
+	r, ok := f.gpus[uuid]
+	if !ok {
+		return false
 	}
-	return len(holds) > 0
+	memory := min(need.memoryMiB, r.memoryMiB)
+	cores := min(need.cores, r.cores)
+	if memory <= 0 && cores <= 0 {
+		return false
+	}
+	r.memoryMiB -= memory
+	r.cores -= cores
+	need.memoryMiB -= memory
+	need.cores -= cores
+	f.gpus[uuid] = r
+	return true
 }
 
-// take removes the holds from the free's room and reports whether no
-// memory is left in it.
-func (f *freeEvent) take(holds []placement.Hold) bool {
-	for _, h := range holds {
-		r := f.gpus[h.UUID]
-		r.memoryMiB -= h.MemoryMiB
-		r.cores -= h.Cores
-		f.gpus[h.UUID] = r
-	}
+// empty reports whether no memory is left in the free's room: a slice
+// needs memory, so cores alone serve no pod.
+func (f *freeEvent) empty() bool {
 	for _, r := range f.gpus {
 		if r.memoryMiB > 0 {
 			return false

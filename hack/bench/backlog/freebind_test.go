@@ -19,7 +19,7 @@ type bindAt struct {
 	node  string
 	at    int
 	holds []placement.Hold
-	// want is the latency in ms, or -1 for a bind no free holds.
+	// want is the latency in ms, or -1 for a bind that draws from no free.
 	want int
 }
 
@@ -49,23 +49,29 @@ func TestFreeBindMatcher(t *testing.T) {
 			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n2", 300, pod(8192, 0, "g0"), -1}}},
 		{name: "a bind before the free is not its taker",
 			frees: []freeAt{{"n1", 500, eighth}}, binds: []bindAt{{"n1", 300, pod(8192, 0, "g0"), -1}}},
-		{name: "the earliest free that holds the pod is taken first",
+		{name: "the earliest free is drawn from first",
 			frees: []freeAt{{"n1", 0, eighth}, {"n1", 100, eighth}},
 			binds: []bindAt{{"n1", 300, pod(8192, 0, "g0"), 300}, {"n1", 400, pod(8192, 0, "g0"), 300}}, wantTaken: 2},
-		{name: "a pod larger than the freed slice takes a later free that holds it",
+		{name: "a pod larger than the freed slice takes it and the later free, timed from the later",
 			frees: []freeAt{{"n1", 0, eighth}, {"n1", 100, whole}},
-			binds: []bindAt{{"n1", 300, pod(20480, 30, "g0"), 200}}, wantTaken: 1},
-		{name: "a pod asking for cores does not fit memory freed without cores",
-			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n1", 300, pod(8192, 30, "g0"), -1}}},
+			binds: []bindAt{{"n1", 300, pod(20480, 30, "g0"), 200}}, wantTaken: 2},
+		{name: "a pod of two freed slices takes both and leaves the third",
+			frees: []freeAt{{"n1", 0, eighth}, {"n1", 100, eighth}, {"n1", 200, eighth}},
+			binds: []bindAt{{"n1", 300, pod(20480, 0, "g0"), 200}}, wantTaken: 2},
+		{name: "what the frees lack came from room free before",
+			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n1", 300, pod(20480, 30, "g0"), 300}}, wantTaken: 1},
 		{name: "a pod on a GPU the free did not give back is not its taker",
 			frees: []freeAt{{"n1", 0, eighth}}, binds: []bindAt{{"n1", 300, pod(8192, 0, "g1"), -1}}},
 		{name: "a freed whole GPU serves several slices, each timed from the free",
 			frees:     []freeAt{{"n1", 0, whole}},
 			binds:     []bindAt{{"n1", 300, pod(40960, 50, "g0"), 300}, {"n1", 400, pod(40960, 50, "g0"), 400}, {"n1", 500, pod(8192, 0, "g0"), -1}},
 			wantTaken: 1},
-		{name: "a multi-GPU pod needs every GPU in one free",
-			frees: []freeAt{{"n1", 0, whole}, {"n1", 0, map[string]room{"g1": {memoryMiB: 81920, cores: 100}}}},
-			binds: []bindAt{{"n1", 300, pod(81920, 0, "g0", "g1"), -1}}},
+		{name: "a multi-GPU pod takes the frees of each of its GPUs",
+			frees: []freeAt{{"n1", 0, whole}, {"n1", 100, map[string]room{"g1": {memoryMiB: 81920, cores: 100}}}},
+			binds: []bindAt{{"n1", 300, pod(81920, 0, "g0", "g1"), 200}}, wantTaken: 2},
+		{name: "a multi-GPU pod draws only from the frees of its own GPUs",
+			frees: []freeAt{{"n1", 0, whole}, {"n1", 100, map[string]room{"g1": {memoryMiB: 81920, cores: 100}}}},
+			binds: []bindAt{{"n1", 300, pod(81920, 0, "g1", "g2"), 200}}, wantTaken: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
