@@ -128,7 +128,7 @@ func New(cfg Config) (*Lifter, error) {
 	// Lease are dropped, the new leader's judgement stands.
 	l.reasons = waiters.NewReasons(cfg.Kube, cfg.Recorder, cfg.Clock, func(uid types.UID) bool {
 		return l.leading.Load() && l.queue.StillHeld(uid)
-	}, cfg.FieldManager)
+	}, nil, cfg.FieldManager)
 	// Pods are judged only once the view has synced: kube-scheduler does
 	// not ask about a gated pod, so none waits for the sync.
 	l.gate = waiters.NewGate(cfg.Profile, l.queue, priorities, l.reasons, nil)

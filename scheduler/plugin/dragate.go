@@ -86,7 +86,11 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 	if err != nil {
 		return nil, err
 	}
-	reasons := waiters.NewReasons(h.ClientSet(), h.EventRecorder(), clk, rq.StillHeld, FieldManager)
+	placing, err := watchPlacing(rq, pods)
+	if err != nil {
+		return nil, err
+	}
+	reasons := waiters.NewReasons(h.ClientSet(), h.EventRecorder(), clk, rq.StillHeld, placing, FieldManager)
 	go reasons.Run(ctx)
 	waiting := waiters.NewUnsynced(ready)
 	go rq.JudgeWaited(ctx, waiting, "DRA view", reasons)
@@ -98,7 +102,7 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 		view:    v,
 	}
 	if parking != nil {
-		if err := park(ctx, rq, parking, kube, pods, ready, func(pod *v1.Pod) { g.PreEnqueue(ctx, pod) }); err != nil {
+		if err := park(ctx, rq, parking, kube, pods, ready, placing, func(pod *v1.Pod) { g.PreEnqueue(ctx, pod) }); err != nil {
 			return nil, err
 		}
 	}

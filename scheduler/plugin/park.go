@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/podfilter"
@@ -42,6 +41,17 @@ const (
 	// it (180,000 at a first start take 6 minutes to park).
 	parkWorkers   = 16
 	unparkWorkers = 4
+	// parksPerSecond bounds the writes that park pods, so that a burst of
+	// thousands of pods held at once is parked over seconds, not in one
+	// storm of writes. busyParksPerSecond bounds them while pods are
+	// placed (waiters.Placing): a pod not parked yet costs kube-scheduler
+	// nothing while this scheduler leads, since the screen hides it long
+	// before its label is written; only a new leader meets it, and judges
+	// it in its first pass. In a first start over 180,000 held pods at
+	// 5,000 nodes, parks at 500 a second kept kube-apiserver busy for
+	// minutes and the median free waited at least 16 s for its pod.
+	parksPerSecond     = 500
+	busyParksPerSecond = 10
 )
 
 // Parking holds the pods that the fit gate holds outside kube-scheduler's
@@ -60,13 +70,14 @@ type Parking struct {
 // queue, by labelling them gpuv1alpha1.ParkedLabel: kube-scheduler then
 // neither keeps them in its queue nor walks them on every assigned pod's
 // event, and a scheduler that starts does not read them at all. A pod
-// held for parkAfter is parked, at the pace parkPace sets; one the
-// requeuer releases is unparked at once, unbounded, and kube-scheduler
-// meets it anew and asks the gate about it. Being the gate's, the requeuer's memory
-// says which pods are held; the label follows it. A parked pod the
-// requeuer does not know (after a restart, or one labelled by someone
-// else) is judged by the gate anew, and unparked unless the gate holds
-// it; the label is taken off pods bound or ended.
+// held for parkAfter is parked, at the pace parksPerSecond and
+// busyParksPerSecond set; one the requeuer releases is unparked at once,
+// unbounded, and kube-scheduler meets it anew and asks the gate about it.
+// Being the gate's, the requeuer's memory says which pods are held; the
+// label follows it. A parked pod the requeuer does not know (after a
+// restart, or one labelled by someone else) is judged by the gate anew,
+// and unparked unless the gate holds it; the label is taken off pods
+// bound or ended.
 type parker struct {
 	kube    kubernetes.Interface
 	pods    corelisters.PodLister
@@ -84,19 +95,19 @@ type parker struct {
 	release func(types.UID)
 	// after is how long a pod is held before it is parked: parkAfter.
 	after time.Duration
-	pace  *parkPace
+	pace  *waiters.Pace
 	// queue has the pods to park, or to look at; unparks the pods
 	// released.
 	queue, unparks workqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
 
-func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-chan struct{}, clk clock.PassiveClock) *parker {
+func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-chan struct{}, placing *waiters.Placing) *parker {
 	return &parker{
 		kube:    kube,
 		pods:    pods,
 		leading: leading,
 		after:   parkAfter,
-		pace:    newParkPace(clk),
+		pace:    waiters.NewPace(placing, parksPerSecond, busyParksPerSecond),
 		// Pods to park are taken last in queue order first (lastFirst).
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
@@ -116,7 +127,6 @@ func (pk *parker) held(pod *v1.Pod, held bool) {
 		pk.queue.AddAfter(key, pk.after)
 		return
 	}
-	pk.pace.placing()
 	pk.unparks.Add(key)
 }
 
@@ -139,19 +149,11 @@ func (pk *parker) handler() cache.ResourceEventHandler {
 		AddFunc: func(obj any) { look(obj) },
 		UpdateFunc: func(old, obj any) {
 			was, _ := old.(*v1.Pod)
-			if pod, ok := obj.(*v1.Pod); ok && was != nil {
-				if was.Spec.NodeName == "" && pod.Spec.NodeName != "" {
-					pk.pace.placing() // bound
-				}
-				if parked(pod) && requestChanged(was, pod) {
-					pk.release(pod.UID)
-				}
+			if pod, ok := obj.(*v1.Pod); ok && was != nil && parked(pod) && requestChanged(was, pod) {
+				pk.release(pod.UID)
 			}
 			look(old, obj)
 		},
-		// Deleted, or bound where the informer holds pending pods only:
-		// parks make way for the writes that place pods.
-		DeleteFunc: func(any) { pk.pace.placing() },
 	}
 }
 
@@ -250,7 +252,7 @@ func (pk *parker) sync(ctx context.Context, key cache.ObjectName, parks bool) er
 		return nil
 	}
 	if park {
-		if pk.pace.wait(ctx) != nil {
+		if pk.pace.Wait(ctx) != nil {
 			return nil
 		}
 		// Released while waiting for its turn.
@@ -309,9 +311,10 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 // profile's pods, pending ones at least, whole, that does not leave
 // parked ones out (see pendingPods), kube the client that writes the label,
 // ready whether the gate's view has synced, and judge asks the gate about
-// a pod, which the queue r then knows. It parks until ctx ends.
-func park(ctx context.Context, r *waiters.Queue, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, judge func(*v1.Pod)) error {
-	pk := newParker(kube, pods.Lister(), parking.Leading, r.Clock())
+// a pod, which the queue r then knows; parks make way while placing says
+// pods are placed. It parks until ctx ends.
+func park(ctx context.Context, r *waiters.Queue, parking *Parking, kube kubernetes.Interface, pods coreinformers.PodInformer, ready func() bool, placing *waiters.Placing, judge func(*v1.Pod)) error {
+	pk := newParker(kube, pods.Lister(), parking.Leading, placing)
 	pk.holds, pk.judge, pk.adoptAll, pk.release = r.Holds, judge, r.Adopt, r.Release
 	reg, err := pods.Informer().AddEventHandler(pk.handler())
 	if err != nil {
@@ -328,6 +331,18 @@ func park(ctx context.Context, r *waiters.Queue, parking *Parking, kube kubernet
 	}
 	go pk.run(ctx)
 	return nil
+}
+
+// watchPlacing notes, for the bookkeeping writes that make way for them,
+// when pods are placed: released by the queue r, or bound or deleted as
+// the informer on pods sees.
+func watchPlacing(r *waiters.Queue, pods coreinformers.PodInformer) (*waiters.Placing, error) {
+	placing := waiters.NewPlacing(r.Clock())
+	if _, err := pods.Informer().AddEventHandler(placing.Handler()); err != nil {
+		return nil, fmt.Errorf("watching pods placed: %w", err)
+	}
+	r.OnHeld(placing.Held)
+	return placing, nil
 }
 
 // parkingClient is a client of the fit gate's own, to park pods with

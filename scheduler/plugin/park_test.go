@@ -13,10 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
 
 // parkFixture runs a parker over a fake API, with the gate's memory of
@@ -47,7 +46,7 @@ func newParkFixture(t *testing.T, pods ...*v1.Pod) *parkFixture {
 	}
 	factory := informers.NewSharedInformerFactory(f.kube, 0)
 	podInformer := factory.Core().V1().Pods()
-	f.parker = newParker(f.kube, podInformer.Lister(), f.leading, clock.RealClock{})
+	f.parker = newParker(f.kube, podInformer.Lister(), f.leading, nil)
 	f.parker.after = 10 * time.Millisecond
 	f.parker.holds = func(uid types.UID) (bool, bool) {
 		f.mu.Lock()
@@ -215,7 +214,7 @@ func TestParkerUnparksAheadOfParks(t *testing.T) {
 		pods = append(pods, parkPod(fmt.Sprintf("later-%02d", i), nil))
 	}
 	f := newParkFixture(t, pods...)
-	f.parker.pace.idle = flowcontrol.NewTokenBucketRateLimiter(2, 1)
+	f.parker.pace = waiters.NewPace(nil, 2, 2)
 	close(f.leading)
 	f.hold(first, true)
 	f.waitParked(t, "first", true)

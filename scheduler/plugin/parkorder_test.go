@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
@@ -35,7 +34,7 @@ func TestParkerParksLastInQueueOrderFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pk := newParker(nil, corelisters.NewPodLister(indexer), make(chan struct{}), clock.RealClock{})
+	pk := newParker(nil, corelisters.NewPodLister(indexer), make(chan struct{}), nil)
 	defer pk.queue.ShutDown()
 	for _, p := range pods {
 		pk.queue.Add(cache.MetaObjectToName(p))

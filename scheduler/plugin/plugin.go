@@ -137,7 +137,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 	if err != nil {
 		return nil, fmt.Errorf("building kube-scheduler's topology placement generator: %w", err)
 	}
-	reasons := waiters.NewReasons(keeper.Kube, h.EventRecorder(), keeper.Clock, rq.StillHeld, FieldManager)
+	placing, err := watchPlacing(rq, keeper.Pods)
+	if err != nil {
+		return nil, err
+	}
+	reasons := waiters.NewReasons(keeper.Kube, h.EventRecorder(), keeper.Clock, rq.StillHeld, placing, FieldManager)
 	go reasons.Run(ctx)
 	waiting := waiters.NewUnsynced(ready)
 	go rq.JudgeWaited(ctx, waiting, "GPU view", reasons)
@@ -179,7 +183,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 		if err != nil {
 			return nil, err
 		}
-		if err := park(ctx, rq, parking, kube, keeper.Pods, ready, func(pod *v1.Pod) { p.gate(pod) }); err != nil {
+		if err := park(ctx, rq, parking, kube, keeper.Pods, ready, placing, func(pod *v1.Pod) { p.gate(pod) }); err != nil {
 			return nil, err
 		}
 	}

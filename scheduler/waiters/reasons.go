@@ -11,33 +11,40 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
-// heldReasonsPerSecond bounds the writes that tell held pods why they
-// wait: a burst of thousands of pods held at once is told over seconds,
-// not in one storm of writes.
-const heldReasonsPerSecond = 50
+const (
+	// heldReasonsPerSecond bounds the writes that tell held pods why they
+	// wait: a burst of thousands of pods held at once is told over
+	// seconds, not in one storm of writes.
+	heldReasonsPerSecond = 50
+	// busyHeldReasonsPerSecond bounds them while pods are placed (see
+	// Placing): each pod told is two writes, its condition and its
+	// event, and under a backlog thousands of held pods wait to be told
+	// while frees wait on the same API server to be taken.
+	busyHeldReasonsPerSecond = 5
+)
 
 // Reasons tells held pods why they wait, as kube-scheduler tells the
 // pods it turns away: a PodScheduled condition that is False with reason
 // Unschedulable (SchedulingGated for a gated pod), and a FailedScheduling
-// event. It writes from a goroutine
-// of its own, since the fit gate runs under kube-scheduler's queue lock,
-// at most heldReasonsPerSecond pods a second; a pod told twice before its
-// turn is told the latest reason once, and a pod the gate no longer holds
-// at its turn is told nothing: it is being scheduled, or bound already,
-// and a late write would mark a bound pod unschedulable.
+// event. It writes from a goroutine of its own, since the fit gate runs
+// under kube-scheduler's queue lock, at most heldReasonsPerSecond pods a
+// second (busyHeldReasonsPerSecond while pods are placed); a pod told
+// twice before its turn is told the latest reason once, and a pod the
+// gate no longer holds at its turn is told nothing: it is being
+// scheduled, or bound already, and a late write would mark a bound pod
+// unschedulable.
 type Reasons struct {
 	kube     kubernetes.Interface
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	// fieldManager names the scheduler in what it writes.
 	fieldManager string
-	limiter      flowcontrol.RateLimiter
+	pace         *Pace
 	queue        workqueue.TypedInterface[types.UID]
 	// held reports whether the fit gate holds the pod now.
 	held func(types.UID) bool
@@ -54,15 +61,16 @@ type reason struct {
 
 // NewReasons tells held pods why with kube, writing as fieldManager, and
 // records events with recorder (nil records none); held reports whether
-// the fit gate holds a pod still.
-func NewReasons(kube kubernetes.Interface, recorder events.EventRecorder, clk clock.PassiveClock, held func(types.UID) bool, fieldManager string) *Reasons {
+// the fit gate holds a pod still, and placing whether pods are placed
+// (nil: never).
+func NewReasons(kube kubernetes.Interface, recorder events.EventRecorder, clk clock.PassiveClock, held func(types.UID) bool, placing *Placing, fieldManager string) *Reasons {
 	return &Reasons{
 		fieldManager: fieldManager,
 		kube:         kube,
 		recorder:     recorder,
 		clock:        clk,
 		held:         held,
-		limiter:      flowcontrol.NewTokenBucketRateLimiter(heldReasonsPerSecond, heldReasonsPerSecond),
+		pace:         NewPace(placing, heldReasonsPerSecond, busyHeldReasonsPerSecond),
 		queue:        workqueue.NewTyped[types.UID](),
 		pending:      map[types.UID]reason{},
 	}
@@ -96,7 +104,7 @@ func (h *Reasons) Run(ctx context.Context) {
 		r, ok := h.pending[uid]
 		delete(h.pending, uid)
 		h.mu.Unlock()
-		if ok && h.held(uid) && h.limiter.Wait(ctx) == nil {
+		if ok && h.held(uid) && h.pace.Wait(ctx) == nil {
 			h.write(ctx, r)
 		}
 		h.queue.Done(uid)

@@ -19,7 +19,7 @@ func TestHeldReasonsSkipPodsNoLongerHeld(t *testing.T) {
 	held, released := gpuPod("held", 1000), gpuPod("released", 1000)
 	kube := fake.NewClientset(held, released)
 	h := NewReasons(kube, nil, clocktesting.NewFakePassiveClock(time.Unix(100, 0)),
-		func(uid types.UID) bool { return uid == held.UID }, "test")
+		func(uid types.UID) bool { return uid == held.UID }, nil, "test")
 	h.Tell(released, "released since")
 	h.Tell(held, "still held")
 	ctx, cancel := context.WithCancel(t.Context())
