@@ -48,6 +48,9 @@ type Options struct {
 	// APIServerFlags are extra kube-apiserver flags, such as
 	// "--admission-control-config-file=...".
 	APIServerFlags []string
+	// APIServerEnv are extra environment variables (KEY=value) for
+	// kube-apiserver, such as GOGC.
+	APIServerEnv []string
 	// Dir holds certificates, data and logs. A temporary directory is used
 	// when it is empty.
 	Dir string
@@ -69,10 +72,12 @@ type ControlPlane struct {
 	bin   string
 	pki   *pki
 	procs []*Process
-	// apiServer is the running kube-apiserver and apiServerArgs its flags,
-	// kept so that RestartAPIServer starts it again the same way.
+	// apiServer is the running kube-apiserver, and apiServerArgs and
+	// apiServerEnv its flags and environment, kept so that
+	// RestartAPIServer starts it again the same way.
 	apiServer     *Process
 	apiServerArgs []string
+	apiServerEnv  []string
 	apiServerRuns int
 	// gangs is Options.Gangs: schedulers get the feature gate too.
 	gangs bool
@@ -125,7 +130,7 @@ func StartControlPlane(ctx context.Context, opts Options) (*ControlPlane, error)
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: opts.Dir, bin: bin, gangs: opts.Gangs}
+	cp := &ControlPlane{Dir: opts.Dir, bin: bin, gangs: opts.Gangs, apiServerEnv: opts.APIServerEnv}
 	if cp.pki, err = newPKI(opts.Dir); err != nil {
 		return nil, fmt.Errorf("creating certificates: %w", err)
 	}
@@ -174,6 +179,17 @@ func (cp *ControlPlane) start(name string, args ...string) (*Process, error) {
 // startBinary runs bin as the control plane's process called name.
 func (cp *ControlPlane) startBinary(bin, name string, args ...string) (*Process, error) {
 	p, err := StartProcess(cp.Dir, bin, name, args...)
+	if err != nil {
+		return nil, err
+	}
+	cp.procs = append(cp.procs, p)
+	return p, nil
+}
+
+// startAPIServerProcess runs kube-apiserver with its flags and
+// environment as the control plane's process called name.
+func (cp *ControlPlane) startAPIServerProcess(name string) (*Process, error) {
+	p, err := StartProcessWithEnv(cp.Dir, filepath.Join(cp.bin, "kube-apiserver"), name, cp.apiServerEnv, cp.apiServerArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +256,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string, extr
 		"--max-mutating-requests-inflight=1000",
 	}
 	cp.apiServerArgs = append(args, extra...)
-	if cp.apiServer, err = cp.start("kube-apiserver", cp.apiServerArgs...); err != nil {
+	if cp.apiServer, err = cp.startAPIServerProcess("kube-apiserver"); err != nil {
 		return err
 	}
 	host := "https://127.0.0.1:" + strconv.Itoa(port)

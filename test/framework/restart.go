@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strconv"
 )
@@ -17,11 +16,10 @@ func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	old.Stop()
 	cp.procs = slices.DeleteFunc(cp.procs, func(p *Process) bool { return p == old })
 	cp.apiServerRuns++
-	p, err := StartProcess(cp.Dir, filepath.Join(cp.bin, "kube-apiserver"), "kube-apiserver-"+strconv.Itoa(cp.apiServerRuns), cp.apiServerArgs...)
+	p, err := cp.startAPIServerProcess("kube-apiserver-" + strconv.Itoa(cp.apiServerRuns))
 	if err != nil {
 		return err
 	}
-	cp.procs = append(cp.procs, p)
 	cp.apiServer = p
 	return cp.waitHealthy(ctx, "kube-apiserver", "/readyz")
 }

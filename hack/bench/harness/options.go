@@ -102,6 +102,10 @@ type Options struct {
 	// ExtenderEnv are extra environment variables (KEY=VALUE) for the
 	// extender, such as GOMEMLIMIT.
 	ExtenderEnv []string
+	// APIServerEnv are extra environment variables (KEY=VALUE) for
+	// kube-apiserver, such as GOGC, in the modes whose rows each start a
+	// control plane (throughput, backlog, gangs).
+	APIServerEnv []string
 	// SchedulerConfig is the KubeSchedulerConfiguration rows b and c start
 	// from; its extender urlPrefix is rewritten.
 	SchedulerConfig string
@@ -201,6 +205,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ExtenderBin, "extender-bin", o.ExtenderBin, "Prebuilt extender binary; empty builds ./scheduler into a temporary directory.")
 	fs.StringArrayVar(&o.ExtenderArgs, "extender-arg", o.ExtenderArgs, "Extra flag for the extender, such as --extender-arg=--kube-api-qps=1000; repeatable.")
 	fs.StringArrayVar(&o.ExtenderEnv, "extender-env", o.ExtenderEnv, "Extra environment variable KEY=VALUE for the extender, such as --extender-env=GOMEMLIMIT=350MiB; repeatable.")
+	fs.StringArrayVar(&o.APIServerEnv, "apiserver-env", o.APIServerEnv, "Extra environment variable KEY=VALUE for kube-apiserver in the throughput, backlog and gangs modes, such as --apiserver-env=GOGC=400; repeatable.")
 	fs.StringVar(&o.SchedulerConfig, "scheduler-config", o.SchedulerConfig, "KubeSchedulerConfiguration for rows b and c, relative to the repository root; its extender urlPrefix is rewritten. A built-in equivalent is used when the file does not exist.")
 	fs.StringVar((*string)(&o.PodIdentification), "pod-identification", string(o.PodIdentification), "What every simulated node's GPUNode says of how its device plugin learns which pod the kubelet allocates for: PodResources (the chart's default: the scheduler binds GPU pods to a node without waiting for each other) or InFlight (one GPU pod in flight per node).")
 	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
@@ -255,9 +260,14 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("%s=%d: must be from %d to %d", c.flag, c.value, c.min, c.max)
 		}
 	}
-	for _, kv := range o.ExtenderEnv {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return fmt.Errorf("--extender-env=%q: must be KEY=VALUE", kv)
+	for _, env := range []struct {
+		flag string
+		kvs  []string
+	}{{"--extender-env", o.ExtenderEnv}, {"--apiserver-env", o.APIServerEnv}} {
+		for _, kv := range env.kvs {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return fmt.Errorf("%s=%q: must be KEY=VALUE", env.flag, kv)
+			}
 		}
 	}
 	if o.ProfileSeconds < 0 || o.ProfileSeconds > 0 && o.Dir == "" {

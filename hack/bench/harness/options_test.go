@@ -49,6 +49,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "zero timeout", mutate: func(o *Options) { o.Timeout = 0 }, wantErr: "--timeout=0s: must be positive"},
 		{name: "negative timeout", mutate: func(o *Options) { o.Timeout = -time.Second }, wantErr: "--timeout=-1s"},
 		{name: "extender environment without a value", mutate: func(o *Options) { o.ExtenderEnv = []string{"GOMEMLIMIT"} }, wantErr: `--extender-env="GOMEMLIMIT": must be KEY=VALUE`},
+		{name: "kube-apiserver environment without a key", mutate: func(o *Options) { o.APIServerEnv = []string{"=400"} }, wantErr: `--apiserver-env="=400": must be KEY=VALUE`},
 		{name: "extender environment is valid", mutate: func(o *Options) { o.ExtenderEnv = []string{"GOMEMLIMIT=350MiB", "GOGC=50"} }},
 		{name: "no workers", mutate: func(o *Options) { o.Workers = 0 }, wantErr: "--workers=0: must be from 1 to 256"},
 	}

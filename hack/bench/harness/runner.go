@@ -78,7 +78,7 @@ type Runner struct {
 // DeviceClass); in gangs mode with Kubernetes' Workload API on. The
 // caller stops it.
 func (r *Runner) StartCluster(ctx context.Context, row string) (*ClusterEnv, error) {
-	opts := framework.Options{Dir: filepath.Join(r.Base, "row-"+row), Gangs: r.Options.Mode == ModeGangs}
+	opts := framework.Options{Dir: filepath.Join(r.Base, "row-"+row), Gangs: r.Options.Mode == ModeGangs, APIServerEnv: r.Options.APIServerEnv}
 	env, err := StartEnvWith(ctx, opts, r.ExtenderConfig.SchedulerName)
 	if err != nil {
 		return nil, err
