@@ -82,10 +82,12 @@ func deletePod(ctx context.Context, kube kubernetes.Interface, name string) erro
 
 // deletePodAndAllocation ends a pod as deletePod does, then deletes its
 // GPUAllocation as kube-controller-manager's garbage collector does
-// through the owner reference (no garbage collector runs here). Tessera
-// deletes an allocation whose pod is gone too, but as a slow repair;
-// until one of them has, plugin mode counts the GPUs as held, so the
-// allocation's delete frees them.
+// through the owner reference (no garbage collector runs here). Tessera's
+// scheduler frees the pod's GPUs in its view when it sees the pod
+// deleted, before either delete answers; freeing is called once the
+// pod's delete has answered, so in rows c and d a free counts from a
+// moment after the scheduler freed the GPUs, by up to the time that
+// delete took to answer.
 func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interface) finisher {
 	return func(ctx context.Context, name string, freeing func()) error {
 		if err := deletePod(ctx, kube, name); err != nil {
