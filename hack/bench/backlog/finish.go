@@ -18,10 +18,11 @@ import (
 )
 
 // finisher ends the named pod as its node and kube-controller-manager
-// would, calling freeing just before it sends the request that frees the
-// pod's GPUs: the scheduler may see that request take effect, and bind
+// would. It calls freeing just before it sends the request that frees the
+// pod's GPUs, and the function freeing returns once that request has
+// answered: the scheduler may see the request take effect, and bind
 // another pod on the room, before its answer comes back.
-type finisher func(ctx context.Context, name string, freeing func()) error
+type finisher func(ctx context.Context, name string, freeing func() (answered func())) error
 
 // finishPods ends a running pod picked at random, rate times a second,
 // for the duration, as jobs end on a busy cluster, and tells the tracker
@@ -51,15 +52,11 @@ loop:
 		}
 		ended++
 		g.Go(func() error {
-			var sent time.Time
-			err := finish(gctx, name, func() {
-				sent = time.Now()
+			return finish(gctx, name, func() func() {
+				sent := time.Now()
 				tracker.freed(pod, sent)
+				return func() { tracker.answered(time.Since(sent)) }
 			})
-			if err == nil {
-				tracker.answered(time.Since(sent))
-			}
-			return err
 		})
 	}
 	if idle > 0 {
@@ -82,18 +79,16 @@ func deletePod(ctx context.Context, kube kubernetes.Interface, name string) erro
 
 // deletePodAndAllocation ends a pod as deletePod does, then deletes its
 // GPUAllocation as kube-controller-manager's garbage collector does
-// through the owner reference (no garbage collector runs here). Tessera's
-// scheduler frees the pod's GPUs in its view when it sees the pod
-// deleted, before either delete answers; freeing is called once the
-// pod's delete has answered, so in rows c and d a free counts from a
-// moment after the scheduler freed the GPUs, by up to the time that
-// delete took to answer.
+// through the owner reference (no garbage collector runs here). The pod's
+// delete frees the GPUs: Tessera's scheduler frees them in its view when
+// it sees the pod deleted, which may be before that delete answers.
 func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interface) finisher {
-	return func(ctx context.Context, name string, freeing func()) error {
+	return func(ctx context.Context, name string, freeing func() func()) error {
+		answered := freeing()
 		if err := deletePod(ctx, kube, name); err != nil {
 			return err
 		}
-		freeing()
+		answered()
 		err := tessera.GpuV1alpha1().GPUAllocations(harness.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the allocation of pod %s: %w", name, err)
@@ -109,7 +104,7 @@ func deletePodAndAllocation(kube kubernetes.Interface, tessera versioned.Interfa
 // scheduler's finalizer removed). The claim itself stays, as a claim a
 // pod names does. The deallocation frees the GPUs.
 func deletePodAndDeallocate(kube kubernetes.Interface) finisher {
-	return func(ctx context.Context, name string, freeing func()) error {
+	return func(ctx context.Context, name string, freeing func() func()) error {
 		if err := deletePod(ctx, kube, name); err != nil {
 			return err
 		}
@@ -119,10 +114,11 @@ func deletePodAndDeallocate(kube kubernetes.Interface) finisher {
 			return fmt.Errorf("reading claim %s: %w", name, err)
 		}
 		claim.Status.ReservedFor, claim.Status.Allocation = nil, nil
-		freeing()
+		answered := freeing()
 		if claim, err = claims.UpdateStatus(ctx, claim, metav1.UpdateOptions{FieldManager: harness.FieldManager}); err != nil {
 			return fmt.Errorf("deallocating claim %s: %w", name, err)
 		}
+		answered()
 		if len(claim.Finalizers) == 0 {
 			return nil
 		}
