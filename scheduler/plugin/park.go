@@ -359,8 +359,10 @@ func parkingClient(h fwk.Handle) (kubernetes.Interface, error) {
 
 // pendingPods is parkingClient and kube-scheduler's pod informer, seen
 // as an informer on the profile's pods that are not bound, parked ones
-// included: the gate judges them anew after a restart. In plugin mode
-// the view's informer, on the same pods, serves instead.
+// included: the gate judges them anew after a restart. Pods bound with
+// the label still on stay in it until the parker takes the label off (a
+// released pod may be bound before its unpark is written). In plugin
+// mode the view's informer, on the same pods, serves instead.
 func pendingPods(h fwk.Handle, screen *Screen) (kubernetes.Interface, coreinformers.PodInformer, error) {
 	kube, err := parkingClient(h)
 	if err != nil {
@@ -372,6 +374,6 @@ func pendingPods(h fwk.Handle, screen *Screen) (kubernetes.Interface, coreinform
 	}
 	profile := h.ProfileName()
 	return kube, podfilter.New(informer, func(pod *v1.Pod) bool {
-		return pod.Spec.SchedulerName == profile && pod.Spec.NodeName == ""
+		return pod.Spec.SchedulerName == profile && (pod.Spec.NodeName == "" || parked(pod))
 	}), nil
 }

@@ -23,7 +23,8 @@ import (
 // as good as parked to kube-scheduler, which learns of it as deleted and,
 // once released, as added; the label still follows, so that a scheduler
 // that starts keeps parked pods from kube-scheduler before any gate has
-// judged them.
+// judged them. A parked pod released is shown at once too, rather than
+// once its label is off: a freed GPU's pod does not wait for a write.
 //
 // The tessera-scheduler command wraps its pod informer with Wrap; each
 // gate tells the screen which pods it holds (follow) and of each pod it
@@ -52,9 +53,10 @@ func NewScreen() *Screen {
 }
 
 // Wrap returns the informer with every handler added to it screened: a
-// handler never hears of a parked or ended pod, as if the informer left
-// them out (kube-scheduler's own leaves ended pods out), nor of a pod a
-// gate holds. The informer itself holds every pod, for Tessera's view to
+// handler never hears of an ended pod, nor of a pending one parked until
+// a gate releases it, as if the informer left them out
+// (kube-scheduler's own leaves ended pods out), nor of a pod a gate
+// holds. The informer itself holds every pod, for Tessera's view to
 // read each pod once (see unscreened); its store and lister hold them all.
 func (s *Screen) Wrap(informer cache.SharedIndexInformer) cache.SharedIndexInformer {
 	s.informer, s.store = informer, informer.GetStore()
@@ -113,7 +115,7 @@ func (s *Screen) run(ctx context.Context) {
 				if op.hide {
 					h.hide(s.store, op)
 				} else {
-					h.show(op.uid)
+					h.show(s.store, op)
 				}
 			}
 		}
@@ -167,18 +169,11 @@ func (i *screenedInformer) RunWithContext(ctx context.Context) {
 }
 
 func (s *Screen) wrap(handler cache.ResourceEventHandler) cache.ResourceEventHandler {
-	h := &screenedHandler{handler: handler, hidden: map[types.UID]*v1.Pod{}}
+	h := &screenedHandler{handler: handler, hidden: map[types.UID]*v1.Pod{}, shown: map[types.UID]bool{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handlers = append(s.handlers, h)
-	return cache.FilteringResourceEventHandler{FilterFunc: schedulerSees, Handler: &screening{h: h, screen: s}}
-}
-
-// schedulerSees reports whether kube-scheduler's handlers hear of the
-// pod: one parked or ended is deleted to them.
-func schedulerSees(obj any) bool {
-	pod, ok := unwrap(obj).(*v1.Pod)
-	return !ok || !parked(pod) && !tracker.PodDone(pod)
+	return &screening{h: h, screen: s}
 }
 
 // screenedHandler is a handler and the pods hidden from it, each as last
@@ -188,42 +183,71 @@ type screenedHandler struct {
 	handler cache.ResourceEventHandler
 	mu      sync.Mutex
 	hidden  map[types.UID]*v1.Pod
+	// shown are the parked pods shown to the handler before their label
+	// came off.
+	shown map[types.UID]bool
+}
+
+// sees reports whether the handler hears of the pod: a pod parked (and
+// not shown) or ended is deleted to it, as kube-scheduler's own informer
+// leaves ended pods out and a parking informer left parked ones out. A
+// bound pod is never parked to it, since kube-scheduler counts what bound
+// pods hold. It runs under h.mu.
+func (h *screenedHandler) sees(obj any) bool {
+	pod, ok := unwrap(obj).(*v1.Pod)
+	if !ok {
+		return true
+	}
+	return !tracker.PodDone(pod) && (!parked(pod) || pod.Spec.NodeName != "" || h.shown[pod.UID])
 }
 
 // hide tells the handler that the pod, as the store holds it, is deleted,
-// unless it is hidden, gone, bound, parked or ended.
+// unless it is hidden, gone, bound, or unseen.
 func (h *screenedHandler) hide(store cache.Store, op screenOp) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, hidden := h.hidden[op.uid]; hidden {
 		return
 	}
-	obj, ok, err := store.GetByKey(op.key.String())
-	if err != nil || !ok {
+	pod, ok := stored(store, op)
+	if !ok || pod.Spec.NodeName != "" || !h.sees(pod) {
 		return
 	}
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.UID != op.uid || pod.Spec.NodeName != "" || !schedulerSees(pod) {
-		return
-	}
+	delete(h.shown, op.uid)
 	h.hidden[op.uid] = pod
 	h.handler.OnDelete(pod)
 }
 
-// show tells the handler that the hidden pod is added, as last seen.
-func (h *screenedHandler) show(uid types.UID) {
+// show tells the handler that the pod is added: a hidden pod as last
+// seen, a parked one as the store holds it, before its label comes off.
+func (h *screenedHandler) show(store cache.Store, op screenOp) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	pod, hidden := h.hidden[uid]
-	if !hidden {
+	if pod, hidden := h.hidden[op.uid]; hidden {
+		delete(h.hidden, op.uid)
+		h.handler.OnAdd(pod, false)
 		return
 	}
-	delete(h.hidden, uid)
+	pod, ok := stored(store, op)
+	if !ok || !parked(pod) || !pending(pod) || h.sees(pod) {
+		return
+	}
+	h.shown[op.uid] = true
 	h.handler.OnAdd(pod, false)
 }
 
-// screening passes the informer's events to a screened handler, but for
-// the pods hidden from it.
+// stored returns the pod the operation is about, as the store holds it.
+func stored(store cache.Store, op screenOp) (*v1.Pod, bool) {
+	obj, ok, err := store.GetByKey(op.key.String())
+	if err != nil || !ok {
+		return nil, false
+	}
+	pod, ok := obj.(*v1.Pod)
+	return pod, ok && pod.UID == op.uid
+}
+
+// screening passes the informer's events to a screened handler as it
+// sees them, but for the pods hidden from it.
 type screening struct {
 	h      *screenedHandler
 	screen *Screen
@@ -232,6 +256,14 @@ type screening struct {
 func (s *screening) OnAdd(obj any, isInInitialList bool) {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
+	if s.h.sees(obj) {
+		s.add(obj, isInInitialList)
+	}
+}
+
+// add tells the handler of the pod, unless a gate holds it. It runs
+// under s.h.mu.
+func (s *screening) add(obj any, isInInitialList bool) {
 	if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName == "" && s.screen.holds(pod.UID) {
 		s.h.hidden[pod.UID] = pod
 		return
@@ -242,6 +274,24 @@ func (s *screening) OnAdd(obj any, isInInitialList bool) {
 func (s *screening) OnUpdate(old, obj any) {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
+	was, is := s.h.sees(old), s.h.sees(obj)
+	if pod, ok := obj.(*v1.Pod); ok && (!is || !parked(pod)) {
+		delete(s.h.shown, pod.UID)
+	}
+	switch {
+	case !was && !is:
+	case !was:
+		s.add(obj, false)
+	case !is:
+		s.delete(old)
+	default:
+		s.update(old, obj)
+	}
+}
+
+// update passes an update on, unless the pod is hidden. It runs under
+// s.h.mu.
+func (s *screening) update(old, obj any) {
 	if pod, ok := obj.(*v1.Pod); ok {
 		if _, hidden := s.h.hidden[pod.UID]; hidden {
 			if pod.Spec.NodeName == "" {
@@ -260,6 +310,18 @@ func (s *screening) OnUpdate(old, obj any) {
 func (s *screening) OnDelete(obj any) {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
+	seen := s.h.sees(obj)
+	if pod, ok := unwrap(obj).(*v1.Pod); ok {
+		delete(s.h.shown, pod.UID)
+	}
+	if seen {
+		s.delete(obj)
+	}
+}
+
+// delete passes a delete on, unless the pod is hidden. It runs under
+// s.h.mu.
+func (s *screening) delete(obj any) {
 	if pod, ok := unwrap(obj).(*v1.Pod); ok {
 		if _, hidden := s.h.hidden[pod.UID]; hidden {
 			delete(s.h.hidden, pod.UID)

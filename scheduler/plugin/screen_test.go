@@ -158,6 +158,89 @@ func TestScreenKeepsParkedAndEndedPodsFromTheHandler(t *testing.T) {
 	}
 }
 
+// TestScreenShowsAParkedPodOnRelease: a parked pod a gate releases is
+// added to the handler at once, before the write that takes its label
+// off; that write then reaches the handler as an update, as does a bind
+// that comes before it. Held again before the label is off, the pod is
+// deleted, and the update that takes the label off is hidden.
+func TestScreenShowsAParkedPodOnRelease(t *testing.T) {
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	s := NewScreen()
+	s.store = store
+	var mu sync.Mutex
+	held := map[types.UID]bool{}
+	s.follow(func(uid types.UID) bool { mu.Lock(); defer mu.Unlock(); return held[uid] })
+	hold := func(pod *v1.Pod, h bool) {
+		mu.Lock()
+		held[pod.UID] = h
+		mu.Unlock()
+		s.held(pod, h)
+	}
+	rec := &recorder{}
+	handler := s.wrap(rec)
+	go s.run(t.Context())
+
+	parkedPod := func(name string) (parked, unparked *v1.Pod) {
+		unparked = screenPod(name)
+		parked = unparked.DeepCopy()
+		parked.Labels = map[string]string{gpuv1alpha1.ParkedLabel: "true"}
+		if err := store.Add(parked); err != nil {
+			t.Fatal(err)
+		}
+		handler.OnAdd(parked, true)
+		return parked, unparked
+	}
+	bind := func(pod *v1.Pod) *v1.Pod {
+		pod = pod.DeepCopy()
+		pod.Spec.NodeName = "node-1"
+		return pod
+	}
+
+	// Released, then its label comes off, then it is bound.
+	a, unparkedA := parkedPod("a")
+	hold(a, false)
+	waitEvents(t, rec, "add a")
+	handler.OnUpdate(a, unparkedA)
+	handler.OnUpdate(unparkedA, bind(unparkedA))
+
+	// Released, then bound before its label comes off.
+	b, unparkedB := parkedPod("b")
+	hold(b, false)
+	waitEvents(t, rec, "add a", "update a", "update a", "add b")
+	handler.OnUpdate(b, bind(b))
+	handler.OnUpdate(bind(b), bind(unparkedB))
+
+	// Released, then held again before its label comes off.
+	c, unparkedC := parkedPod("c")
+	hold(c, false)
+	waitEvents(t, rec, "add a", "update a", "update a", "add b", "update b", "update b", "add c")
+	hold(c, true)
+	waitEvents(t, rec, "add a", "update a", "update a", "add b", "update b", "update b", "add c", "delete c")
+	handler.OnUpdate(c, unparkedC)
+	if err := store.Update(unparkedC); err != nil {
+		t.Fatal(err)
+	}
+	hold(c, false)
+	waitEvents(t, rec, "add a", "update a", "update a", "add b", "update b", "update b", "add c", "delete c", "add c")
+}
+
+// TestScreenShowsBoundPodsThoughParked: kube-scheduler counts what bound
+// pods hold, so a bound pod is added to the handler with the parked
+// label on.
+func TestScreenShowsBoundPodsThoughParked(t *testing.T) {
+	s := NewScreen()
+	s.store = cache.NewStore(cache.MetaNamespaceKeyFunc)
+	rec := &recorder{}
+	handler := s.wrap(rec)
+	pod := screenPod("a")
+	pod.Labels = map[string]string{gpuv1alpha1.ParkedLabel: "true"}
+	pod.Spec.NodeName = "node-1"
+	handler.OnAdd(pod, true)
+	if got := rec.seen(); fmt.Sprint(got) != "[add a]" {
+		t.Errorf("events %v, want the bound pod added", got)
+	}
+}
+
 func waitEvents(t *testing.T, rec *recorder, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -87,10 +87,18 @@ func TestPluginFitGate(t *testing.T) {
 		t.Errorf("after a restart %d pods are parked, want %d", parked, heldCount)
 	}
 
-	// Its room freed releases exactly the first held pod in queue order.
+	// Its room freed releases exactly the first held pod in queue order,
+	// parked; the label comes off it, bound or not yet.
 	first := e.held().First(ctx, t, 1)[0]
 	e.deletePod(ctx, t, "high")
 	e.waitBound(ctx, t, first)
+	framework.WaitFor(t, 30*time.Second, first+" unparked", func() (bool, string) {
+		pod, err := e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, first, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return pod.Labels[gpuv1alpha1.ParkedLabel] == "", "labels " + fmt.Sprint(pod.Labels)
+	})
 	e.held().CheckUnbound(ctx, t, heldCount-1)
 	e.held().CheckNeverTried(ctx, t)
 
