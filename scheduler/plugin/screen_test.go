@@ -38,26 +38,33 @@ func screenPod(name string) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name)}}
 }
 
-// TestScreenHidesHeldPodsUntilReleased: a pod a gate holds reaches the
-// handler as deleted and, once released, as added in its latest form;
-// events about it meanwhile do not reach the handler, nor does a pod
-// held before the handler ever saw it.
-func TestScreenHidesHeldPodsUntilReleased(t *testing.T) {
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+// runScreen runs a screen over a store, with one gate that holds the
+// pods hold says, and one handler, recorded by rec, wrapped as handler.
+func runScreen(t *testing.T) (store cache.Store, hold func(*v1.Pod, bool), rec *recorder, handler cache.ResourceEventHandler) {
+	store = cache.NewStore(cache.MetaNamespaceKeyFunc)
 	s := NewScreen()
 	s.store = store
 	var mu sync.Mutex
 	held := map[types.UID]bool{}
 	s.follow(func(uid types.UID) bool { mu.Lock(); defer mu.Unlock(); return held[uid] })
-	hold := func(pod *v1.Pod, h bool) {
+	hold = func(pod *v1.Pod, h bool) {
 		mu.Lock()
 		held[pod.UID] = h
 		mu.Unlock()
 		s.held(pod, h)
 	}
-	rec := &recorder{}
-	handler := s.wrap(rec)
+	rec = &recorder{}
+	handler = s.wrap(rec)
 	go s.run(t.Context())
+	return store, hold, rec, handler
+}
+
+// TestScreenHidesHeldPodsUntilReleased: a pod a gate holds reaches the
+// handler as deleted and, once released, as added in its latest form;
+// events about it meanwhile do not reach the handler, nor does a pod
+// held before the handler ever saw it.
+func TestScreenHidesHeldPodsUntilReleased(t *testing.T) {
+	store, hold, rec, handler := runScreen(t)
 
 	a, b := screenPod("a"), screenPod("b")
 	if err := store.Add(a); err != nil {
@@ -164,21 +171,7 @@ func TestScreenKeepsParkedAndEndedPodsFromTheHandler(t *testing.T) {
 // that comes before it. Held again before the label is off, the pod is
 // deleted, and the update that takes the label off is hidden.
 func TestScreenShowsAParkedPodOnRelease(t *testing.T) {
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	s := NewScreen()
-	s.store = store
-	var mu sync.Mutex
-	held := map[types.UID]bool{}
-	s.follow(func(uid types.UID) bool { mu.Lock(); defer mu.Unlock(); return held[uid] })
-	hold := func(pod *v1.Pod, h bool) {
-		mu.Lock()
-		held[pod.UID] = h
-		mu.Unlock()
-		s.held(pod, h)
-	}
-	rec := &recorder{}
-	handler := s.wrap(rec)
-	go s.run(t.Context())
+	store, hold, rec, handler := runScreen(t)
 
 	parkedPod := func(name string) (parked, unparked *v1.Pod) {
 		unparked = screenPod(name)
