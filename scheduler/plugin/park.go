@@ -296,8 +296,9 @@ func (pk *parker) label(ctx context.Context, pod *v1.Pod, park bool) error {
 	case err != nil && (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)):
 		// An admission policy or RBAC refuses the scheduler the label.
 		// A pod not parked waits in kube-scheduler's queue, as without
-		// parking; one not unparked is tried again, since only that
-		// lets it be scheduled.
+		// parking; one not unparked is tried again, since the label
+		// keeps it from a scheduler that starts until its gate judges
+		// it.
 		klog.FromContext(ctx).Error(err, "The API server refused the scheduler the label "+gpuv1alpha1.ParkedLabel, "pod", klog.KObj(pod), "park", park)
 		if park {
 			return nil
