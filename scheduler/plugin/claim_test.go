@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/waiters"
@@ -103,4 +105,32 @@ func TestReleasedPodsKeepTheirRoom(t *testing.T) {
 	p.clock.(*testingclock.FakePassiveClock).SetTime(p.clock.Now().Add(31 * time.Second))
 	v.SetLease("a", p.clock.Now())
 	wantCode(t, "Filter w-3 on a once their claims are old", p.Filter(ctx, s3, w[3], nodeInfoOf("a")), fwk.Success)
+}
+
+// TestGangPodsClaimNoRoom checks that the pods of a gang a free releases
+// keep no room from one another: a gang takes its room together, in its
+// own cycle, so the pod the free had no room for still fits where its
+// gang's room is free, as do the others.
+func TestGangPodsClaimNoRoom(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	ctx := context.Background()
+	addNode(p, v, "a", 1, 81920)
+	fill := allocationOn(v, gpuPod("fill", 81920), "a", "a-GPU-0", 81920)
+	var gang []*v1.Pod
+	for i := range 3 {
+		pod := gpuPod(fmt.Sprintf("g-%d", i), 40960)
+		pod.CreationTimestamp = metav1.NewTime(time.Unix(int64(i), 0))
+		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To("trainer")}
+		failOnce(t, p, pod)
+		gang = append(gang, pod)
+	}
+	act.take()
+	v.ReleaseAllocation(fill)
+	p.requeue.Freed("a")
+	if got, want := act.take(), keys(gang[:2]); !slices.Equal(got, want) {
+		t.Fatalf("the free activated %v, want %v", got, want)
+	}
+	for _, pod := range gang {
+		wantCode(t, "Filter "+pod.Name+" on a", p.Filter(ctx, preFilter(t, p, pod), pod, nodeInfoOf("a")), fwk.Success)
+	}
 }

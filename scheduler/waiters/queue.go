@@ -387,7 +387,11 @@ func (r *Queue) play(node string, except types.UID) []*v1.Pod {
 			holds := placement.Holds(assignment)
 			room.Add(holds)
 			r.promise(w, node, w.trying)
-			r.claim(w, node, holds, now)
+			if w.pod.Spec.SchedulingGroup == nil {
+				// A gang's pods take room together, in its own cycle: a
+				// claim would keep one pod's room from the others.
+				r.claim(w, node, holds, now)
+			}
 			r.setHeld(w, false)
 			chosen = append(chosen, w.pod)
 		}
