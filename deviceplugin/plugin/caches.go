@@ -10,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
+	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/generated/informers/externalversions"
 	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 )
@@ -33,17 +35,30 @@ type caches struct {
 // newCaches watches the node's pods, GPUAllocations and GPUNode only, so a
 // plugin's memory and traffic do not grow with the cluster.
 func (p *Plugin) newCaches() *caches {
-	node := p.cfg.NodeName
+	return watchNode(p.deps.Kube, p.deps.Tessera, p.cfg.NodeName)
+}
+
+// StartNodeWatches starts the watches the daemon of node keeps in
+// device-plugin mode, as newCaches does, and returns whether they have
+// synced and how to stop them. The benchmark opens them for every node, to count
+// what a fleet of daemons costs the API server.
+func StartNodeWatches(ctx context.Context, kube kubernetes.Interface, tessera versioned.Interface, node string) (synced []cache.InformerSynced, stop func()) {
+	c := watchNode(kube, tessera, node)
+	c.startFactories(ctx)
+	return c.synced, c.shutdown
+}
+
+func watchNode(kube kubernetes.Interface, tessera versioned.Interface, node string) *caches {
 	c := &caches{
-		kubeFactory: informers.NewSharedInformerFactoryWithOptions(p.deps.Kube, 0,
+		kubeFactory: informers.NewSharedInformerFactoryWithOptions(kube, 0,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
 			})),
-		gpuFactory: externalversions.NewSharedInformerFactoryWithOptions(p.deps.Tessera, 0,
+		gpuFactory: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0,
 			externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", node).String()
 			})),
-		nodeFactory: externalversions.NewSharedInformerFactoryWithOptions(p.deps.Tessera, 0,
+		nodeFactory: externalversions.NewSharedInformerFactoryWithOptions(tessera, 0,
 			externalversions.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", node).String()
 			})),
@@ -58,13 +73,17 @@ func (p *Plugin) newCaches() *caches {
 }
 
 func (c *caches) start(ctx context.Context) error {
-	c.kubeFactory.Start(ctx.Done())
-	c.gpuFactory.Start(ctx.Done())
-	c.nodeFactory.Start(ctx.Done())
+	c.startFactories(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for the pod and GPU caches to sync: %w", context.Cause(ctx))
 	}
 	return nil
+}
+
+func (c *caches) startFactories(ctx context.Context) {
+	c.kubeFactory.Start(ctx.Done())
+	c.gpuFactory.Start(ctx.Done())
+	c.nodeFactory.Start(ctx.Done())
 }
 
 func (c *caches) shutdown() {

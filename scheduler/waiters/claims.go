@@ -23,7 +23,7 @@ const claimFor = 30 * time.Second
 // every cycle, never waits for a play.
 type claims struct {
 	mu     sync.RWMutex
-	byNode map[string]map[types.UID]claim
+	byNode map[string]*nodeClaims
 	// nodes counts the nodes in byNode, for others to answer at once
 	// when there are none, as when the fit gate holds no pod.
 	nodes atomic.Int64
@@ -36,6 +36,55 @@ type claim struct {
 	at       time.Time
 }
 
+// nodeClaims are the claims on one node, with what they take together:
+// Filter reads them for every pod on every node, and most pods it filters
+// neither claim the node nor are of a priority that some claim's pod is
+// below, so it reads the sum made when the claims change.
+type nodeClaims struct {
+	byPod map[types.UID]claim
+	// sum is every claim's holds merged, one per GPU.
+	sum []placement.Hold
+	// lowest is the lowest priority of a claim's pod, and oldest the
+	// earliest time a claim was made.
+	lowest int32
+	oldest time.Time
+}
+
+// summed updates the node's sum, lowest and oldest from its claims. The
+// sum is made anew: others hands the one before to Filters still reading it.
+func (n *nodeClaims) summed() {
+	var sum []placement.Hold
+	first := true
+	for _, cl := range n.byPod {
+		if first || cl.priority < n.lowest {
+			n.lowest = cl.priority
+		}
+		if first || cl.at.Before(n.oldest) {
+			n.oldest = cl.at
+		}
+		first = false
+		for _, h := range cl.holds {
+			sum = merge(sum, h)
+		}
+	}
+	n.sum = sum
+}
+
+// merge adds h to the hold on its GPU in holds, or appends it: a node
+// with both holds added uses what it would with each added in turn.
+func merge(holds []placement.Hold, h placement.Hold) []placement.Hold {
+	for i := range holds {
+		if holds[i].UUID == h.UUID {
+			holds[i].MemoryMiB += h.MemoryMiB
+			holds[i].Cores += h.Cores
+			holds[i].Shares += h.Shares
+			holds[i].Slices |= h.Slices
+			return holds
+		}
+	}
+	return append(holds, h)
+}
+
 // set records that the pod is to take holds on node, in place of any
 // claim it had there; a claim renewed keeps its time, so that a pod that
 // never comes for its room keeps it from others for claimFor at most.
@@ -43,56 +92,78 @@ func (c *claims) set(uid types.UID, node string, holds []placement.Hold, priorit
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byNode == nil {
-		c.byNode = map[string]map[types.UID]claim{}
+		c.byNode = map[string]*nodeClaims{}
 	}
 	on, ok := c.byNode[node]
 	if !ok {
-		on = map[types.UID]claim{}
+		on = &nodeClaims{byPod: map[types.UID]claim{}}
 		c.byNode[node] = on
 		c.nodes.Add(1)
 	}
-	if was, ok := on[uid]; ok {
+	if was, ok := on.byPod[uid]; ok {
 		now = was.at
 	}
-	on[uid] = claim{holds: holds, priority: priority, at: now}
+	on.byPod[uid] = claim{holds: holds, priority: priority, at: now}
+	on.summed()
 }
 
 // drop forgets the pod's claim on node.
 func (c *claims) drop(uid types.UID, node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if on, ok := c.byNode[node]; ok {
-		delete(on, uid)
-		if len(on) == 0 {
-			delete(c.byNode, node)
-			c.nodes.Add(-1)
-		}
+	on, ok := c.byNode[node]
+	if !ok {
+		return
 	}
+	if _, ok := on.byPod[uid]; !ok {
+		return
+	}
+	delete(on.byPod, uid)
+	if len(on.byPod) == 0 {
+		delete(c.byNode, node)
+		c.nodes.Add(-1)
+		return
+	}
+	on.summed()
 }
 
 // on returns the pods with a claim on node.
 func (c *claims) on(node string) []types.UID {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	uids := make([]types.UID, 0, len(c.byNode[node]))
-	for uid := range c.byNode[node] {
+	on, ok := c.byNode[node]
+	if !ok {
+		return nil
+	}
+	uids := make([]types.UID, 0, len(on.byPod))
+	for uid := range on.byPod {
 		uids = append(uids, uid)
 	}
 	return uids
 }
 
 // others returns what the pods other than except, of priority at least
-// priority, claim on node, made less than claimFor before now.
+// priority, claim on node, made less than claimFor before now. The caller
+// must not change the holds returned.
 func (c *claims) others(node string, except types.UID, priority int32, now time.Time) []placement.Hold {
 	if c.nodes.Load() == 0 {
 		return nil
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	on, ok := c.byNode[node]
+	if !ok {
+		return nil
+	}
+	if _, mine := on.byPod[except]; !mine && on.lowest >= priority && now.Sub(on.oldest) < claimFor {
+		return on.sum
+	}
 	var holds []placement.Hold
-	for uid, cl := range c.byNode[node] {
+	for uid, cl := range on.byPod {
 		if uid != except && cl.priority >= priority && now.Sub(cl.at) < claimFor {
-			holds = append(holds, cl.holds...)
+			for _, h := range cl.holds {
+				holds = merge(holds, h)
+			}
 		}
 	}
 	return holds

@@ -83,6 +83,9 @@ type Options struct {
 	// BacklogRestart restarts the scheduler after the warm-up, once its
 	// queue has let go of the pods it holds, before pods start to end.
 	BacklogRestart bool
+	// NodeWatches opens, in the rows whose scheduler writes GPUAllocations,
+	// the watches every node's daemon keeps in device-plugin mode.
+	NodeWatches bool
 	// PinControlPlane runs etcd, kube-apiserver and kube-controller-manager
 	// on CPU 0 and everything else (kube-scheduler, the extender, the
 	// bench) on the other CPUs, as if the control plane had its own machine.
@@ -198,6 +201,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.BacklogDuration, "backlog-duration", o.BacklogDuration, "Backlog mode: how long pods end after the warm-up; binds are watched 10s longer.")
 	fs.BoolVar(&o.BacklogRestart, "backlog-restart", o.BacklogRestart, "Backlog mode: after the warm-up, wait (up to --backlog-warmup) until kube-scheduler's queue holds at most 1% of the waiting pods gated and at most 1% wait unparked (or none was parked for 10 s), restart the scheduler as a new leader would start, and wait for it to try every waiting pod once before pods start to end.")
 	fs.DurationVar(&o.BacklogWarmup, "backlog-warmup", o.BacklogWarmup, "Backlog mode: the longest wait after the scheduler starts for it to have tried every waiting pod once (its active and backoff queues empty) before pods start to end.")
+	fs.BoolVar(&o.NodeWatches, "node-watches", o.NodeWatches, "In rows c, d and f, open for every node the watches its device-plugin daemon keeps (its pods, GPUAllocations and GPUNode, by field selector), as a cluster's daemons do.")
 	fs.BoolVar(&o.PinControlPlane, "pin-control-plane", o.PinControlPlane, "Run etcd, kube-apiserver and kube-controller-manager on CPU 0 and kube-scheduler, the extender and the bench on the other CPUs (sched_setaffinity), as if the control plane had a machine of its own; needs at least 2 CPUs.")
 	fs.StringVar(&o.SchedulerBin, "scheduler-bin", o.SchedulerBin, "Prebuilt tessera-scheduler for row d; empty uses $TESSERA_SCHEDULER_BIN or builds it with hack/build-scheduler.sh.")
 	fs.StringVar(&o.PluginConfig, "plugin-config", o.PluginConfig, "KubeSchedulerConfiguration for row d, relative to the repository root; its Tessera args get heartbeatMaxAge 24h.")
@@ -211,7 +215,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "Also write the table in Markdown to this file.")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "Keep every control plane's data and logs under this directory; empty uses a temporary one, removed at the end.")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "Longest one row may take from the scheduler's start to the last bind.")
-	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender, and an execution trace of the extender, for this many seconds, into each row's directory under --dir (which it needs): from kube-scheduler's start in the throughput rows, from the first probe in scale mode; in backlog mode also of the scheduler, from the first pod ended; 0 for none.")
+	fs.IntVar(&o.ProfileSeconds, "profile-seconds", o.ProfileSeconds, "Take CPU profiles of kube-apiserver and the extender, and an execution trace of the extender, for this many seconds, into each row's directory under --dir (which it needs): from the scheduler's start in the throughput rows, from the first probe in scale mode, from the first pod ended in backlog mode; in the throughput and backlog modes also of the scheduler; 0 for none.")
 	fs.IntVar(&o.Probes, "probes", o.Probes, fmt.Sprintf("Filter calls for the probe pod in scale mode (1 to %d).", maxProbes))
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Requests in flight while the bench creates nodes, pods and allocations (1 to 256).")
 	fs.DurationVar(&o.HeartbeatPeriod, "heartbeat-period", o.HeartbeatPeriod, "Scale mode: after the probes, every node's device plugin heartbeats at this period (the device plugin's default), and the steady state's CPU is measured; 0 skips it.")

@@ -13,8 +13,8 @@ import (
 	"github.com/tessera-gpu/tessera/hack/bench/harness/meter"
 )
 
-// Profiler takes CPU profiles of kube-apiserver and, in row c, of the
-// extender while a row schedules, so that what dominates each row's CPU
+// Profiler takes CPU profiles of kube-apiserver, of the scheduler and, in
+// row c, of the extender while a row schedules, so that what dominates each row's CPU
 // time can be read with `go tool pprof`, and an execution trace of the
 // extender (`go tool trace`), which shows where its calls wait.
 type Profiler struct {

@@ -38,6 +38,14 @@ func (r *Runner) StartRowCluster(ctx context.Context, row string, fill func(cont
 		c.Stop()
 		return nil, nil, err
 	}
+	if r.Options.NodeWatches && allocatesGPUs(row) {
+		stop, err := StartNodeWatches(ctx, env.ControlPlane.Config, r.Options.Nodes)
+		if err != nil {
+			c.Stop()
+			return nil, nil, err
+		}
+		c.stops = append(c.stops, stop)
+	}
 	if c.Sched, err = r.PrepareScheduler(ctx, env, row); err != nil {
 		c.Stop()
 		return nil, nil, err

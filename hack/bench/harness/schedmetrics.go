@@ -21,6 +21,10 @@ const (
 	// which opportunistic batching had a node from the pod before
 	// (hint_used when the pod went there) or none (no_hint).
 	BatchAttemptsMetric = "scheduler_batch_attempts_total"
+	// BatchFlushedMetric counts, by reason, the times opportunistic
+	// batching dropped the nodes it carried over (the next pod's signature
+	// differed, they had aged, the pod before failed, ...).
+	BatchFlushedMetric = "scheduler_batch_cache_flushed_total"
 	// AlgorithmDurationMetric is how long each attempt's filtering and
 	// scoring took.
 	AlgorithmDurationMetric = "scheduler_scheduling_algorithm_duration_seconds"

@@ -106,6 +106,13 @@ func measureBinds(ctx context.Context, r *harness.Runner, row string, env *harne
 		extenderURL = extender.URL
 	}
 	profiles.Start(ctx, env, extenderURL)
+	if r.Options.ProfileSeconds > 0 {
+		scraper, err := harness.NewSchedulerScraper(env.ControlPlane, sched.Proc.Pid())
+		if err != nil {
+			return err
+		}
+		profiles.StartScheduler(ctx, env, scraper, sched.Name)
+	}
 	defer profiles.Wait()
 	waitErr := harness.WaitAllBound(ctx, binds, r.Options.Timeout, sched.Check)
 
@@ -156,6 +163,7 @@ func measureCycles(ctx context.Context, env *harness.ClusterEnv, sched *harness.
 	}
 	res.Attempts = int(meter.CounterSum(families, harness.ScheduleAttemptsMetric))
 	res.Batched = int(meter.ValuesBy(families, harness.BatchAttemptsMetric, "result")["hint_used"])
+	res.Flushed = meter.Counts(meter.ValuesBy(families, harness.BatchFlushedMetric, "reason"))
 	if m := families[harness.AlgorithmDurationMetric].GetMetric(); len(m) == 1 && m[0].GetHistogram().GetSampleCount() > 0 {
 		h := m[0].GetHistogram()
 		res.AlgorithmMean = time.Duration(h.GetSampleSum() / float64(h.GetSampleCount()) * float64(time.Second))

@@ -19,6 +19,9 @@ func TestSmoke(t *testing.T) {
 	defer cancel()
 	o := harness.NewOptions()
 	o.Nodes, o.Pods, o.Timeout, o.Workers = 5, 20, 3*time.Minute, 8
+	// The rows that write GPUAllocations open every node's daemon watches,
+	// and close them when the row ends.
+	o.NodeWatches = true
 	r, err := harness.NewRunner(ctx, o, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -40,9 +40,11 @@ type RowResult struct {
 	// Attempts are the scheduler's scheduling attempts; Batched the pods
 	// it placed on the node its opportunistic batching carried over from
 	// the pod before; AlgorithmMean how long filtering and scoring took
-	// in an attempt, on average.
+	// in an attempt, on average; Flushed why batching dropped the nodes
+	// it carried over, by reason.
 	Attempts, Batched int
 	AlgorithmMean     time.Duration
+	Flushed           meter.Counts
 	// Writes are the write requests kube-apiserver served while the row
 	// scheduled, from every client, by resource.
 	Writes meter.APIWrites
@@ -153,8 +155,12 @@ func (t Table) notes() []string {
 			notes = append(notes, fmt.Sprintf("row %s: API writes per pod while scheduling, by every client: %s", r.Row, r.Writes.PerPod(r.Bound)))
 		}
 		if r.Attempts > 0 {
-			notes = append(notes, fmt.Sprintf("row %s: %d scheduling attempts, %d pods placed where opportunistic batching pointed; filtering and scoring %s an attempt (mean)",
-				r.Row, r.Attempts, r.Batched, r.AlgorithmMean.Round(10*time.Microsecond)))
+			note := fmt.Sprintf("row %s: %d scheduling attempts, %d pods placed where opportunistic batching pointed; filtering and scoring %s an attempt (mean)",
+				r.Row, r.Attempts, r.Batched, r.AlgorithmMean.Round(10*time.Microsecond))
+			if len(r.Flushed) > 0 {
+				note += "; batching dropped the nodes it carried over: " + r.Flushed.String()
+			}
+			notes = append(notes, note)
 		}
 		if r.BindQueueWait.Count > 0 {
 			notes = append(notes, fmt.Sprintf("row %s: binds waited for their node's previous allocation p50 %s, p99 %s (in bind p50/p99)",
