@@ -40,8 +40,8 @@ func (p *Plugin) newCaches() *caches {
 
 // StartNodeWatches starts the watches the daemon of node keeps in
 // device-plugin mode, as newCaches does, and returns whether they have
-// synced and how to stop them. The benchmark opens them for every node, to count
-// what a fleet of daemons costs the API server.
+// synced and how to stop them once ctx has ended. The benchmark opens them
+// for every node, to count what a fleet of daemons costs the API server.
 func StartNodeWatches(ctx context.Context, kube kubernetes.Interface, tessera versioned.Interface, node string) (synced []cache.InformerSynced, stop func()) {
 	c := watchNode(kube, tessera, node)
 	c.startFactories(ctx)

@@ -440,7 +440,8 @@ func (r *Queue) unclaim(node string, claimants []types.UID, chosen []*v1.Pod) {
 // filtered pod's) count: a pod of higher priority comes first in the
 // queue, and takes room before lower ones rather than evict for it. A
 // claim counts from the play that gave the room until the pod's cycle
-// ends, for claimFor at most.
+// ends, for claimFor at most. The caller must not change the holds
+// returned: other Filters may be reading them.
 func (r *Queue) Claimed(node string, except types.UID, priority int32) []placement.Hold {
 	return r.claims.others(node, except, priority, r.clock.Now())
 }
