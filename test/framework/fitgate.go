@@ -88,6 +88,23 @@ func (h HeldPods) WaitParked(ctx context.Context, t testing.TB, timeout time.Dur
 	})
 }
 
+// WaitPodParked waits until the pod name carries the parked label, when
+// parked is set, or does not; the pod need not be labelled as held.
+func (h HeldPods) WaitPodParked(ctx context.Context, t testing.TB, timeout time.Duration, name string, parked bool) {
+	t.Helper()
+	what := name + " unparked"
+	if parked {
+		what = name + " parked"
+	}
+	WaitFor(t, timeout, what, func() (bool, string) {
+		pod, err := h.Kube.CoreV1().Pods(h.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return (pod.Labels[gpuv1alpha1.ParkedLabel] != "") == parked, "labels " + fmt.Sprint(pod.Labels) + ", told " + HeldWhy(pod)
+	})
+}
+
 // First returns the n unbound labelled pods that come first in
 // kube-scheduler's queue order: highest priority, then oldest, then UID,
 // as Tessera's requeuer breaks ties.

@@ -1,7 +1,6 @@
 package dra
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // TestDRAPlacesAReleasedPodBeforeItsUnpark checks, in DRA mode, that a
@@ -27,25 +25,20 @@ func TestDRAPlacesAReleasedPodBeforeItsUnpark(t *testing.T) {
 	c.waitRunningCreated(claimPod("filler-0", node, "mem70", map[string]string{"cuda": ""}))
 	c.waitRunningCreated(claimPod("filler-1", node, "mem70", map[string]string{"cuda": ""}))
 	c.createPod(claimPod(waits, node, "mem20", map[string]string{"cuda": ""}))
-	labelled := func(want bool) func() (bool, string) {
-		return func() (bool, string) {
-			pod, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, waits, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			return (pod.Labels[gpuv1alpha1.ParkedLabel] != "") == want, "labels " + fmt.Sprint(pod.Labels) + ", told " + framework.HeldWhy(pod)
-		}
-	}
-	framework.WaitFor(t, time.Minute, waits+" parked", labelled(true))
+	c.held().WaitPodParked(c.ctx, t, time.Minute, waits, true)
 
 	allow := c.cp.RefuseUnparking(c.ctx, t, metav1.NamespaceDefault, waits)
 	if err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Delete(c.ctx, "filler-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitRunning(waits)
-	if ok, got := labelled(true)(); !ok {
-		t.Fatalf("%s runs with its label off: the API server did not refuse the unpark (%s)", waits, got)
+	pod, err := c.cp.Kube.CoreV1().Pods(metav1.NamespaceDefault).Get(c.ctx, waits, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels[gpuv1alpha1.ParkedLabel] == "" {
+		t.Fatalf("%s runs with its label off: the API server did not refuse the unpark", waits)
 	}
 	allow()
-	framework.WaitFor(t, 90*time.Second, waits+" unparked once the API server lets it", labelled(false))
+	c.held().WaitPodParked(c.ctx, t, 90*time.Second, waits, false)
 }

@@ -1,14 +1,10 @@
 package scheduler
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	"github.com/tessera-gpu/tessera/test/framework"
 )
 
 // TestPluginPlacesAReleasedPodBeforeItsUnpark checks that a parked pod a
@@ -25,16 +21,7 @@ func TestPluginPlacesAReleasedPodBeforeItsUnpark(t *testing.T) {
 	e.createPod(ctx, t, lowPod("unparklate-filler", group, 40960))
 	e.waitBound(ctx, t, "unparklate-filler")
 	e.createPod(ctx, t, lowPod(waits, group, 61440))
-	labelled := func(want bool) func() (bool, string) {
-		return func() (bool, string) {
-			pod, err := e.cp.Kube.CoreV1().Pods(namespace).Get(ctx, waits, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			return (pod.Labels[gpuv1alpha1.ParkedLabel] != "") == want, "labels " + fmt.Sprint(pod.Labels) + ", told " + framework.HeldWhy(pod)
-		}
-	}
-	framework.WaitFor(t, 60*time.Second, waits+" parked", labelled(true))
+	e.held().WaitPodParked(ctx, t, 60*time.Second, waits, true)
 
 	allow := e.cp.RefuseUnparking(ctx, t, namespace, waits)
 	e.deletePod(ctx, t, "unparklate-filler")
@@ -46,6 +33,6 @@ func TestPluginPlacesAReleasedPodBeforeItsUnpark(t *testing.T) {
 		t.Errorf("%s's allocation is on %q, want %s", waits, alloc.Spec.NodeName, node)
 	}
 	allow()
-	framework.WaitFor(t, 90*time.Second, waits+" unparked once the API server lets it", labelled(false))
+	e.held().WaitPodParked(ctx, t, 90*time.Second, waits, false)
 	e.checkNoOvercommit(ctx, t)
 }
