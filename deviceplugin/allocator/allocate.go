@@ -68,7 +68,7 @@ func (a *Allocator) Allocate(ctx context.Context, req *pluginapi.AllocateRequest
 		written, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 		switch {
 		case err == nil:
-			a.lastWritten = written
+			a.cfg.Allocations.Wrote(written)
 			logger.Info("Allocated GPUs", "containers", served, "phase", updated.Status.Phase)
 			return resp, nil
 		case (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < maxWriteAttempts:
@@ -176,7 +176,7 @@ func (a *Allocator) fail(ctx context.Context, alloc *gpuv1alpha1.GPUAllocation, 
 		updated.Status.AllocatedTime = a.now()
 		written, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(alloc.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: FieldManager})
 		if err == nil {
-			a.lastWritten = written
+			a.cfg.Allocations.Wrote(written)
 			break
 		}
 		if apierrors.IsNotFound(err) {

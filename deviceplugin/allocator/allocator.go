@@ -9,10 +9,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
 
-	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
-	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 )
 
 // FieldManager names the plugin's writes.
@@ -38,10 +36,10 @@ type Config struct {
 	Tessera versioned.Interface
 	// Kube reads pods the cache has not seen.
 	Kube kubernetes.Interface
-	// Allocations lists GPUAllocations (all namespaces); Pods lists the
-	// node's pods. Both are informer caches; the API server is read when
-	// they have not caught up yet.
-	Allocations gpulisters.GPUAllocationLister
+	// Allocations are the node's GPUAllocations; Pods lists the node's
+	// pods. Both follow the API server; it is read when they have not
+	// caught up yet.
+	Allocations *NodeAllocations
 	// Pods lists the node's pods.
 	Pods corelisters.PodLister
 	// Devices are the node's GPUs, to check that a placed GPU exists and is healthy.
@@ -70,9 +68,6 @@ type Allocator struct {
 	cfg Config
 
 	mu sync.Mutex
-	// lastWritten is the allocation as the plugin last wrote it. The cache
-	// catches up with it a little later; until then, it is the truth.
-	lastWritten *gpuv1alpha1.GPUAllocation
 	// byPodResources says that the allocation an Allocate call serves is
 	// the in-flight one whose pod the kubelet lists (Identify).
 	byPodResources bool

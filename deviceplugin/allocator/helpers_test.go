@@ -23,7 +23,6 @@ import (
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
 	"github.com/tessera-gpu/tessera/deviceplugin/inventory"
 	tesserafake "github.com/tessera-gpu/tessera/generated/clientset/versioned/fake"
-	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 )
 
 const testNode = "node-1"
@@ -82,15 +81,9 @@ func newStaleHarness(t *testing.T, pods []*corev1.Pod, apiAllocs, cachedAllocs [
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var tObjs, kObjs []runtime.Object
-	allocIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	podIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, a := range apiAllocs {
 		tObjs = append(tObjs, a)
-	}
-	for _, a := range cachedAllocs {
-		if err := allocIndexer.Add(a); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for _, p := range pods {
 		kObjs = append(kObjs, p)
@@ -100,11 +93,15 @@ func newStaleHarness(t *testing.T, pods []*corev1.Pod, apiAllocs, cachedAllocs [
 	}
 	h := &unitHarness{tessera: tesserafake.NewClientset(tObjs...), kube: kubefake.NewClientset(kObjs...), ctx: ctx}
 	h.tessera.PrependReactor("update", "gpuallocations", h.optimisticConcurrency)
+	cached := newNodeAllocations(h.tessera, corelisters.NewPodLister(podIndexer), "")
+	for _, a := range cachedAllocs {
+		cached.byPod[cache.MetaObjectToName(a)] = a
+	}
 	h.alloc = New(Config{
 		NodeName:      testNode,
 		Tessera:       h.tessera,
 		Kube:          h.kube,
-		Allocations:   gpulisters.NewGPUAllocationLister(allocIndexer),
+		Allocations:   cached,
 		Pods:          corelisters.NewPodLister(podIndexer),
 		Devices:       testDevices(),
 		Clock:         testingclock.NewFakePassiveClock(testNow),

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
@@ -71,11 +71,7 @@ func (a *Allocator) findInFlight(ctx context.Context, admit admits) (alloc *gpuv
 // findInFlightCached returns a copy of the node's in-flight allocation in
 // the cache, or nil.
 func (a *Allocator) findInFlightCached(ctx context.Context, admit admits) (*gpuv1alpha1.GPUAllocation, error) {
-	cached, err := a.cfg.Allocations.List(labels.Everything())
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "listing cached GPUAllocations: %v", err)
-	}
-	found, n := pick(a.overlayLastWritten(cached), a.cfg.NodeName, admit)
+	found, n := pick(a.cfg.Allocations.List(), a.cfg.NodeName, admit)
 	if found == nil {
 		return nil, nil
 	}
@@ -83,24 +79,6 @@ func (a *Allocator) findInFlightCached(ctx context.Context, admit admits) (*gpuv
 		klog.FromContext(ctx).Info("More than one GPUAllocation in flight on the node; serving the oldest", "count", n, "gpuAllocation", klog.KObj(found))
 	}
 	return found.DeepCopy(), nil
-}
-
-// overlayLastWritten replaces the cached copy of the allocation the plugin
-// last wrote with what it wrote, when the cache has not caught up yet. An
-// allocation's status only moves forward (more containers served, then
-// Allocated or Failed), so the further copy is the newer.
-func (a *Allocator) overlayLastWritten(cached []*gpuv1alpha1.GPUAllocation) []*gpuv1alpha1.GPUAllocation {
-	if a.lastWritten == nil {
-		return cached
-	}
-	out := make([]*gpuv1alpha1.GPUAllocation, 0, len(cached))
-	for _, c := range cached {
-		if c.UID == a.lastWritten.UID && progress(a.lastWritten) > progress(c) {
-			c = a.lastWritten
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // progress orders the states of one allocation's status.
@@ -116,12 +94,13 @@ func progress(a *gpuv1alpha1.GPUAllocation) int {
 func (a *Allocator) findInFlightLive(ctx context.Context, timeout time.Duration, admit admits) (*gpuv1alpha1.GPUAllocation, error) {
 	logger := klog.FromContext(ctx)
 
+	onNode := fields.OneTermEqualSelector("spec.nodeName", a.cfg.NodeName).String()
 	var (
 		found   *gpuv1alpha1.GPUAllocation
 		lastErr error
 	)
 	read := func(ctx context.Context) (bool, error) {
-		list, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		list, err := a.cfg.Tessera.GpuV1alpha1().GPUAllocations(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: onNode})
 		if err != nil {
 			lastErr = err
 			return false, nil

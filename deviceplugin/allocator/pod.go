@@ -53,15 +53,21 @@ func (a *Allocator) kubeletAsks(pod *corev1.Pod) func(name string) bool {
 	if pod == nil || a.cfg.ResourceName == "" {
 		return func(string) bool { return true }
 	}
+	asks := asking(pod, a.cfg.ResourceName)
+	return func(name string) bool { return asks[name] }
+}
+
+// asking returns the names of the pod's containers that ask for resource.
+func asking(pod *corev1.Pod, resource corev1.ResourceName) map[string]bool {
 	asks := map[string]bool{}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {
-			if q, ok := c.Resources.Limits[a.cfg.ResourceName]; ok && !q.IsZero() {
+			if q, ok := c.Resources.Limits[resource]; ok && !q.IsZero() {
 				asks[c.Name] = true
 			}
 		}
 	}
-	return func(name string) bool { return asks[name] }
+	return asks
 }
 
 // cachedPod returns the allocation's pod from the cache, or nil.

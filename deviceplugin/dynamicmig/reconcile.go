@@ -7,14 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/deviceplugin/gpu"
-	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/internal/periodic"
 )
 
@@ -23,8 +21,9 @@ import (
 type Live struct {
 	// NodeName is the node.
 	NodeName string
-	// Allocations lists the node's GPUAllocations; Pods its pods.
-	Allocations gpulisters.GPUAllocationLister
+	// Allocations lists the node's GPUAllocations, which must not be
+	// changed (allocator.NodeAllocations.List).
+	Allocations func() []*gpuv1alpha1.GPUAllocation
 	// Pods lists the node's pods.
 	Pods corelisters.PodLister
 }
@@ -33,12 +32,8 @@ type Live struct {
 // Failed and whose pod is still there and has not ended: its containers
 // may still run on them.
 func (l Live) Needed() ([]Needed, error) {
-	allocs, err := l.Allocations.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("listing GPUAllocations: %w", err)
-	}
 	var out []Needed
-	for _, a := range allocs {
+	for _, a := range l.Allocations() {
 		if a.Spec.NodeName != l.NodeName || a.Status.Phase == gpuv1alpha1.AllocationFailed {
 			continue
 		}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
-	gpulisters "github.com/tessera-gpu/tessera/generated/listers/gpu/v1alpha1"
 )
 
 // TestLiveNeeded keeps the instances of live allocations only: not those
@@ -33,9 +32,8 @@ func TestLiveNeeded(t *testing.T) {
 	pod := func(name string, uid types.UID, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid}, Status: corev1.PodStatus{Phase: phase}}
 	}
-	allocs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	for _, a := range []*gpuv1alpha1.GPUAllocation{
+	allocs := []*gpuv1alpha1.GPUAllocation{
 		alloc("running", "node-1", 0, gpuv1alpha1.AllocationAllocated),
 		alloc("pending", "node-1", 1, ""),
 		alloc("failed", "node-1", 2, gpuv1alpha1.AllocationFailed),
@@ -43,10 +41,6 @@ func TestLiveNeeded(t *testing.T) {
 		alloc("gone", "node-1", 4, gpuv1alpha1.AllocationAllocated),
 		alloc("replaced", "node-1", 5, gpuv1alpha1.AllocationAllocated),
 		alloc("elsewhere", "node-2", 6, gpuv1alpha1.AllocationAllocated),
-	} {
-		if err := allocs.Add(a); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for _, p := range []*corev1.Pod{
 		pod("running", "uid-running", corev1.PodRunning), pod("pending", "uid-pending", corev1.PodPending),
@@ -57,7 +51,7 @@ func TestLiveNeeded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	live := Live{NodeName: "node-1", Allocations: gpulisters.NewGPUAllocationLister(allocs), Pods: corelisters.NewPodLister(pods)}
+	live := Live{NodeName: "node-1", Allocations: func() []*gpuv1alpha1.GPUAllocation { return allocs }, Pods: corelisters.NewPodLister(pods)}
 	got, err := live.Needed()
 	if err != nil {
 		t.Fatal(err)

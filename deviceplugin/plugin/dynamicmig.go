@@ -48,7 +48,7 @@ func (p *Plugin) migPreparer(ctx context.Context, g *errgroup.Group, inv *invent
 	if m == nil {
 		return nil
 	}
-	live := dynamicmig.Live{NodeName: p.cfg.NodeName, Allocations: caches.allocations, Pods: caches.pods}
+	live := dynamicmig.Live{NodeName: p.cfg.NodeName, Allocations: caches.allocations.List, Pods: caches.pods}
 	g.Go(func() error {
 		m.Run(ctx, p.deps.Clock, migReconcilePeriod, live.Needed, inv.Devices)
 		return nil

@@ -105,8 +105,13 @@ func (p *Plugin) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	defer p.closeBackend(ctx)
 
-	caches := p.newCaches()
+	caches, err := p.newCaches()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	defer caches.shutdown()
+	defer cancel() // first: the caches stop with ctx
 	if err := caches.start(ctx); err != nil {
 		return err
 	}

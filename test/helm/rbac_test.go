@@ -198,8 +198,8 @@ func TestRBAC(t *testing.T) {
 				// What it needs, so that an empty role does not pass.
 				for _, need := range [][3]string{
 					{"gpu.tessera.dev", "gpunodes", "create"}, {"gpu.tessera.dev", "gpunodes/status", "patch"},
-					{"gpu.tessera.dev", "gpuallocations/status", "update"}, {"gpu.tessera.dev", "gpuallocations", "watch"},
-					{"", "pods", "list"}, {"", "pods", "watch"},
+					{"gpu.tessera.dev", "gpuallocations/status", "update"}, {"gpu.tessera.dev", "gpuallocations", "get"},
+					{"gpu.tessera.dev", "gpuallocations", "list"}, {"", "pods", "list"}, {"", "pods", "watch"},
 					{"coordination.k8s.io", "leases", "create"}, {"coordination.k8s.io", "leases", "update"},
 				} {
 					if !a.allows(need[0], need[1], need[2]) {
@@ -215,11 +215,15 @@ func TestRBAC(t *testing.T) {
 						t.Errorf("the device plugin may %s %s/%s: %v, want %v (DRA mode only)", need[2], need[0], need[1], got, dra)
 					}
 				}
-				// Its cost must not follow the cluster's claims.
+				// Its cost must not follow the cluster's claims or
+				// allocations.
 				for _, verb := range []string{"list", "watch"} {
 					if a.allows("resource.k8s.io", "resourceclaims", verb) {
 						t.Errorf("the device plugin may %s every ResourceClaim", verb)
 					}
+				}
+				if a.allows("gpu.tessera.dev", "gpuallocations", "watch") {
+					t.Error("the device plugin may watch GPUAllocations: every allocation event would cost the API server a check per node")
 				}
 			})
 

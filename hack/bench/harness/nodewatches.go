@@ -11,23 +11,25 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	dpconfig "github.com/tessera-gpu/tessera/deviceplugin/config"
 	"github.com/tessera-gpu/tessera/deviceplugin/plugin"
 	"github.com/tessera-gpu/tessera/generated/clientset/versioned"
 	"github.com/tessera-gpu/tessera/internal/kubeclient"
 )
 
 // nodesPerConnection is how many nodes' watches share one connection to
-// the API server: three streams each, well under the streams an HTTP/2
+// the API server: two streams each, well under the streams an HTTP/2
 // connection may carry. A cluster's daemons each have their own.
 const nodesPerConnection = 64
 
 // StartNodeWatches opens, for each of nodes nodes, the watches Tessera's
-// node daemon keeps in device-plugin mode (its pods, GPUAllocations and
-// GPUNode, each selected by a field) through the daemon's own code, and
-// waits until they have synced. The API server sends each event of a
-// custom resource to every such watch and lets the watch's selector drop
-// it, so what a fleet of daemons costs it grows with the nodes. stop ends
-// the watches.
+// node daemon keeps in device-plugin mode (its pods and GPUNode, each
+// selected by a field, and the GPUAllocations of its pods, read by name)
+// through the daemon's own code, and waits until they have synced. The API
+// server sends each event of a custom resource to every watch of that
+// resource and lets the watch's selector drop it, so what a fleet of
+// daemons' GPUNode watches costs it grows with the nodes. stop ends the
+// watches.
 func StartNodeWatches(ctx context.Context, config *rest.Config, nodes int) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var stops []func()
@@ -50,7 +52,11 @@ func StartNodeWatches(ctx context.Context, config *rest.Config, nodes int) (stop
 				return nil, err
 			}
 		}
-		s, stopNode := plugin.StartNodeWatches(ctx, kube, tessera, NodeName(i))
+		s, stopNode, err := plugin.StartNodeWatches(ctx, kube, tessera, NodeName(i), dpconfig.DefaultResourceName)
+		if err != nil {
+			stop()
+			return nil, err
+		}
 		synced = append(synced, s...)
 		stops = append(stops, stopNode)
 	}
