@@ -274,7 +274,9 @@ func checkAccess(ctx context.Context, t *testing.T, cp *framework.ControlPlane, 
 		{plugin, "create", gpu, "gpunodes", "", "", "", true},
 		{plugin, "patch", gpu, "gpunodes", "status", "", "node-a", true},
 		{plugin, "update", gpu, "gpuallocations", "status", "team-a", "job", true},
-		{plugin, "watch", gpu, "gpuallocations", "", "", "", true},
+		{plugin, "get", gpu, "gpuallocations", "", "team-a", "job", true},
+		{plugin, "list", gpu, "gpuallocations", "", "", "", true},
+		{plugin, "watch", gpu, "gpuallocations", "", "", "", false},
 		{plugin, "list", "", "pods", "", "", "", true},
 		{plugin, "update", gpu, "gpunodes", "", "", "node-a", false},       // spec is the administrator's
 		{plugin, "update", gpu, "gpunodes", "status", "", "node-a", false}, // it applies its status
