@@ -57,28 +57,33 @@ func pick(all []*gpuv1alpha1.GPUAllocation, node string, admit admits) (*gpuv1al
 	return found[0], len(found)
 }
 
-// findInFlight returns a copy of the node's in-flight allocation, from the
-// cache or, when the cache has none yet, from the API server for at most
-// the lookup timeout. live says that the copy was read from the API server.
+// findInFlight returns a copy of the node's in-flight allocation, held
+// or, when none is, from the API server for at most the lookup timeout.
+// live says that the copy was read from the API server.
 func (a *Allocator) findInFlight(ctx context.Context, admit admits) (alloc *gpuv1alpha1.GPUAllocation, live bool, err error) {
-	if alloc, err = a.findInFlightCached(ctx, admit); alloc != nil || err != nil {
-		return alloc, false, err
+	if alloc = a.findInFlightHeld(ctx, admit); alloc != nil {
+		return alloc, false, nil
 	}
 	alloc, err = a.findInFlightLive(ctx, a.cfg.LookupTimeout, admit)
 	return alloc, err == nil, err
 }
 
-// findInFlightCached returns a copy of the node's in-flight allocation in
-// the cache, or nil.
-func (a *Allocator) findInFlightCached(ctx context.Context, admit admits) (*gpuv1alpha1.GPUAllocation, error) {
+// findInFlightHeld returns a copy of the node's in-flight allocation among
+// those held, after reading by name the allocations of the node's pods not
+// read yet when none is; or nil.
+func (a *Allocator) findInFlightHeld(ctx context.Context, admit admits) *gpuv1alpha1.GPUAllocation {
 	found, n := pick(a.cfg.Allocations.List(), a.cfg.NodeName, admit)
 	if found == nil {
-		return nil, nil
+		a.cfg.Allocations.Refresh(ctx)
+		found, n = pick(a.cfg.Allocations.List(), a.cfg.NodeName, admit)
+	}
+	if found == nil {
+		return nil
 	}
 	if n > 1 {
 		klog.FromContext(ctx).Info("More than one GPUAllocation in flight on the node; serving the oldest", "count", n, "gpuAllocation", klog.KObj(found))
 	}
-	return found.DeepCopy(), nil
+	return found.DeepCopy()
 }
 
 // progress orders the states of one allocation's status.

@@ -85,6 +85,17 @@ func (n *NodeAllocations) Run(ctx context.Context) {
 		<-ctx.Done()
 		n.queue.ShutDown()
 	}()
+	n.Refresh(ctx)
+	n.synced.Store(true)
+	for n.next(ctx) {
+	}
+}
+
+// Refresh reads now the allocation of each pod in the pod cache that asks
+// for GPUs and whose allocation is not held, and drops those of pods that
+// ended or went. The kubelet may call Allocate before the pod's event has
+// been handled. A read that fails is retried later.
+func (n *NodeAllocations) Refresh(ctx context.Context) {
 	pods, err := n.pods.List(labels.Everything())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Listing the node's pods")
@@ -94,9 +105,6 @@ func (n *NodeAllocations) Run(ctx context.Context) {
 		if err := n.sync(ctx, key); err != nil {
 			n.queue.AddRateLimited(key)
 		}
-	}
-	n.synced.Store(true)
-	for n.next(ctx) {
 	}
 }
 

@@ -25,7 +25,7 @@ func (a *Allocator) Preferred(ctx context.Context, req *pluginapi.PreferredAlloc
 	admit, err := a.admitting(ctx)
 	var alloc *gpuv1alpha1.GPUAllocation
 	if err == nil {
-		alloc, err = a.findInFlightCached(ctx, admit)
+		alloc = a.findInFlightHeld(ctx, admit)
 	}
 	if alloc == nil && err == nil {
 		alloc, err = a.findInFlightLive(ctx, 0, admit)

@@ -104,3 +104,39 @@ func TestPreferredFollowsThePluginsOwnLastWrite(t *testing.T) {
 		t.Errorf("phase %s, want Allocated", got)
 	}
 }
+
+// When the kubelet asks before the plugin has read the pod's allocation,
+// the plugin reads it by name, as it reads every allocation, and does not
+// list the node's allocations on the API server.
+func TestAllocateReadsAnAllocationNotYetReadByName(t *testing.T) {
+	alloc := testAllocation("p", "uid-p", testNode,
+		container("init", gpuv1alpha1.ContainerInit, dev("GPU-a", 0, 1000, 0)),
+		container("main", gpuv1alpha1.ContainerApp, dev("GPU-b", 1, 2000, 0)))
+	h := newStaleHarness(t, []*corev1.Pod{testPod("p", "uid-p")}, []*gpuv1alpha1.GPUAllocation{alloc}, nil, ResponseConfig{})
+	resp, err := h.alloc.Preferred(h.ctx, &pluginapi.PreferredAllocationRequest{ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
+		AvailableDeviceIDs: []string{"GPU-b::0", "GPU-a::1"}, AllocationSize: 1,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.ContainerResponses[0].DeviceIDs; len(got) != 1 || got[0] != "GPU-a::1" {
+		t.Errorf("preferred %v, want init's GPU-a::1", got)
+	}
+	for i, want := range []string{"GPU-a", "GPU-b"} {
+		r, err := h.alloc.Allocate(h.ctx, request(1))
+		if err != nil {
+			t.Fatalf("Allocate %d: %v", i, err)
+		}
+		if got := r.ContainerResponses[0].Envs[hamicore.EnvVisibleDevices]; got != want {
+			t.Errorf("Allocate %d served %q, want %s", i, got, want)
+		}
+	}
+	for _, a := range h.tessera.Actions() {
+		if a.GetVerb() == "list" {
+			t.Errorf("listed %s on the API server", a.GetResource().Resource)
+		}
+	}
+	if got := h.stored(t, "p").Status.Phase; got != gpuv1alpha1.AllocationAllocated {
+		t.Errorf("phase %s, want Allocated", got)
+	}
+}
