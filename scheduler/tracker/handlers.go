@@ -133,7 +133,7 @@ func (t *Tracker) podHandler() cache.ResourceEventHandler {
 		DeleteFunc: func(obj any) {
 			if pod, ok := unwrap(obj).(*corev1.Pod); ok {
 				t.releasePod(pod)
-				t.orphans.Add(cache.MetaObjectToName(pod))
+				t.orphans.AddAfter(cache.MetaObjectToName(pod), collectAfter)
 				if t.requeue != nil {
 					t.requeue.Forget(pod.UID)
 				}

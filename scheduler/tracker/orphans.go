@@ -15,6 +15,16 @@ import (
 	"github.com/tessera-gpu/tessera/scheduler/view"
 )
 
+// collectAfter is how long after a pod's delete the tracker checks
+// whether its allocation is gone. kube-controller-manager's garbage
+// collector deletes it through its owner reference, within a second on a
+// healthy control plane; checking at once read the pod again from the API
+// server and sent a second delete for every pod that ended, two requests
+// that the garbage collector made pointless. The check stays for a
+// collector that is slow or off, and for allocations without the owner
+// reference. The pod's GPUs are free in the view from its delete.
+const collectAfter = 5 * time.Second
+
 // Sweep queues every allocation whose pod the cache lacks, or has with
 // another UID, for deletion, and drops reservations whose bind ended long
 // ago without a GPUAllocation to show for it in the cache or the API; a

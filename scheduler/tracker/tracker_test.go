@@ -145,6 +145,29 @@ func (f *fixture) drainOrphans() {
 	}
 }
 
+// deletePod deletes p from the cache and the fake API and delivers the
+// delete.
+func (f *fixture) deletePod(p *corev1.Pod) {
+	f.pods.Delete(p)
+	f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), p.Namespace, p.Name)
+	f.tracker.podHandler().OnDelete(cache.DeletedFinalStateUnknown{Key: p.Namespace + "/" + p.Name, Obj: p})
+}
+
+// drainOrphansAfterDelete checks, before and after collectAfter has
+// passed since a pod's delete, for an orphaned allocation to delete.
+func (f *fixture) drainOrphansAfterDelete(allocationKept func()) {
+	f.drainOrphans()
+	allocationKept()
+	f.clock.Step(collectAfter)
+	// The delaying queue hands the check over on its own goroutine.
+	for deadline := time.Now().Add(10 * time.Second); f.tracker.orphans.Len() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("no orphan check queued %s after the pod's delete", collectAfter)
+		}
+	}
+	f.drainOrphans()
+}
+
 func TestTracker(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -182,15 +205,39 @@ func TestTracker(t *testing.T) {
 			},
 		},
 		{
-			name: "pod deletion frees its GPUs and the turn, and deletes the allocation",
+			name: "pod deletion frees its GPUs and the turn, and deletes the allocation the garbage collector left",
 			run: func(f *fixture) {
 				p := pod("p", "u1", corev1.PodPending)
 				f.addPod(p)
 				f.addAllocation(allocation("p", "a1", "u1", gpuv1alpha1.AllocationPending))
-				f.pods.Delete(p)
-				f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "p")
-				f.tracker.podHandler().OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/p", Obj: p})
-				f.drainOrphans()
+				f.deletePod(p)
+				f.drainOrphansAfterDelete(func() {
+					if !f.allocationExists("p") {
+						f.t.Errorf("the allocation was deleted at once, before the garbage collector's turn")
+					}
+				})
+			},
+			wantAllocGone: true,
+		},
+		{
+			name: "pod deletion costs no request when the garbage collector deletes the allocation",
+			run: func(f *fixture) {
+				p := pod("p", "u1", corev1.PodRunning)
+				f.addPod(p)
+				a := allocation("p", "a1", "u1", gpuv1alpha1.AllocationAllocated)
+				f.addAllocation(a)
+				f.deletePod(p)
+				f.kube.ClearActions()
+				f.tessera.ClearActions()
+				f.drainOrphansAfterDelete(func() {
+					// The garbage collector's delete, as the informer delivers it.
+					f.allocs.Delete(a)
+					f.tessera.Tracker().Delete(gpuv1alpha1.SchemeGroupVersion.WithResource("gpuallocations"), "ns", "p")
+					f.tracker.allocationHandler(ktesting.NewLogger(f.t, ktesting.NewConfig())).OnDelete(a)
+				})
+				if got := append(f.kube.Actions(), f.tessera.Actions()...); len(got) != 0 {
+					f.t.Errorf("the tracker sent %d requests after the pod's delete, want none: %v", len(got), got)
+				}
 			},
 			wantAllocGone: true,
 		},
