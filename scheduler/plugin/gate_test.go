@@ -14,6 +14,7 @@ import (
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/gpurequest"
+	"github.com/tessera-gpu/tessera/scheduler/quota"
 	"github.com/tessera-gpu/tessera/scheduler/view"
 	"github.com/tessera-gpu/tessera/scheduler/waiters"
 )
@@ -187,6 +188,55 @@ func holdAndFreeGPU0(t *testing.T, p *Plugin, v *view.View, act *activations, he
 	if got, want := act.take(), keys([]*v1.Pod{released}); !slices.Equal(got, want) {
 		t.Fatalf("the free released %v, want %v", got, want)
 	}
+}
+
+// TestGateLetsByAPodAFreeChoseWhileJudged holds a pod, frees GPU-0 in
+// the view and tells the requeuer of it only while the gate judges the
+// pod again, after it asked the index and before it holds the pod, as
+// DRA mode's feed does when it waits for kube-scheduler's claim tracker:
+// the free's play chooses the pod, and the gate lets it by rather than
+// hold it again. Held, it would wait for the next free: its activation
+// reaches kube-scheduler before the hold, or the screen hides the pod
+// after it.
+func TestGateLetsByAPodAFreeChoseWhileJudged(t *testing.T) {
+	p, v, act := newTestPlugin(t)
+	fillBoth(v)
+	pod := gatedPod("pod", 10000, 0)
+	req, err := p.parser.Parse(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.gate(pod).IsSuccess() {
+		t.Fatal("the pod passed the gate on a full node")
+	}
+	v.Release("fill-0")
+	// The gate reads the pod's quota after it asked the index.
+	rules := p.rules
+	rules.Quotas = &quotaRead{func() { p.requeue.Freed(node) }}
+	if held, why := p.Judge(pod, req.Request, rules, v); held {
+		t.Fatalf("the pod the free chose is held: %s", why)
+	}
+	if _, held := p.requeue.Holds(pod.UID); held {
+		t.Error("the requeuer holds the pod the free chose")
+	}
+	if got, want := act.take(), keys([]*v1.Pod{pod}); !slices.Equal(got, want) {
+		t.Errorf("the free released %v, want %v", got, want)
+	}
+	if status := p.gate(pod); !status.IsSuccess() {
+		t.Errorf("the pod is held when kube-scheduler meets it again: %s", status.Message())
+	}
+}
+
+// quotaRead is a source of no GPU quota that calls read, once, when the
+// first quota is read.
+type quotaRead struct{ read func() }
+
+func (q *quotaRead) Limits(string) quota.Limits {
+	if read := q.read; read != nil {
+		q.read = nil
+		read()
+	}
+	return quota.Limits{}
 }
 
 // TestAdoptReleasesParkedPodsInQueueOrder has a new leader judge parked

@@ -64,26 +64,32 @@ func (g *Gate) Judge(pod *v1.Pod, req *placement.Request, rules view.Rules, v *v
 	key := fitgate.ShapeKey(req)
 	// Remembered before the index is asked, so that a free in between
 	// plays the pod.
-	g.Waiters.Asked(pod, req)
+	ticket := g.Waiters.Asked(pod, req)
 	fits, possible := g.Index.Fits(key, req)
 	if !possible || fits && g.Waiters.turn(pod.UID, func(fn func(string) bool) { g.Index.EachFit(key, req, fn) }) ||
 		quotaRefuses(rules, v, pod, req) {
 		return false, ""
 	}
-	if fits {
-		return true, g.hold(pod, Promised)
+	reason := Promised
+	if !fits {
+		reason = g.Index.Why(key, req)
 	}
-	return true, g.hold(pod, g.Index.Why(key, req))
+	return g.hold(pod, reason, ticket)
 }
 
-// hold holds the pod for reason, telling it why when that changed, and
-// returns why.
-func (g *Gate) hold(pod *v1.Pod, reason string) string {
-	why := HeldPrefix + reason
-	if g.Waiters.Held(pod.UID, why) {
+// hold holds the pod for reason, as judged from ticket on, telling it why
+// when that changed, and returns why; it lets the pod by when a free
+// chose it meanwhile.
+func (g *Gate) hold(pod *v1.Pod, reason string, ticket uint64) (held bool, why string) {
+	why = HeldPrefix + reason
+	held, tell := g.Waiters.Held(pod.UID, why, ticket)
+	if !held {
+		return false, ""
+	}
+	if tell {
 		g.Reasons.Tell(pod, why)
 	}
-	return why
+	return true, why
 }
 
 // CouldPreempt reports whether the pod may preempt and some bound pod has

@@ -85,6 +85,9 @@ type Queue struct {
 	// judged anew (see Adopt), which tells them nothing.
 	judging  int
 	adopting bool
+	// choices counts the pods plays have chosen, so that the fit gate
+	// holds no pod a play chose while the gate judged it (see Held).
+	choices uint64
 }
 
 // waiter is a pod waiting for GPUs.
@@ -111,6 +114,9 @@ type waiter struct {
 	// with it are known (see turn): it is told why only if the room goes
 	// to pods ahead of it once they are (see judgeTogether).
 	untold bool
+	// chosen is the queue's count of choices when a play last chose the
+	// pod (see Queue.choices).
+	chosen uint64
 }
 
 // Activator activates waiting pods, keyed by namespace/name: it has
@@ -166,37 +172,46 @@ func (r *Queue) Waiting(pod *v1.Pod, req *placement.Request) {
 }
 
 // Asked remembers a pod the fit gate asks about, before it asks the
-// index: a free from then on plays the pod.
-func (r *Queue) Asked(pod *v1.Pod, req *placement.Request) {
+// index: a free from then on plays the pod. It returns the ticket the
+// gate holds the pod with (Held).
+func (r *Queue) Asked(pod *v1.Pod, req *placement.Request) (ticket uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.remember(pod, req)
+	return r.choices
 }
 
-// Held notes that the fit gate holds the pod, for why, and returns
-// whether why differs from what the pod was last told, it is not being
-// adopted (see Adopt), and it is not held untold while judged with other
-// pods (see untoldBehind). The room the pod
-// was activated for, if any, is not played again: the gate runs under
-// kube-scheduler's queue lock, which activating takes, and that room was
-// taken or the gate would not hold the pod.
-func (r *Queue) Held(uid types.UID, why string) bool {
+// Held notes that the fit gate holds the pod, for why, as it judged the
+// pod from ticket on (Asked), and returns whether why differs from what
+// the pod was last told, it is not being adopted (see Adopt), and it is
+// not held untold while judged with other pods (see untoldBehind) (tell).
+// The room the pod was activated for before ticket, if any, is not played
+// again: the gate runs under kube-scheduler's queue lock, which
+// activating takes, and that room was taken or the gate would not hold
+// the pod. A pod a play chose since ticket is not held (held false): the
+// gate judged it on an index that did not have the free yet, and the
+// play's activation may reach kube-scheduler before the hold, or the
+// screen hide the pod after it; held, it would wait for the next free.
+func (r *Queue) Held(uid types.UID, why string, ticket uint64) (held, tell bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.pods[uid]
 	if !ok {
-		return false
+		return true, false
+	}
+	if w.chosen > ticket {
+		return false, false
 	}
 	r.promise(w, "", w.trying)
 	r.setHeld(w, true)
 	if w.told == why || w.untold && r.judging > 0 {
-		return false
+		return true, false
 	}
 	w.told = why
 	// A pod parked before this scheduler led was told why when it was
 	// parked; told again as it is adopted, every parked pod would be
 	// written anew, the figures in its reason having changed.
-	return !r.adopting
+	return true, !r.adopting
 }
 
 // remember returns the waiter of the pod, adding it, or moving it to the
@@ -393,6 +408,8 @@ func (r *Queue) play(node string, except types.UID) []*v1.Pod {
 				r.claim(w, node, holds, now)
 			}
 			r.setHeld(w, false)
+			r.choices++
+			w.chosen = r.choices
 			chosen = append(chosen, w.pod)
 		}
 	})
