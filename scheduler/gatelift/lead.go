@@ -29,6 +29,7 @@ func (l *Lifter) Run(ctx context.Context) {
 	}
 	wg.Go(func() { l.expire(ctx) })
 	wg.Go(func() { l.reasons.Run(ctx) })
+	wg.Go(func() { l.queue.Sweep(ctx) })
 	logger := klog.FromContext(ctx)
 	lease := l.cfg.LeaseNamespace + "/" + l.cfg.LeaseName
 	election.Run(ctx, l.cfg.Kube, l.cfg.LeaseNamespace, l.cfg.LeaseName, "which gated pods to release", leaderelection.LeaderCallbacks{

@@ -94,6 +94,7 @@ func NewDRAFitGate(ctx context.Context, obj runtime.Object, h fwk.Handle, parkin
 	go reasons.Run(ctx)
 	waiting := waiters.NewUnsynced(ready)
 	go rq.JudgeWaited(ctx, waiting, "DRA view", reasons)
+	go rq.Sweep(ctx)
 	g := &DRAFitGate{
 		fitGate: fitGate{waiters.NewGate(h.ProfileName(), rq, priorities, reasons, waiting)},
 		claims:  dra.ResourceClaims(),

@@ -145,6 +145,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle, parking *Parking
 	go reasons.Run(ctx)
 	waiting := waiters.NewUnsynced(ready)
 	go rq.JudgeWaited(ctx, waiting, "GPU view", reasons)
+	go rq.Sweep(ctx)
 	// kube-scheduler's own /metrics knows nothing of the GPUs.
 	if _, err := keeper.ServeMetrics(ctx, "plugin"); err != nil {
 		return nil, err

@@ -571,17 +571,7 @@ func (r *Queue) judgeTogether(judge func(), msg string, kv ...any) (behind []*v1
 	judge()
 	r.mu.Lock()
 	r.judging--
-	nodes := map[string]bool{}
-	for _, s := range r.shapes {
-		r.index.EachFit(s.key, s.req, func(node string) bool {
-			nodes[node] = true
-			return true
-		})
-	}
-	var chosen []*v1.Pod
-	for node := range nodes {
-		chosen = append(chosen, r.play(node, "")...)
-	}
+	chosen := r.playFitting(r.shapes)
 	if r.judging == 0 {
 		behind = r.untoldBehind()
 	}
