@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -99,6 +100,13 @@ type parker struct {
 	// queue has the pods to park, or to look at; unparks the pods
 	// released.
 	queue, unparks workqueue.TypedRateLimitingInterface[cache.ObjectName]
+
+	mu sync.Mutex
+	// released are the pods this scheduler released, by UID, until their
+	// label is off or they are gone: one the requeuer no longer knows
+	// since it was placed is not judged anew while its label lags (see
+	// sync).
+	released map[cache.ObjectName]types.UID
 }
 
 func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-chan struct{}, placing *waiters.Placing) *parker {
@@ -115,7 +123,8 @@ func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-
 					Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.ObjectName]{Queue: newLastFirst(pods)}),
 				}),
 			}),
-		unparks: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
+		unparks:  workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName]()),
+		released: map[cache.ObjectName]types.UID{},
 	}
 }
 
@@ -123,11 +132,34 @@ func newParker(kube kubernetes.Interface, pods corelisters.PodLister, leading <-
 // It runs under the requeuer's lock, and only queues.
 func (pk *parker) held(pod *v1.Pod, held bool) {
 	key := cache.MetaObjectToName(pod)
+	pk.mu.Lock()
+	if held {
+		delete(pk.released, key)
+	} else {
+		pk.released[key] = pod.UID
+	}
+	pk.mu.Unlock()
 	if held {
 		pk.queue.AddAfter(key, pk.after)
 		return
 	}
 	pk.unparks.Add(key)
+}
+
+// wasReleased reports whether this scheduler released the pod and its
+// label has not been seen off since.
+func (pk *parker) wasReleased(key cache.ObjectName, uid types.UID) bool {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	return pk.released[key] == uid
+}
+
+// unlabelled forgets that the pod of key was released: its label is off,
+// or it is gone.
+func (pk *parker) unlabelled(key cache.ObjectName) {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	delete(pk.released, key)
 }
 
 // handler looks at every parked pod of the profile, and at every pod
@@ -198,7 +230,7 @@ func (pk *parker) adopt() {
 	}
 	var adopted []*v1.Pod
 	for _, pod := range pods {
-		if known, _ := pk.holds(pod.UID); !known && parked(pod) && pending(pod) {
+		if known, _ := pk.holds(pod.UID); !known && parked(pod) && pending(pod) && !pk.wasReleased(cache.MetaObjectToName(pod), pod.UID) {
 			adopted = append(adopted, pod)
 		}
 	}
@@ -228,18 +260,29 @@ func (pk *parker) work(ctx context.Context, queue workqueue.TypedRateLimitingInt
 }
 
 // sync parks the pod when the gate holds it and unparks it otherwise; a
-// pod to park goes to the parking queue unless parks is set.
+// pod to park goes to the parking queue unless parks is set. A parked
+// pod the requeuer does not know is judged anew, unless this scheduler
+// released it: the requeuer forgets a pod once it is placed, and its
+// label may still be on while it is bound (its unpark slow, or failing
+// while kube-apiserver restarts). Judged then, the gate could hold it
+// and the screen hide it, and kube-scheduler would forget the pod it is
+// binding, place it a second time when it is shown again, and count its
+// GPUs once.
 func (pk *parker) sync(ctx context.Context, key cache.ObjectName, parks bool) error {
 	pod, err := pk.pods.Pods(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		pk.unlabelled(key)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	isParked := parked(pod)
+	if !isParked {
+		pk.unlabelled(key)
+	}
 	known, held := pk.holds(pod.UID)
-	if isParked && pending(pod) && !known {
+	if isParked && pending(pod) && !known && !pk.wasReleased(key, pod.UID) {
 		pk.judge(pod)
 		_, held = pk.holds(pod.UID)
 	}

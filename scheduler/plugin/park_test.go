@@ -2,17 +2,21 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	gpuv1alpha1 "github.com/tessera-gpu/tessera/apis/gpu/v1alpha1"
 	"github.com/tessera-gpu/tessera/scheduler/waiters"
@@ -172,6 +176,41 @@ func TestParkerJudgesParkedPodsItDoesNotKnow(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.judged) != 2 || f.judged[0] != "still-held" || f.judged[1] != "fits" {
 		t.Errorf("judged %v, want [still-held fits]", f.judged)
+	}
+}
+
+// TestParkerDoesNotJudgeAPodItReleasedWhileItsLabelLags releases a
+// parked pod whose unpark fails at first, as while kube-apiserver
+// restarts, and has the requeuer forget it meanwhile, as it does once the
+// pod is placed: the pod is still labelled and pending, but the parker
+// does not ask the gate about it, which could hold it while
+// kube-scheduler binds it, and takes the label off once the API serves.
+func TestParkerDoesNotJudgeAPodItReleasedWhileItsLabelLags(t *testing.T) {
+	pod := parkPod("placed", parkedLabels)
+	f := newParkFixture(t, pod)
+	f.holdJudged = true
+	var refused atomic.Int32
+	f.kube.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refused.Add(1) <= 3 {
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	f.hold(pod, true)
+	close(f.leading)
+	f.hold(pod, false)
+	// Placed: the requeuer forgets it.
+	f.mu.Lock()
+	delete(f.known, pod.UID)
+	f.mu.Unlock()
+	f.waitParked(t, "placed", false)
+	if refused.Load() <= 3 {
+		t.Fatalf("the label came off after %d patches; the test wants it refused 3 times first", refused.Load())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.judged) > 0 {
+		t.Errorf("judged %v, a pod the scheduler released and placed", f.judged)
 	}
 }
 
