@@ -35,10 +35,13 @@ const (
 	// watchBackoff is the longest a client-go informer waits before it
 	// lists and watches again after kube-apiserver refused it: 800 ms,
 	// doubled on each failure up to 30 s, with as much again of jitter,
-	// reset only after 2 minutes without one (client-go's reflector.go). kube-scheduler's own informers do that, in both modes:
+	// reset only after 2 minutes without one (client-go's reflector.go).
+	// Stock kube-scheduler's informers do that, in extender and DRA mode:
 	// in a loaded run its informer of unscheduled pods was back 12 s after
 	// the third kube-apiserver served, and a pod created in between was
-	// not seen until then, whatever Tessera does.
+	// not seen until then, whatever Tessera does. tessera-scheduler's
+	// informers wait out the restarts, as Tessera's other clients do, so
+	// plugin mode is held to maxWait.
 	watchBackoff = 60 * time.Second
 	// prepareBackoff is how much longer a pod bound to a node whose DRA
 	// driver is down may wait: the kubelet stand-in asks again after a
@@ -98,6 +101,9 @@ func modeFaults(c *cluster) []fault {
 				}
 			}, maxWait + prepareBackoff},
 			apiServerRestarted)
+	}
+	if c.mode == pluginMode {
+		apiServerRestarted.bound = maxWait
 	}
 	return append(faults,
 		fault{c.placer() + " killed 5 times", func(_ context.Context, t *testing.T, c *cluster) {

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -26,16 +28,19 @@ import (
 	kubeschedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	"k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/clock"
 
+	"github.com/tessera-gpu/tessera/internal/kubeclient"
 	"github.com/tessera-gpu/tessera/scheduler/plugin"
 )
 
 // newCommand is kube-scheduler's command, with its flags, built as
-// app.NewSchedulerCommand builds it but for one step: the scheduler's
-// pod informer keeps parked and held pods from kube-scheduler (see
-// schedulerInformers), and leading
-// closes once it leads. app.NewSchedulerCommand builds the informers
-// inside, with no way to change them.
+// app.NewSchedulerCommand builds it but for its informers and its
+// election: the scheduler's pod informer keeps parked and held pods from
+// kube-scheduler (see schedulerInformers), every informer waits out a
+// restarting kube-apiserver (see setup), and leading closes once it
+// leads. app.NewSchedulerCommand builds the informers inside, with no way
+// to change them.
 func newCommand(leading chan<- struct{}, screen *plugin.Screen, plugins ...app.Option) *cobra.Command {
 	opts := options.NewOptions()
 	cmd := &cobra.Command{
@@ -96,7 +101,8 @@ func run(cmd *cobra.Command, opts *options.Options, leading chan<- struct{}, scr
 }
 
 // setup is app.Setup with the scheduler's informers leaving parked pods
-// out and screened, and its leader election closing leading.
+// out and screened and waiting out kube-apiserver's restarts, and its
+// leader election closing leading.
 func setup(ctx context.Context, opts *options.Options, leading chan<- struct{}, screen *plugin.Screen, plugins ...app.Option) (*schedulerserverconfig.CompletedConfig, *scheduler.Scheduler, error) {
 	cfg, err := latest.Default()
 	if err != nil {
@@ -110,7 +116,15 @@ func setup(ctx context.Context, opts *options.Options, leading chan<- struct{}, 
 	if err != nil {
 		return nil, nil, err
 	}
-	c.InformerFactory = schedulerInformers(c.Client, opts.InformerName, screen)
+	// The informers wait out a restarting kube-apiserver, as Tessera's
+	// other clients do, rather than back off for up to a minute: the
+	// plugins' view of GPUs reads the pods from this factory, and would
+	// keep the GPUs of pods deleted meanwhile.
+	informerClient, err := kubernetes.NewForConfig(rest.AddUserAgent(kubeclient.WaitForRestarts(c.KubeConfig, clock.RealClock{}), "scheduler"))
+	if err != nil {
+		return nil, nil, err
+	}
+	c.InformerFactory = schedulerInformers(informerClient, opts.InformerName, screen)
 	if c.LeaderElection != nil {
 		c.LeaderElection.Lock = &leaderLock{Interface: c.LeaderElection.Lock, leading: leading}
 	} else {
