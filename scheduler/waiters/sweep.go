@@ -32,19 +32,16 @@ func (r *Queue) sweep() {
 		r.mu.Unlock()
 		return
 	}
+	// The shapes of the held pods, each once.
 	held := map[*shape]bool{}
+	var shapes []*shape
 	for _, w := range r.pods {
-		if w.held {
+		if w.held && !held[w.shape] {
 			held[w.shape] = true
+			shapes = append(shapes, w.shape)
 		}
 	}
 	holding := r.holding
-	var shapes []*shape
-	for _, s := range r.shapes {
-		if held[s] {
-			shapes = append(shapes, s)
-		}
-	}
 	chosen := r.playFitting(shapes)
 	released := holding - r.holding
 	r.mu.Unlock()
